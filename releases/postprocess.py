@@ -1,0 +1,69 @@
+"""What happens to a noisy answer before anyone sees it (MATH.md section 10).
+
+A released float is rounded to a power-of-two grid near a small fraction of
+the noise scale, then clamped to the query's declared range, so that its low
+bits cannot reveal the raw value (Mironov 2012). Rounding and clamping are
+post-processing: they cost no privacy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["grid_step", "snap", "laplace_error_bound"]
+
+#: The grid is the largest power of two not above ``scale * GRID_FRACTION``.
+GRID_FRACTION = 2.0**-5
+
+
+def _positive(name: str, value) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return v
+
+
+def grid_step(scale, fraction: float = GRID_FRACTION) -> float:
+    """The largest power of two that does not exceed ``scale * fraction``."""
+    target = _positive("scale", scale) * _positive("fraction", fraction)
+    mantissa, exponent = math.frexp(target)  # target = mantissa * 2**exponent, 0.5 <= m < 1
+    return math.ldexp(1.0, exponent - 1)
+
+
+def snap(values, scale, lower=None, upper=None, fraction: float = GRID_FRACTION):
+    """Round ``values`` to the grid of :func:`grid_step` and clamp to ``[lower, upper]``.
+
+    ``scale`` is the Laplace scale of the release (sensitivity / eps);
+    ``lower`` and ``upper`` (scalars or arrays broadcasting to ``values``, or
+    None for an open side) are the declared range of the query.
+    """
+    v = np.array(values, dtype=np.float64, copy=True)
+    if not np.isfinite(v).all():
+        raise ValueError("values must be finite")
+    step = grid_step(scale, fraction)
+    out = np.round(v / step) * step  # exact: step is a power of two
+    lo = None if lower is None else np.asarray(lower, dtype=np.float64)
+    hi = None if upper is None else np.asarray(upper, dtype=np.float64)
+    if lo is not None and hi is not None and np.any(lo > hi):
+        raise ValueError("lower bound above upper bound")
+    if lo is not None or hi is not None:
+        out = np.clip(out, lo, hi)
+    return out[()] if out.ndim == 0 else out
+
+
+def laplace_error_bound(scale, confidence: float = 0.95, fraction: float = GRID_FRACTION) -> float:
+    """A bound ``t`` with ``P(|released - true| <= t) >= confidence``.
+
+    Laplace noise of scale ``b`` exceeds ``t`` in absolute value with
+    probability ``exp(-t/b)``; rounding adds at most half a grid step, and
+    clamping to a range that holds the true value only brings it closer.
+    """
+    b = _positive("scale", scale)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    return b * math.log(1.0 / (1.0 - confidence)) + grid_step(b, fraction) / 2.0
