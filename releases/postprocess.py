@@ -38,15 +38,21 @@ def grid_step(scale, fraction: float = GRID_FRACTION) -> float:
 def snap(values, scale, lower=None, upper=None, fraction: float = GRID_FRACTION):
     """Round ``values`` to the grid of :func:`grid_step` and clamp to ``[lower, upper]``.
 
-    ``scale`` is the Laplace scale of the release (sensitivity / eps);
-    ``lower`` and ``upper`` (scalars or arrays broadcasting to ``values``, or
-    None for an open side) are the declared range of the query.
+    ``scale`` is the Laplace scale of the release: one number, or one per
+    value (broadcasting to ``values``); ``lower`` and ``upper`` (scalars or
+    arrays broadcasting to ``values``, or None for an open side) are the
+    declared range of the query.
     """
     v = np.array(values, dtype=np.float64, copy=True)
     if not np.isfinite(v).all():
         raise ValueError("values must be finite")
-    step = grid_step(scale, fraction)
-    out = np.round(v / step) * step  # exact: step is a power of two
+    scales = np.asarray(scale, dtype=np.float64)
+    if scales.ndim == 0:
+        step = grid_step(float(scales), fraction)
+    else:
+        scales = np.broadcast_to(scales, v.shape)
+        step = np.array([grid_step(b, fraction) for b in scales.ravel()]).reshape(v.shape)
+    out = np.round(v / step) * step  # exact: each step is a power of two
     lo = None if lower is None else np.asarray(lower, dtype=np.float64)
     hi = None if upper is None else np.asarray(upper, dtype=np.float64)
     if lo is not None and hi is not None and np.any(lo > hi):
