@@ -38,7 +38,7 @@ class NoisePath:
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
             raise ValueError(f"dim must be a positive integer, got {dim!r}")
         self.dim = int(dim)
-        if levels is None and values is None:
+        if values is None and (levels is None or len(levels) == 0):
             self._levels = np.empty(0)
             self._values = np.empty((0, self.dim))
             return

@@ -1,5 +1,16 @@
+import os
+
+import django
 import numpy as np
 import pytest
+
+# Django for the marketplace's tests (the engine's tests need none). Set up at
+# import, before the conftests below this folder import models.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+# generous limits so that tests exercise behaviour, not the throttle
+for scope in ("USER", "ANON", "PURCHASES", "AUTH"):
+    os.environ.setdefault(f"THROTTLE_{scope}", "100000/minute")
+django.setup()
 
 
 @pytest.fixture

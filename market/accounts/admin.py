@@ -1,0 +1,10 @@
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+
+from .models import User
+
+
+@admin.register(User)
+class MarketUserAdmin(UserAdmin):
+    list_display = ("username", "email", "is_owner", "is_buyer", "is_staff")
+    fieldsets = UserAdmin.fieldsets + (("Marketplace", {"fields": ("is_owner", "is_buyer")}),)

@@ -1,0 +1,137 @@
+"""Serializers: shapes of the API's answers and inputs. No business logic."""
+
+from rest_framework import serializers
+
+from releases.selectors import release_readings
+
+
+class ListingSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    owner = serializers.CharField(source="dataset.owner.username")
+    statistics = serializers.JSONField()
+    labels = serializers.ListField(child=serializers.CharField())
+    sensitivity = serializers.FloatField()
+    ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
+    price_curve = serializers.SerializerMethodField()
+    your_level = serializers.SerializerMethodField()
+    is_open = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+    def get_price_curve(self, listing) -> dict:
+        return {"kind": "linear", "formula": "P(eps) = c * eps", "c": str(listing.price_per_epsilon)}
+
+    def get_your_level(self, listing) -> str | None:
+        held = self.context.get("levels_held")
+        if held is None:
+            return None
+        return str(held.get(listing.pk, "0.0000"))
+
+
+class ListingCreateSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField()
+    title = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    statistics = serializers.JSONField()
+    ceiling = serializers.CharField()
+    price_per_epsilon = serializers.CharField()
+
+
+class DatasetSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    columns = serializers.ListField(child=serializers.CharField())
+    row_count = serializers.IntegerField()
+    total_budget = serializers.DecimalField(max_digits=9, decimal_places=4, allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class DatasetCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    file = serializers.FileField()
+    total_budget = serializers.CharField(required=False, allow_blank=True, allow_null=True, default=None)
+
+
+class AccuracySerializer(serializers.Serializer):
+    label = serializers.CharField()
+    noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")
+    error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
+
+
+class QuoteSerializer(serializers.Serializer):
+    listing = serializers.IntegerField(source="listing_id")
+    epsilon = serializers.DecimalField(max_digits=9, decimal_places=4)
+    current_level = serializers.DecimalField(max_digits=9, decimal_places=4)
+    ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
+    price = serializers.DecimalField(max_digits=18, decimal_places=2)
+    accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
+
+
+class ReadingSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    value = serializers.FloatField()
+    noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")
+    error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
+
+
+class ReleaseSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    listing = serializers.IntegerField(source="listing_id")
+    purchase = serializers.UUIDField(source="purchase_id")
+    level = serializers.DecimalField(max_digits=9, decimal_places=4)
+    values = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_values(self, release) -> list[dict]:
+        return ReadingSerializer(release_readings(release), many=True).data
+
+
+class PurchaseCreateSerializer(serializers.Serializer):
+    listing = serializers.JSONField(help_text="the listing's id")
+    epsilon = serializers.JSONField(help_text="the level to go up to, e.g. \"0.5\"")
+
+
+class PurchaseSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    listing = serializers.IntegerField(source="listing_id")
+    level_from = serializers.DecimalField(max_digits=9, decimal_places=4)
+    epsilon = serializers.DecimalField(source="level_to", max_digits=9, decimal_places=4)
+    price = serializers.DecimalField(max_digits=18, decimal_places=2)
+    status = serializers.CharField()
+    failure_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    release = serializers.SerializerMethodField()
+
+    def get_release(self, purchase) -> dict | None:
+        release = getattr(purchase, "release", None) if purchase.status == "released" else None
+        return ReleaseSerializer(release).data if release else None
+
+
+class LegSerializer(serializers.Serializer):
+    transfer = serializers.IntegerField(source="transfer_id")
+    kind = serializers.CharField(source="transfer.kind")
+    memo = serializers.CharField(source="transfer.memo")
+    amount = serializers.DecimalField(max_digits=18, decimal_places=2)
+    at = serializers.DateTimeField(source="transfer.created_at")
+
+
+class WalletSerializer(serializers.Serializer):
+    balance = serializers.DecimalField(max_digits=18, decimal_places=2)
+    currency = serializers.CharField()
+
+
+class TopUpSerializer(serializers.Serializer):
+    amount = serializers.CharField()
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField()
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()

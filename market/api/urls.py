@@ -1,0 +1,25 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
+
+v1 = [
+    path("auth/token/", views.TokenView.as_view(), name="api-token"),
+    path("listings/", views.ListingListView.as_view(), name="api-listings"),
+    path("listings/<int:listing_id>/", views.ListingDetailView.as_view(), name="api-listing"),
+    path("listings/<int:listing_id>/quote/", views.QuoteView.as_view(), name="api-quote"),
+    path("datasets/", views.DatasetListView.as_view(), name="api-datasets"),
+    path("purchases/", views.PurchaseListView.as_view(), name="api-purchases"),
+    path("purchases/<str:purchase_id>/", views.PurchaseDetailView.as_view(), name="api-purchase"),
+    path("releases/", views.ReleaseListView.as_view(), name="api-releases"),
+    path("releases/<int:release_id>/", views.ReleaseDetailView.as_view(), name="api-release"),
+    path("wallet/", views.WalletView.as_view(), name="api-wallet"),
+    path("wallet/statement/", views.StatementView.as_view(), name="api-statement"),
+    path("wallet/top-up/", views.TopUpView.as_view(), name="api-top-up"),
+]
+
+urlpatterns = [
+    *[path(f"v1/{p.pattern}", p.callback, name=p.name) for p in v1],
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

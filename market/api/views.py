@@ -1,0 +1,212 @@
+"""The buyer API (and the owner's upload endpoints). Views only translate
+HTTP to service and selector calls; errors take the shape of ``errors.py``."""
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.authtoken.models import Token
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from market.catalog import selectors as catalog
+from market.catalog.services import dataset_create, listing_create
+from market.core.errors import Forbidden
+from market.ledger import selectors as ledger
+from market.ledger.payments import provider
+from market.trading import selectors as trading
+from market.trading.services import purchase_create, purchase_quote
+from releases import selectors as releases
+
+from . import serializers as s
+
+
+class TokenView(APIView):
+    """Exchange a username and password for an API token."""
+
+    permission_classes = [AllowAny]
+    throttle_scope = "auth"
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema(request=s.TokenRequestSerializer, responses=s.TokenSerializer)
+    def post(self, request):
+        form = AuthTokenSerializer(data=request.data, context={"request": request})
+        form.is_valid(raise_exception=True)
+        token, _ = Token.objects.get_or_create(user=form.validated_data["user"])
+        return Response({"token": token.key})
+
+
+class ListingListView(GenericAPIView):
+    """Every open listing (anyone may read); owners create listings here."""
+
+    serializer_class = s.ListingSerializer
+
+    @extend_schema(
+        parameters=[OpenApiParameter("search", str, description="text in the title or description")],
+        responses=s.ListingSerializer(many=True),
+    )
+    def get(self, request):
+        page = self.paginate_queryset(catalog.listing_list(user=request.user, search=request.query_params.get("search", "")))
+        held = catalog.levels_held(user=request.user, listing_ids=[l.pk for l in page]) if request.user.is_authenticated else None
+        return self.get_paginated_response(s.ListingSerializer(page, many=True, context={"levels_held": held}).data)
+
+    @extend_schema(request=s.ListingCreateSerializer, responses={201: s.ListingSerializer})
+    def post(self, request):
+        form = s.ListingCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        listing = listing_create(
+            owner=request.user,
+            dataset_id=d["dataset"],
+            title=d["title"],
+            description=d["description"],
+            statistics=d["statistics"],
+            ceiling=d["ceiling"],
+            price_per_epsilon=d["price_per_epsilon"],
+        )
+        return Response(s.ListingSerializer(listing).data, status=status.HTTP_201_CREATED)
+
+
+class ListingDetailView(APIView):
+    @extend_schema(responses=s.ListingSerializer)
+    def get(self, request, listing_id: int):
+        listing = catalog.listing_get(user=request.user, listing_id=listing_id)
+        held = catalog.levels_held(user=request.user, listing_ids=[listing.pk]) if request.user.is_authenticated else None
+        return Response(s.ListingSerializer(listing, context={"levels_held": held}).data)
+
+
+class QuoteView(APIView):
+    """What going up to a level costs you now, and the noise it comes with."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("epsilon", OpenApiTypes.STR, required=True, description="the level to go up to")],
+        responses=s.QuoteSerializer,
+    )
+    def get(self, request, listing_id: int):
+        listing = catalog.listing_get(user=request.user, listing_id=listing_id)
+        quote = purchase_quote(buyer=request.user, listing=listing, epsilon=request.query_params.get("epsilon"))
+        return Response(s.QuoteSerializer(quote).data)
+
+
+class DatasetListView(GenericAPIView):
+    """The owner's datasets; upload a CSV of numeric columns (multipart)."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.DatasetSerializer
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(responses=s.DatasetSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(catalog.dataset_list(user=request.user))
+        return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
+
+    @extend_schema(request=s.DatasetCreateSerializer, responses={201: s.DatasetSerializer})
+    def post(self, request):
+        form = s.DatasetCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        upload = d["file"]
+        if upload.size > settings.UPLOAD_MAX_BYTES:
+            data = b"\0" * (settings.UPLOAD_MAX_BYTES + 1)  # parse_csv names the limit
+        else:
+            data = upload.read()
+        dataset = dataset_create(
+            owner=request.user, name=d["name"], description=d["description"], data=data, total_budget=d["total_budget"]
+        )
+        return Response(s.DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
+
+
+class PurchaseListView(GenericAPIView):
+    """Your purchases; buy a listing up to a level (answered 202: the release follows)."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.PurchaseSerializer
+
+    throttle_scope = "purchases"
+
+    @extend_schema(responses=s.PurchaseSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(trading.purchase_list(user=request.user))
+        return self.get_paginated_response(s.PurchaseSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=s.PurchaseCreateSerializer,
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description="repeat-safe key")],
+        responses={202: s.PurchaseSerializer, 200: s.PurchaseSerializer},
+    )
+    def post(self, request):
+        purchase, created = purchase_create(
+            buyer=request.user,
+            listing_id=request.data.get("listing"),
+            epsilon=request.data.get("epsilon"),
+            idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+        code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
+        return Response(s.PurchaseSerializer(purchase).data, status=code)
+
+
+class PurchaseDetailView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=s.PurchaseSerializer)
+    def get(self, request, purchase_id):
+        return Response(s.PurchaseSerializer(trading.purchase_get(user=request.user, purchase_id=purchase_id)).data)
+
+
+class ReleaseListView(GenericAPIView):
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.ReleaseSerializer
+
+    @extend_schema(responses=s.ReleaseSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(releases.release_list(user=request.user))
+        return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
+
+
+class ReleaseDetailView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=s.ReleaseSerializer)
+    def get(self, request, release_id: int):
+        return Response(s.ReleaseSerializer(releases.release_get(user=request.user, release_id=release_id)).data)
+
+
+def _wallet(user) -> dict:
+    return {"balance": ledger.wallet_balance(user=user), "currency": "credits"}
+
+
+class WalletView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=s.WalletSerializer)
+    def get(self, request):
+        return Response(s.WalletSerializer(_wallet(request.user)).data)
+
+
+class StatementView(GenericAPIView):
+    """Every movement of your wallet, newest first."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.LegSerializer
+
+    @extend_schema(responses=s.LegSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(ledger.wallet_statement(user=request.user))
+        return self.get_paginated_response(s.LegSerializer(page, many=True).data)
+
+
+class TopUpView(APIView):
+    """Demo mode only: add credits to your own wallet."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=s.TopUpSerializer, responses={201: s.WalletSerializer})
+    def post(self, request):
+        if not settings.DEMO_MODE:
+            raise Forbidden("top-ups are made by staff; the demo button is off on this marketplace")
+        provider().fund(user=request.user, amount=request.data.get("amount"), memo="demo top-up")
+        return Response(s.WalletSerializer(_wallet(request.user)).data, status=status.HTTP_201_CREATED)

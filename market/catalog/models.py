@@ -1,0 +1,87 @@
+from decimal import Decimal
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from market.core.fields import LevelField, MoneyField
+
+
+class Dataset(models.Model):
+    """An owner's uploaded table of numeric columns. Its data is never shown to anyone else."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    columns = models.JSONField()
+    row_count = models.PositiveIntegerField()
+    data = models.BinaryField(help_text="float64, little-endian, row-major (rows x columns)")
+    total_budget = LevelField(
+        null=True, blank=True, help_text="If set, the listings' ceilings may not add up to more."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(total_budget__isnull=True) | Q(total_budget__gt=0), name="dataset_budget_positive"
+            )
+        ]
+
+    def __str__(self):
+        return self.name
+
+    def matrix(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.data), dtype="<f8").reshape(self.row_count, len(self.columns))
+
+
+class Listing(models.Model):
+    """Statistics over a dataset, sold at privacy levels up to a ceiling.
+
+    The statistics form one vector; its true value ``answer`` is computed
+    once, at creation, and is as secret as the data. At level eps value ``i``
+    is released as ``answer[i] + weights[i] * V_eps[i]`` (see
+    ``market.catalog.statistics.Plan.weights``).
+    """
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="listings")
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    statistics = models.JSONField(help_text="the validated statistics spec")
+    labels = models.JSONField(help_text="one label per released value")
+    sensitivity = models.FloatField(help_text="l1-sensitivity of the whole vector")
+    weights = models.JSONField(help_text="per value: noise multiplier (scale = weight / eps)")
+    lower = models.JSONField(help_text="declared range of each value, for clamping")
+    upper = models.JSONField()
+    answer = models.BinaryField(help_text="the true answer (float64): secret")
+    ceiling = LevelField(help_text="the highest eps ever sold on this listing")
+    price_per_epsilon = MoneyField(help_text="c in the price curve P(eps) = c * eps")
+    is_open = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(ceiling__gt=0), name="listing_ceiling_positive"),
+            models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
+        ]
+
+    def __str__(self):
+        return self.title
+
+    @property
+    def owner(self):
+        return self.dataset.owner
+
+    @property
+    def dim(self) -> int:
+        return len(self.labels)
+
+    def true_answer(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.answer), dtype="<f8").copy()
+
+    def noise_scales(self, eps: Decimal) -> np.ndarray:
+        """The Laplace scale of each released value at level ``eps``."""
+        return np.asarray(self.weights, dtype=np.float64) / float(eps)

@@ -1,0 +1,46 @@
+"""Errors the services raise. The API and the pages turn them into one shape.
+
+Each carries a stable ``code``, a plain-language ``message`` and, where the
+error is about particular inputs, ``fields`` (name -> list of messages).
+"""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    status = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.fields = fields or {}
+        if code:
+            self.code = code
+
+
+class InvalidInput(DomainError):
+    status = 400
+    code = "invalid"
+
+
+class NotFound(DomainError):
+    """Also used for things that exist but belong to someone else: 404, never 403."""
+
+    status = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status = 409
+    code = "conflict"
+
+
+class InsufficientFunds(DomainError):
+    status = 402
+    code = "insufficient_funds"
+
+
+class Forbidden(DomainError):
+    status = 403
+    code = "forbidden"

@@ -1,0 +1,36 @@
+"""Reading a privacy level eps from user input, exactly."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from .errors import InvalidInput
+from .fields import LEVEL_PLACES, LEVEL_QUANTUM
+
+MAX_LEVEL = Decimal("10000")
+
+
+def parse_level(value, *, field: str = "epsilon") -> Decimal:
+    """A positive, finite eps with at most four decimal places, as a Decimal.
+
+    Floats are read through their shortest decimal form (0.1 -> 0.1).
+    """
+
+    def bad(message: str):
+        return InvalidInput(f"{field}: {message}", fields={field: [message]})
+
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
+        raise bad("This field is required: give a number such as 0.5.")
+    try:
+        level = Decimal(value.strip() if isinstance(value, str) else str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        raise bad(f"{str(value)[:30]!r} is not a number.") from None
+    if not level.is_finite():
+        raise bad("must be a finite number.")
+    if level <= 0:
+        raise bad("must be greater than 0.")
+    if level > MAX_LEVEL:
+        raise bad(f"must be at most {MAX_LEVEL}.")
+    if level != level.quantize(LEVEL_QUANTUM):
+        raise bad(f"use at most {LEVEL_PLACES} decimal places.")
+    return level.quantize(LEVEL_QUANTUM)

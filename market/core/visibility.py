@@ -1,0 +1,76 @@
+"""Who may see what: every queryset a user reaches starts here, in one place.
+
+Selectors and views never call ``Model.objects`` for user-facing reads; they
+ask this module for the rows the asking user may see, then filter further.
+A row outside these sets does not exist for that user (the API answers 404).
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+
+def _authenticated(user) -> bool:
+    return bool(user and user.is_authenticated)
+
+
+def listings(user) -> QuerySet:
+    """Open listings, for everyone; an owner also sees their own closed ones."""
+    from django.db.models import Q
+
+    from market.catalog.models import Listing
+
+    qs = Listing.objects.select_related("dataset__owner")
+    if _authenticated(user):
+        return qs.filter(Q(is_open=True) | Q(dataset__owner=user))
+    return qs.filter(is_open=True)
+
+
+def owned_listings(user) -> QuerySet:
+    from market.catalog.models import Listing
+
+    if not _authenticated(user):
+        return Listing.objects.none()
+    return Listing.objects.select_related("dataset").filter(dataset__owner=user)
+
+
+def owned_datasets(user) -> QuerySet:
+    from market.catalog.models import Dataset
+
+    if not _authenticated(user):
+        return Dataset.objects.none()
+    return Dataset.objects.filter(owner=user)
+
+
+def purchases(user) -> QuerySet:
+    from market.trading.models import Purchase
+
+    if not _authenticated(user):
+        return Purchase.objects.none()
+    return Purchase.objects.select_related("listing", "release").filter(buyer=user)
+
+
+def releases(user) -> QuerySet:
+    from releases.models import Release
+
+    if not _authenticated(user):
+        return Release.objects.none()
+    return Release.objects.select_related("listing", "purchase").filter(buyer=user)
+
+
+def holdings(user) -> QuerySet:
+    from market.trading.models import Holding
+
+    if not _authenticated(user):
+        return Holding.objects.none()
+    return Holding.objects.select_related("listing").filter(buyer=user)
+
+
+def wallet_legs(user) -> QuerySet:
+    from market.ledger.models import Account, Leg
+
+    if not _authenticated(user):
+        return Leg.objects.none()
+    return Leg.objects.select_related("transfer").filter(
+        account__user=user, account__kind=Account.Kind.WALLET
+    )

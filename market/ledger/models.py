@@ -1,0 +1,86 @@
+"""The money ledger: double entry, append-only, exact (django-hordak style).
+
+The database itself enforces (see the migration ``0002_ledger_triggers``):
+
+* a leg's insert adds its amount to its account's balance (balances are never
+  written by code);
+* a user's account balance is never negative (CHECK);
+* legs and transfers are never updated or deleted;
+* on PostgreSQL, at commit, every transfer's legs sum to zero and a transfer
+  has at least two legs.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from market.core.fields import MoneyField
+
+
+class Account(models.Model):
+    class Kind(models.TextChoices):
+        WALLET = "wallet", "buyer wallet"
+        EARNINGS = "earnings", "owner earnings"
+        FUNDING = "funding", "funding (money entering the marketplace)"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="accounts"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    balance = MoneyField(default=0, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "kind"], name="one_account_per_user_and_kind"),
+            models.UniqueConstraint(
+                fields=["kind"], condition=Q(user__isnull=True), name="one_system_account_per_kind"
+            ),
+            models.CheckConstraint(
+                condition=Q(user__isnull=True) | Q(balance__gte=0), name="user_balance_never_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(user__isnull=False) | Q(kind="funding"), name="only_funding_is_a_system_account"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} of {self.user or 'the marketplace'}"
+
+
+class Transfer(models.Model):
+    class Kind(models.TextChoices):
+        TOP_UP = "top_up", "top-up"
+        PURCHASE = "purchase", "purchase"
+        REFUND = "refund", "refund"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    memo = models.CharField(max_length=200, blank=True)
+    purchase = models.ForeignKey(
+        "trading.Purchase", null=True, blank=True, on_delete=models.PROTECT, related_name="transfers"
+    )
+    reference = models.CharField(
+        max_length=100, null=True, blank=True, help_text="an external payment reference, unique if given"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["reference"], name="transfer_reference_unique"),
+            models.UniqueConstraint(
+                fields=["purchase", "kind"], condition=Q(purchase__isnull=False), name="one_transfer_per_purchase_and_kind"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} #{self.pk}"
+
+
+class Leg(models.Model):
+    transfer = models.ForeignKey(Transfer, on_delete=models.PROTECT, related_name="legs")
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="legs")
+    amount = MoneyField(help_text="positive: into the account; negative: out of it")
+
+    class Meta:
+        ordering = ["-transfer__created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=~Q(amount=0), name="leg_amount_nonzero")]

@@ -1,0 +1,61 @@
+"""How money enters a wallet: one small interface a card processor can replace.
+
+There is no card processor yet. :class:`ManualFunding` moves credits from the
+marketplace's funding account; staff use it from the admin, and in demo mode
+buyers use it through the "top up" button. A real processor implements
+:class:`PaymentProvider` (charging the card, then calling the ledger with the
+processor's reference, which is unique so a retried webhook funds once) and is
+named in the ``PAYMENT_PROVIDER`` setting.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Protocol
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from market.core.errors import InvalidInput
+
+from .models import Account, Transfer
+
+
+class PaymentProvider(Protocol):
+    def fund(self, *, user, amount: Decimal, reference: str | None = None, memo: str = "") -> Transfer: ...
+
+
+class ManualFunding:
+    """Credits granted by the marketplace itself (staff top-ups, demo mode)."""
+
+    max_amount = Decimal("100000.00")
+
+    def fund(self, *, user, amount: Decimal, reference: str | None = None, memo: str = "") -> Transfer:
+        from django.db import IntegrityError, transaction
+
+        from .services import account_get, money, transfer_create
+
+        amount = money(amount)
+        if amount <= 0 or amount > self.max_amount:
+            raise InvalidInput(
+                f"a top-up must be between 0.01 and {self.max_amount} credits",
+                fields={"amount": [f"Enter an amount between 0.01 and {self.max_amount}."]},
+            )
+        wallet = account_get(user=user, kind=Account.Kind.WALLET)
+        source = account_get(user=None, kind=Account.Kind.FUNDING)
+        try:
+            with transaction.atomic():
+                return transfer_create(
+                    kind=Transfer.Kind.TOP_UP,
+                    legs=[(source, -amount), (wallet, amount)],
+                    memo=memo or "top-up",
+                    reference=reference,
+                )
+        except IntegrityError:
+            if reference is None:
+                raise
+            return Transfer.objects.get(reference=reference)  # the same payment, seen again
+
+
+def provider() -> PaymentProvider:
+    return import_string(settings.PAYMENT_PROVIDER)()

@@ -1,0 +1,65 @@
+"""Writing to the money ledger. Balances change only through transfers."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+
+from market.core.errors import InsufficientFunds, InvalidInput
+from market.core.fields import MONEY_QUANTUM
+
+from .models import Account, Leg, Transfer
+
+
+def account_get(*, user, kind: str) -> Account:
+    """The user's account of ``kind`` (the marketplace's when ``user`` is None), created on first use."""
+    try:
+        with transaction.atomic():
+            account, _ = Account.objects.get_or_create(user=user, kind=kind)
+            return account
+    except IntegrityError:  # created concurrently: it exists now
+        return Account.objects.get(user=user, kind=kind)
+
+
+def money(value) -> Decimal:
+    """An exact amount of credits with at most two decimal places."""
+    try:
+        amount = Decimal(str(value))
+    except Exception:
+        raise InvalidInput(f"not an amount: {value!r}", fields={"amount": ["Enter a number."]}) from None
+    if not amount.is_finite():
+        raise InvalidInput("amounts must be finite", fields={"amount": ["Enter a finite number."]})
+    if amount != amount.quantize(MONEY_QUANTUM):
+        raise InvalidInput("amounts have at most two decimal places", fields={"amount": ["At most 2 decimal places."]})
+    return amount.quantize(MONEY_QUANTUM)
+
+
+def transfer_create(
+    *, kind: str, legs: list[tuple[Account, Decimal]], memo: str = "", purchase=None, reference: str | None = None
+) -> Transfer:
+    """Move money between accounts in one balanced, append-only transfer.
+
+    Locks the accounts in id order, refuses a transfer that would take a
+    user's account below zero, and writes the legs; the database adds each leg
+    to its account's balance and checks the transfer balances at commit.
+    """
+    if len(legs) < 2:
+        raise ValueError("a transfer needs at least two legs")
+    if any(amount == 0 for _, amount in legs) or sum(amount for _, amount in legs) != 0:
+        raise ValueError(f"transfer legs must be non-zero and sum to zero: {legs}")
+    with transaction.atomic():
+        ids = sorted({account.pk for account, _ in legs})
+        locked = {a.pk: a for a in Account.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
+        change: dict[int, Decimal] = {}
+        for account, amount in legs:
+            change[account.pk] = change.get(account.pk, Decimal(0)) + amount
+        for pk, delta in change.items():
+            account = locked[pk]
+            if account.user_id is not None and account.balance + delta < 0:
+                raise InsufficientFunds(
+                    f"not enough credits: this needs {-delta} and the balance is {account.balance}"
+                )
+        transfer = Transfer.objects.create(kind=kind, memo=memo, purchase=purchase, reference=reference)
+        Leg.objects.bulk_create(Leg(transfer=transfer, account=account, amount=amount) for account, amount in legs)
+    return transfer

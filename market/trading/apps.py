@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TradingConfig(AppConfig):
+    name = "market.trading"
+    label = "trading"

@@ -1,0 +1,198 @@
+"""Buying: one atomic step per purchase, and its refund if no release can be made.
+
+Lock order, everywhere: listing, then holding, then purchase, then accounts
+(by id). The release task locks path, holding, purchase; it never locks a
+listing, so the two orders cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+
+from market.catalog.models import Listing
+from market.catalog.pricing import price_increment
+from market.core.errors import Conflict, InvalidInput, NotFound
+from market.core.levels import parse_level
+from market.ledger.models import Account, Transfer
+from market.ledger.services import account_get, transfer_create
+
+from .models import Holding, Purchase
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Quote:
+    listing_id: int
+    epsilon: Decimal
+    current_level: Decimal
+    ceiling: Decimal
+    price: Decimal
+    accuracy: list[dict]
+
+
+def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> None:
+    if listing.dataset.owner_id == buyer.pk:
+        raise InvalidInput("you own this listing: owners do not buy their own data")
+    if eps > listing.ceiling:
+        raise InvalidInput(
+            f"epsilon: {eps} is above this listing's ceiling of {listing.ceiling}",
+            fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
+        )
+    if eps <= current:
+        raise InvalidInput(
+            f"epsilon: you already hold level {current}; buy a level above it",
+            fields={"epsilon": [f"Must be above your current level {current}."]},
+        )
+
+
+def purchase_quote(*, buyer, listing: Listing, epsilon) -> Quote:
+    """What going up to ``epsilon`` would cost this buyer now. Writes nothing."""
+    eps = parse_level(epsilon)
+    holding = Holding.objects.filter(buyer=buyer, listing=listing).first() if buyer.is_authenticated else None
+    current = holding.purchased if holding else Decimal(0)
+    if buyer.is_authenticated:
+        _check_step(listing, buyer, current, eps)
+    elif eps > listing.ceiling:
+        _check_step(listing, buyer, current, eps)
+    return Quote(
+        listing_id=listing.pk,
+        epsilon=eps,
+        current_level=current,
+        ceiling=listing.ceiling,
+        price=price_increment(listing, current, eps),
+        accuracy=listing_accuracy(listing, eps),
+    )
+
+
+def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
+    """Per released value at level ``eps``: its Laplace scale and 95% error bound."""
+    from releases.postprocess import laplace_error_bound
+
+    return [
+        {"label": label, "noise_scale": float(b), "error_bound": laplace_error_bound(b)}
+        for label, b in zip(listing.labels, listing.noise_scales(eps))
+    ]
+
+
+def _existing_for_key(buyer, key: str, listing_id, eps: Decimal) -> Purchase | None:
+    found = Purchase.objects.filter(buyer=buyer, idempotency_key=key).first()
+    if found and (found.listing_id != int(listing_id) or found.level_to != eps):
+        raise Conflict(
+            "this Idempotency-Key was already used for a different purchase",
+            fields={"idempotency_key": ["Use a new key for a new purchase."]},
+        )
+    return found
+
+
+def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> tuple[Purchase, bool]:
+    """Buy ``listing`` up to level ``epsilon``: returns ``(purchase, created)``.
+
+    In one transaction: lock the listing and the buyer's holding, check the
+    level and the wallet, move P(eps) - P(held) from the buyer's wallet to the
+    owner's earnings, raise the holding, record the purchase, and queue its
+    release when the transaction commits. With an idempotency key, a repeat
+    returns the first purchase and charges nothing.
+    """
+    from releases.services import release_queue
+
+    eps = parse_level(epsilon)
+    try:
+        listing_id = int(listing_id)
+    except (TypeError, ValueError):
+        raise InvalidInput("listing: give the listing's id", fields={"listing": ["A listing id is required."]}) from None
+    if idempotency_key is not None:
+        idempotency_key = idempotency_key.strip()
+        if not idempotency_key or len(idempotency_key) > 255:
+            raise InvalidInput("Idempotency-Key must be 1 to 255 characters", fields={"idempotency_key": ["1 to 255 characters."]})
+        found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
+        if found:
+            return found, False
+    try:
+        with transaction.atomic():
+            listing = (
+                Listing.objects.select_for_update(of=("self",))
+                .select_related("dataset")
+                .filter(pk=listing_id, is_open=True)
+                .first()
+            )
+            if listing is None:
+                raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
+            if idempotency_key is not None:
+                # a request with this key may have committed while we waited for the lock
+                found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
+                if found:
+                    return found, False
+            holding, _ = Holding.objects.get_or_create(buyer=buyer, listing=listing)
+            holding = Holding.objects.select_for_update().get(pk=holding.pk)
+            _check_step(listing, buyer, holding.purchased, eps)
+            if Purchase.objects.filter(buyer=buyer, listing=listing, status__in=Purchase.IN_FLIGHT).exists():
+                raise Conflict("your previous purchase on this listing is still being released; try again in a moment")
+            price = price_increment(listing, holding.purchased, eps)
+            purchase = Purchase.objects.create(
+                buyer=buyer,
+                listing=listing,
+                level_from=holding.purchased,
+                level_to=eps,
+                price=price,
+                idempotency_key=idempotency_key,
+            )
+            if price > 0:
+                wallet = account_get(user=buyer, kind=Account.Kind.WALLET)
+                earnings = account_get(user=listing.dataset.owner, kind=Account.Kind.EARNINGS)
+                transfer_create(
+                    kind=Transfer.Kind.PURCHASE,
+                    legs=[(wallet, -price), (earnings, price)],
+                    memo=f"{listing.title}: eps {holding.purchased} -> {eps}",
+                    purchase=purchase,
+                )
+            holding.purchased = eps
+            holding.save(update_fields=["purchased", "updated_at"])
+            transaction.on_commit(lambda: release_queue(purchase_id=purchase.pk))
+    except IntegrityError:
+        # a concurrent request with the same key won the race: answer with its purchase
+        if idempotency_key is not None:
+            found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
+            if found:
+                return found, False
+        raise
+    return purchase, True
+
+
+def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
+    """Mark an in-flight purchase failed and give everything back.
+
+    The price returns by a compensating transfer (the ledger is append-only)
+    and the holding drops back to the level held before. Idempotent: a
+    purchase that is no longer in flight is left as it is.
+    """
+    with transaction.atomic():
+        purchase = Purchase.objects.filter(pk=purchase_id).select_related("listing__dataset").first()
+        if purchase is None:
+            return None
+        holding = Holding.objects.select_for_update().get(buyer_id=purchase.buyer_id, listing_id=purchase.listing_id)
+        purchase = Purchase.objects.select_for_update().get(pk=purchase_id)
+        if not purchase.in_flight:
+            return purchase
+        if purchase.price > 0:
+            wallet = account_get(user=purchase.buyer, kind=Account.Kind.WALLET)
+            earnings = account_get(user=purchase.listing.dataset.owner, kind=Account.Kind.EARNINGS)
+            transfer_create(
+                kind=Transfer.Kind.REFUND,
+                legs=[(earnings, -purchase.price), (wallet, purchase.price)],
+                memo=f"refund: {reason}"[:200],
+                purchase=purchase,
+            )
+        # one purchase in flight per (buyer, listing): the holding still ends at this level
+        if holding.purchased == purchase.level_to:
+            holding.purchased = purchase.level_from
+            holding.save(update_fields=["purchased", "updated_at"])
+        purchase.status = Purchase.Status.FAILED
+        purchase.failure_reason = reason[:500]
+        purchase.save(update_fields=["status", "failure_reason", "updated_at"])
+        log.warning("purchase %s failed and was refunded: %s", purchase.pk, reason)
+        return purchase

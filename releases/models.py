@@ -1,0 +1,59 @@
+"""Noise paths and releases, stored.
+
+One :class:`NoisePath` per listing, shared by all its buyers; its row is the
+lock under which the path is extended. Each released level is one
+:class:`NoisePoint` (unique per path and level, never updated): a level is
+sampled once. A :class:`Release` is what one purchase delivered.
+"""
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from market.core.fields import LevelField
+
+
+class NoisePath(models.Model):
+    listing = models.OneToOneField("catalog.Listing", on_delete=models.PROTECT, related_name="noise_path")
+    dim = models.PositiveIntegerField()
+    released_max = LevelField(default=0, help_text="the largest level released: the privacy spent")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative")]
+
+
+class NoisePoint(models.Model):
+    """The path's noise (unit sensitivity) at one level. Secret: owner-only."""
+
+    path = models.ForeignKey(NoisePath, on_delete=models.PROTECT, related_name="points")
+    level = LevelField()
+    noise = models.BinaryField(help_text="float64, little-endian, one per released value")
+    method = models.CharField(max_length=16, help_text="initial, relax, tighten or bridge")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["level"]
+        constraints = [
+            models.UniqueConstraint(fields=["path", "level"], name="one_point_per_path_and_level"),
+            models.CheckConstraint(condition=Q(level__gt=0), name="point_level_positive"),
+        ]
+
+    def vector(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.noise), dtype="<f8").copy()
+
+
+class Release(models.Model):
+    purchase = models.OneToOneField("trading.Purchase", on_delete=models.PROTECT, related_name="release")
+    listing = models.ForeignKey("catalog.Listing", on_delete=models.PROTECT, related_name="releases")
+    buyer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases")
+    point = models.ForeignKey(NoisePoint, on_delete=models.PROTECT, related_name="releases")
+    level = LevelField()
+    values = models.JSONField(help_text="the released vector: rounded and clamped")
+    noise_scales = models.JSONField(help_text="the Laplace scale of each released value")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=Q(level__gt=0), name="release_level_positive")]

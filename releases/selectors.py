@@ -1,0 +1,26 @@
+"""Reading releases as buyers see them: values, labels, noise scale, error bounds."""
+
+import numpy as np
+from django.db.models import QuerySet
+
+from market.catalog.statistics import build_plan, present
+from market.core import visibility
+from market.core.errors import NotFound
+
+
+def release_list(*, user) -> QuerySet:
+    return visibility.releases(user).select_related("listing__dataset").order_by("-created_at", "-id")
+
+
+def release_get(*, user, release_id) -> "Release":  # noqa: F821
+    release = release_list(user=user).filter(pk=release_id).first()
+    if release is None:
+        raise NotFound("no such release")
+    return release
+
+
+def release_readings(release) -> list[dict]:
+    """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound."""
+    listing = release.listing
+    plan = build_plan(listing.statistics, listing.dataset.columns)
+    return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales))

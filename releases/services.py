@@ -1,0 +1,135 @@
+"""Computing releases: the marketplace's calls into the engine.
+
+A release is made in one transaction that holds the listing's path row lock:
+read the neighbouring released levels, take the one exact step to the bought
+level (or reuse it), store the new point, the release, the path's released
+maximum and the buyer's released level, and mark the purchase released. A
+level is sampled at most once (the lock, and a unique constraint per path and
+level); a task run twice finds the purchase released and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from market.trading.models import Holding, Purchase
+from market.trading.services import purchase_fail
+
+from .mechanism import new_rng
+from .models import NoisePath, NoisePoint, Release
+from .path import NoisePath as EnginePath
+from .postprocess import snap
+
+log = logging.getLogger(__name__)
+
+
+class ReleaseImpossible(Exception):
+    """A release that can never be made for this purchase: it is refunded."""
+
+
+def _checkpoint(name: str) -> None:
+    """A named point in the release transaction where fault-injection tests stop it."""
+
+
+def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
+    """The path's point at ``level``: the stored one, or one new exact step from its neighbours.
+
+    Only the nearest released level below and above are read: the step
+    depends on nothing else (the path is Markov), so the cost does not grow
+    with the number of levels or buyers.
+    """
+    found = NoisePoint.objects.filter(path=path, level=level).first()
+    if found:
+        return found
+    below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").first()
+    above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").first()
+    known = [p for p in (below, above) if p is not None]
+    for p in known:
+        if p.vector().shape != (path.dim,):
+            raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
+    engine = EnginePath(path.dim, [float(p.level) for p in known], [p.vector() for p in known] if known else None)
+    draw = engine.draw(float(level), rng)
+    return NoisePoint.objects.create(
+        path=path, level=level, noise=np.asarray(draw.noise, dtype="<f8").tobytes(), method=draw.method
+    )
+
+
+def release_compute(*, purchase_id, rng: np.random.Generator | None = None) -> Release | None:
+    """Make the release of one purchase (idempotent). Returns it, or None if it failed."""
+    purchase = Purchase.objects.filter(pk=purchase_id).first()
+    if purchase is None or not purchase.in_flight:
+        return Release.objects.filter(purchase_id=purchase_id).first()
+    Purchase.objects.filter(pk=purchase_id, status__in=Purchase.IN_FLIGHT).update(
+        status=Purchase.Status.COMPUTING, attempts=F("attempts") + 1, updated_at=timezone.now()
+    )
+    try:
+        with transaction.atomic():
+            path = NoisePath.objects.select_for_update().get(listing_id=purchase.listing_id)
+            holding = Holding.objects.select_for_update().get(buyer_id=purchase.buyer_id, listing_id=purchase.listing_id)
+            purchase = Purchase.objects.select_for_update(of=("self",)).select_related("listing").get(pk=purchase_id)
+            if not purchase.in_flight:
+                return Release.objects.filter(purchase=purchase).first()
+            listing, level = purchase.listing, purchase.level_to
+            answer = listing.true_answer()
+            if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
+                raise ReleaseImpossible("the listing's stored answer is damaged")
+            point = _point_at(path, level, rng if rng is not None else new_rng())
+            _checkpoint("after_noise")
+            scales = listing.noise_scales(level)
+            noisy = answer + np.asarray(listing.weights, dtype=np.float64) * point.vector()
+            values = snap(noisy, scales, listing.lower, listing.upper)
+            release = Release.objects.create(
+                purchase=purchase,
+                listing=listing,
+                buyer_id=purchase.buyer_id,
+                point=point,
+                level=level,
+                values=[float(v) for v in np.atleast_1d(values)],
+                noise_scales=[float(b) for b in scales],
+            )
+            if level > path.released_max:
+                path.released_max = level
+                path.save(update_fields=["released_max", "updated_at"])
+            if level > holding.released:
+                holding.released = level
+                holding.save(update_fields=["released", "updated_at"])
+            purchase.status = Purchase.Status.RELEASED
+            purchase.save(update_fields=["status", "updated_at"])
+            _checkpoint("before_commit")
+        return release
+    except ReleaseImpossible as exc:
+        purchase_fail(purchase_id=purchase_id, reason=f"{exc}; the price was refunded")
+        return None
+
+
+def release_queue(*, purchase_id) -> bool:
+    """Send the purchase's release task to the broker (called on commit).
+
+    If the broker cannot be reached the purchase stays queued, charged, and
+    the sweeper sends it again later: it is never lost.
+    """
+    from .tasks import release_compute_task
+
+    try:
+        release_compute_task.delay(str(purchase_id))
+        return True
+    except Exception:
+        log.exception("could not queue the release of purchase %s; the sweeper will retry", purchase_id)
+        return False
+
+
+def releases_sweep(*, older_than: timedelta | None = None) -> int:
+    """Queue again every purchase still in flight after ``older_than`` (a lost task)."""
+    age = older_than if older_than is not None else timedelta(seconds=settings.RELEASE_SWEEP_AFTER)
+    stale = Purchase.objects.filter(status__in=Purchase.IN_FLIGHT, updated_at__lt=timezone.now() - age)
+    count = 0
+    for purchase_id in stale.values_list("pk", flat=True):
+        count += release_queue(purchase_id=purchase_id)
+    return count

@@ -1,0 +1,243 @@
+"""The buyer API: authentication, one error shape, scoping, validation, schema."""
+
+from decimal import Decimal
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from market.catalog.models import Dataset, Listing
+from market.ledger.models import Leg
+from market.trading.models import Purchase
+
+from .conftest import STATISTICS, make_csv
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_error(response, status, code=None, field=None):
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert set(error) == {"status", "code", "message", "fields"}
+    assert error["status"] == status and error["message"]
+    if code:
+        assert error["code"] == code
+    if field:
+        assert field in error["fields"], error
+    return error
+
+
+def test_token_authentication(api, buyer):
+    client = api()
+    bad = client.post("/api/v1/auth/token/", {"username": "bob", "password": "wrong"}, format="json")
+    assert_error(bad, 400)
+    good = client.post("/api/v1/auth/token/", {"username": "bob", "password": "a-long-password-1"}, format="json")
+    token = good.json()["token"]
+    assert_error(client.get("/api/v1/wallet/"), 401)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/v1/wallet/").json() == {"balance": "0.00", "currency": "credits"}
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert_error(client.get("/api/v1/wallet/"), 401)
+
+
+def test_listings_are_public_and_never_carry_data_or_noise(api, listing, buyer):
+    body = api().get("/api/v1/listings/").json()
+    assert body["count"] == 1 and len(body["results"]) == 1
+    item = body["results"][0]
+    assert item["id"] == listing.pk and item["ceiling"] == "5.0000"
+    assert item["labels"] == listing.labels and item["owner"] == "olivia"
+    forbidden = {"answer", "data", "noise", "lower", "upper", "dataset"}
+    assert not forbidden & set(item)
+    detail = api(buyer).get(f"/api/v1/listings/{listing.pk}/").json()
+    assert detail["your_level"] == "0.0000"
+    assert_error(api().get("/api/v1/listings/99999/"), 404, "not_found")
+    assert api().get("/api/v1/listings/?search=clinic").json()["count"] == 1
+    assert api().get("/api/v1/listings/?search=nothing-like-it").json()["count"] == 0
+
+
+def test_quote(api, listing, buyer):
+    q = api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/?epsilon=0.75").json()
+    accuracy = q.pop("accuracy")
+    assert q == {"listing": listing.pk, "epsilon": "0.7500", "current_level": "0.0000", "ceiling": "5.0000", "price": "7.50"}
+    assert [a["label"] for a in accuracy] == listing.labels
+    assert [a["noise_scale"] for a in accuracy] == pytest.approx([w / 0.75 for w in listing.weights])
+    assert all(a["error_bound"] > 2.99 * a["noise_scale"] for a in accuracy)
+    assert_error(api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/?epsilon=9"), 400, field="epsilon")
+    assert_error(api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/"), 400, field="epsilon")
+
+
+@pytest.mark.parametrize(
+    "payload,status,field",
+    [
+        ({"listing": "LISTING", "epsilon": 0}, 400, "epsilon"),
+        ({"listing": "LISTING", "epsilon": -1}, 400, "epsilon"),
+        ({"listing": "LISTING", "epsilon": "7"}, 400, "epsilon"),  # above the ceiling
+        ({"listing": "LISTING", "epsilon": "lots"}, 400, "epsilon"),
+        ({"listing": "LISTING", "epsilon": None}, 400, "epsilon"),
+        ({"listing": "LISTING", "epsilon": True}, 400, "epsilon"),
+        ({"listing": "LISTING"}, 400, "epsilon"),
+        ({"listing": "nope", "epsilon": "1"}, 400, "listing"),
+        ({"listing": 99999, "epsilon": "1"}, 404, "listing"),
+    ],
+)
+def test_bad_purchases_get_a_clear_error_and_change_nothing(api, listing, buyer, fund, payload, status, field):
+    fund(buyer, 100)
+    payload = {k: (listing.pk if v == "LISTING" else v) for k, v in payload.items()}
+    before = (Purchase.objects.count(), Leg.objects.count())
+    assert_error(api(buyer).post("/api/v1/purchases/", payload, format="json"), status, field=field)
+    assert (Purchase.objects.count(), Leg.objects.count()) == before
+
+
+def test_purchase_flow_and_idempotency_over_http(
+    api, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    fund(buyer, 100)
+    client = api(buyer)
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "1"}, format="json", HTTP_IDEMPOTENCY_KEY="abc")
+    assert first.status_code == 202
+    again = client.post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "1"}, format="json", HTTP_IDEMPOTENCY_KEY="abc")
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    body = client.get(f"/api/v1/purchases/{first.json()['id']}/").json()
+    assert body["status"] == "released" and body["price"] == "10.00"
+    release = body["release"]
+    assert release["level"] == "1.0000"
+    assert release["values"][0]["noise_scale"] == pytest.approx(listing.weights[0])
+    labels = [v["label"] for v in release["values"]]
+    assert labels[:2] == ["count", "mean(age)"] and len(labels) == 2 + 50
+    assert all(v["error_bound"] > 0 for v in release["values"])
+    assert client.get("/api/v1/purchases/").json()["count"] == 1
+    assert client.get("/api/v1/wallet/").json()["balance"] == "90.00"
+    conflict = client.post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "2"}, format="json", HTTP_IDEMPOTENCY_KEY="abc")
+    assert_error(conflict, 409, "conflict")
+
+
+def test_a_buyer_never_reads_another_buyers_things(
+    api, listing, buyer, users, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    other = users("eve")
+    fund(buyer, 100)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase = api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "1"}, format="json").json()
+    release_id = purchase["release"] and purchase["release"]["id"] or api(buyer).get("/api/v1/releases/").json()["results"][0]["id"]
+    spy = api(other)
+    assert_error(spy.get(f"/api/v1/purchases/{purchase['id']}/"), 404)
+    assert_error(spy.get(f"/api/v1/releases/{release_id}/"), 404)
+    assert_error(spy.get("/api/v1/purchases/not-a-uuid/"), 404)
+    assert spy.get("/api/v1/purchases/").json()["count"] == 0
+    assert spy.get("/api/v1/releases/").json()["count"] == 0
+    assert spy.get("/api/v1/wallet/").json()["balance"] == "0.00"
+    assert spy.get("/api/v1/wallet/statement/").json()["count"] == 0
+    assert api(buyer).get(f"/api/v1/releases/{release_id}/").status_code == 200
+
+
+def test_owners_upload_datasets_and_create_listings(api, owner, users):
+    client = api(owner)
+    upload = SimpleUploadedFile("visits.csv", make_csv(200), content_type="text/csv")
+    made = client.post("/api/v1/datasets/", {"name": "Visits", "file": upload}, format="multipart")
+    assert made.status_code == 201, made.content
+    assert made.json()["columns"] == ["age", "income", "visits"] and made.json()["row_count"] == 200
+    listing = client.post(
+        "/api/v1/listings/",
+        {"dataset": made.json()["id"], "title": "Ages", "statistics": STATISTICS, "ceiling": "2", "price_per_epsilon": "3.50"},
+        format="json",
+    )
+    assert listing.status_code == 201, listing.content
+    assert listing.json()["price_curve"]["c"] == "3.50"
+    # another owner cannot list this dataset, nor see it
+    rival = api(users("rival", owner=True))
+    answer = rival.post(
+        "/api/v1/listings/",
+        {"dataset": made.json()["id"], "title": "Stolen", "statistics": STATISTICS, "ceiling": "1", "price_per_epsilon": "1"},
+        format="json",
+    )
+    assert_error(answer, 404, field="dataset")
+    assert rival.get("/api/v1/datasets/").json()["count"] == 0
+    # a buyer who is not an owner cannot upload
+    upload = SimpleUploadedFile("visits.csv", make_csv(10), content_type="text/csv")
+    assert_error(api(users("plain")).post("/api/v1/datasets/", {"name": "x", "file": upload}, format="multipart"), 403)
+    assert Listing.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "empty"),
+        (b"age,income\n", "no data"),
+        (b"age,income\n1,2\n3\n", "line 3"),
+        (b"age,income\n1,abc\n", "column 'income'"),
+        (b"age,income\n1,nan\n", "NaN"),
+        (b"age,income\n1,=SUM(A1)\n", "formula"),
+        (b"\x00\x01\x02binary", "binary"),
+        (b"age,income\n1,\xe9\n", "UTF-8"),
+    ],
+)
+def test_broken_csv_uploads_are_refused_and_store_nothing(api, owner, content, message):
+    upload = SimpleUploadedFile("bad.csv", content, content_type="text/csv")
+    answer = api(owner).post("/api/v1/datasets/", {"name": "bad", "file": upload}, format="multipart")
+    error = assert_error(answer, 400, field="file")
+    assert message.lower() in " ".join(error["fields"]["file"]).lower()
+    assert Dataset.objects.count() == 0
+
+
+def test_bad_listing_specs_are_refused(api, owner):
+    upload = SimpleUploadedFile("visits.csv", make_csv(50), content_type="text/csv")
+    ds = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "3"}, format="multipart").json()
+    base = {"dataset": ds["id"], "title": "t", "statistics": STATISTICS, "ceiling": "2", "price_per_epsilon": "1"}
+    for change, field in [
+        ({"statistics": [{"kind": "sum", "column": "height", "lower": 0, "upper": 1}]}, "statistics"),
+        ({"statistics": [{"kind": "median", "column": "age"}]}, "statistics"),
+        ({"ceiling": "0"}, "ceiling"),
+        ({"ceiling": "abc"}, "ceiling"),
+        ({"price_per_epsilon": "-1"}, "price_per_epsilon"),
+    ]:
+        assert_error(api(owner).post("/api/v1/listings/", {**base, **change}, format="json"), 400, field=field)
+    assert api(owner).post("/api/v1/listings/", base, format="json").status_code == 201
+    # the dataset's total budget is 3: a second ceiling of 2 would exceed it
+    assert_error(api(owner).post("/api/v1/listings/", base, format="json"), 400, field="ceiling")
+    assert Listing.objects.count() == 1
+
+
+def test_demo_top_up_and_staff_only_funding(api, buyer, settings):
+    settings.DEMO_MODE = True
+    answer = api(buyer).post("/api/v1/wallet/top-up/", {"amount": "25"}, format="json")
+    assert answer.status_code == 201 and answer.json()["balance"] == "25.00"
+    assert_error(api(buyer).post("/api/v1/wallet/top-up/", {"amount": "-5"}, format="json"), 400, field="amount")
+    assert_error(api(buyer).post("/api/v1/wallet/top-up/", {"amount": "1.001"}, format="json"), 400, field="amount")
+    settings.DEMO_MODE = False
+    assert_error(api(buyer).post("/api/v1/wallet/top-up/", {"amount": "25"}, format="json"), 403)
+    statement = api(buyer).get("/api/v1/wallet/statement/").json()
+    assert [(r["kind"], r["amount"]) for r in statement["results"]] == [("top_up", "25.00")]
+
+
+def test_pagination(api, make_listing):
+    for _ in range(23):
+        make_listing(rows=20)
+    first = api().get("/api/v1/listings/").json()
+    assert first["count"] == 23 and len(first["results"]) == 20 and first["next"]
+    second = api().get(first["next"]).json()
+    assert len(second["results"]) == 3 and second["next"] is None
+
+
+def test_throttling_answers_429_in_the_same_shape(api, buyer, monkeypatch):
+    from django.core.cache import cache
+    from rest_framework.throttling import SimpleRateThrottle
+
+    cache.clear()
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "3/minute", "anon": "3/minute", "purchases": "3/minute", "auth": "3/minute"})
+    client = api(buyer)
+    for _ in range(3):
+        assert client.get("/api/v1/wallet/").status_code == 200
+    error = assert_error(client.get("/api/v1/wallet/"), 429, "throttled")
+    assert "second" in error["message"]
+    cache.clear()
+
+
+def test_unknown_api_paths_and_the_schema(api):
+    assert_error(api().get("/api/v1/no-such-thing/"), 404, "not_found")
+    schema = api().get("/api/schema/?format=json")
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    for p in ("/api/v1/purchases/", "/api/v1/listings/{listing_id}/quote/", "/api/v1/auth/token/", "/api/v1/wallet/"):
+        assert p in paths
+    docs = api().get("/api/docs/")
+    assert docs.status_code == 200 and b"swagger" in docs.content.lower()

@@ -1,0 +1,100 @@
+"""Races on the real database: row locks, unique constraints, one charge, one sample."""
+
+import threading
+from decimal import Decimal
+
+import pytest
+from django.db import connection, connections
+
+from market.core.errors import DomainError
+from market.ledger.models import Transfer
+from market.ledger.selectors import ledger_is_balanced, wallet_balance
+from market.trading.models import Purchase
+from market.trading.services import purchase_create
+from releases.models import NoisePoint, Release
+
+from .conftest import needs_postgres
+
+pytestmark = [pytest.mark.django_db(transaction=True), needs_postgres]
+
+
+def race(calls):
+    """Run the calls at once (each on its own connection); returns results or exceptions."""
+    barrier = threading.Barrier(len(calls))
+    results = [None] * len(calls)
+
+    def run(i, call):
+        try:
+            barrier.wait()
+            results[i] = call()
+        except Exception as exc:  # noqa: BLE001 - the test inspects what each call raised
+            results[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
+def test_twenty_purchases_on_a_wallet_that_covers_ten(make_listing, buyer, fund, eager_celery):
+    listings = [make_listing(price="10.00", ceiling="2", rows=50) for _ in range(20)]
+    fund(buyer, 100)  # ten purchases at eps 1
+    results = race([lambda l=l: purchase_create(buyer=buyer, listing_id=l.pk, epsilon="1") for l in listings])
+    succeeded = [r for r in results if isinstance(r, tuple)]
+    refused = [r for r in results if isinstance(r, DomainError)]
+    assert len(succeeded) == 10 and len(refused) == 10, results
+    assert all(r.code == "insufficient_funds" for r in refused)
+    assert wallet_balance(user=buyer) == Decimal("0.00")
+    assert Purchase.objects.filter(status="released").count() == 10
+    assert Transfer.objects.filter(kind="purchase").count() == 10
+    assert ledger_is_balanced()
+
+
+def test_twenty_buyers_racing_to_extend_one_path_sample_each_level_once(listing, users, fund, eager_celery):
+    levels = ["0.5", "1", "1.5", "2", "3"]
+    buyers = [users(f"racer{i}") for i in range(20)]
+    for b in buyers:
+        fund(b, 100)
+    results = race(
+        [lambda b=b, i=i: purchase_create(buyer=b, listing_id=listing.pk, epsilon=levels[i % 5]) for i, b in enumerate(buyers)]
+    )
+    assert all(isinstance(r, tuple) for r in results), results
+    assert Release.objects.count() == 20
+    points = NoisePoint.objects.filter(path__listing=listing)
+    assert sorted(points.values_list("level", flat=True)) == sorted(Decimal(l) for l in levels)
+    # every buyer of a level read the one point at that level
+    for level in levels:
+        answers = {tuple(r.values) for r in Release.objects.filter(level=Decimal(level))}
+        assert len(answers) == 1
+    listing.noise_path.refresh_from_db()
+    assert listing.noise_path.released_max == Decimal("3")
+    assert ledger_is_balanced()
+
+
+def test_the_same_idempotency_key_sent_twice_at_once_charges_once(listing, buyer, fund, eager_celery):
+    fund(buyer, 100)
+    results = race(
+        [lambda: purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="same")] * 2
+    )
+    assert all(isinstance(r, tuple) for r in results), results
+    assert results[0][0].pk == results[1][0].pk
+    assert sorted(created for _, created in results) == [False, True]
+    assert wallet_balance(user=buyer) == Decimal("90.00")
+    assert Purchase.objects.count() == 1 and Release.objects.count() == 1
+
+
+def test_the_release_task_raced_by_two_workers_releases_once(listing, buyer, fund, django_capture_on_commit_callbacks):
+    from releases.services import release_compute
+
+    fund(buyer, 100)
+    with django_capture_on_commit_callbacks(execute=False):
+        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    results = race([lambda: release_compute(purchase_id=purchase.pk)] * 4)
+    assert all(r is not None and not isinstance(r, Exception) for r in results), results
+    assert len({r.pk for r in results}) == 1
+    assert Release.objects.count() == 1 and NoisePoint.objects.count() == 1
+    assert connection.vendor == "postgresql"
