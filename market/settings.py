@@ -47,12 +47,14 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_htmx",
     "market.core",
     "market.accounts",
     "market.catalog",
     "market.ledger",
     "market.trading",
     "releases",
+    "market.web",
 ]
 
 MIDDLEWARE = [
@@ -64,6 +66,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "market.web.middleware.NotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "market.urls"
@@ -81,6 +85,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "market.web.context.marketplace",
             ],
         },
     }
@@ -188,7 +193,10 @@ PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.Ma
 # --- static files, auth, i18n
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# the charting library comes from its Python package (plotly), never from a CDN
+import plotly  # noqa: E402
+
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
 WHITENOISE_USE_FINDERS = not PRODUCTION  # serve from the source folders until collectstatic has run
 WHITENOISE_AUTOREFRESH = DEBUG
 STORAGES = {
@@ -208,6 +216,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
 USE_I18N = True

@@ -20,6 +20,12 @@ class Dataset(models.Model):
     total_budget = LevelField(
         null=True, blank=True, help_text="If set, the listings' ceilings may not add up to more."
     )
+    published_size = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The number of records shown to buyers (rounded), if the owner chose to publish it. "
+        "The exact count is private: it is one of the statistics sold.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -51,6 +57,7 @@ class Listing(models.Model):
     description = models.TextField(blank=True)
     statistics = models.JSONField(help_text="the validated statistics spec")
     labels = models.JSONField(help_text="one label per released value")
+    kinds = models.CharField(max_length=100, default=",", help_text="',count,mean,': the kinds offered, for filtering")
     sensitivity = models.FloatField(help_text="l1-sensitivity of the whole vector")
     weights = models.JSONField(help_text="per value: noise multiplier (scale = weight / eps)")
     lower = models.JSONField(help_text="declared range of each value, for clamping")

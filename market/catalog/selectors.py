@@ -15,6 +15,28 @@ def listing_list(*, user, search: str = "") -> QuerySet:
     return qs
 
 
+SORTS = {
+    "newest": ("-created_at", "-id"),
+    "price": ("price_per_epsilon", "-id"),
+    "-price": ("-price_per_epsilon", "-id"),
+    "ceiling": ("-ceiling", "-id"),
+    "title": ("title", "id"),
+}
+KINDS = ("count", "sum", "mean", "histogram")
+
+
+def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_ceiling=None, sort: str = "newest") -> QuerySet:
+    """The catalogue: open listings by text, statistic kind, price per eps and ceiling, sorted."""
+    qs = listing_list(user=user, search=text.strip()).filter(is_open=True)
+    if kind in KINDS:
+        qs = qs.filter(kinds__contains=f",{kind},")
+    if max_price is not None:
+        qs = qs.filter(price_per_epsilon__lte=max_price)
+    if min_ceiling is not None:
+        qs = qs.filter(ceiling__gte=min_ceiling)
+    return qs.order_by(*SORTS.get(sort, SORTS["newest"]))
+
+
 def listing_get(*, user, listing_id) -> "Listing":  # noqa: F821
     listing = visibility.listings(user).filter(pk=listing_id).first()
     if listing is None:
@@ -31,3 +53,8 @@ def levels_held(*, user, listing_ids) -> dict[int, Decimal]:
 
 def dataset_list(*, user) -> QuerySet:
     return visibility.owned_datasets(user).order_by("-created_at", "-id")
+
+
+def holdings_list(*, user) -> QuerySet:
+    """The listings the user holds a level on, highest first."""
+    return visibility.holdings(user).filter(purchased__gt=0).select_related("listing").order_by("-updated_at")

@@ -34,7 +34,17 @@ def _text(value, name: str, *, max_length: int, required: bool = True) -> str:
     return text
 
 
-def dataset_create(*, owner, name: str, data: bytes, description: str = "", total_budget=None) -> Dataset:
+def rounded_size(rows: int) -> int:
+    """A record count rounded to two significant figures (what owners may publish)."""
+    if rows < 100:
+        return rows
+    digits = len(str(rows)) - 2
+    return int(round(rows, -digits))
+
+
+def dataset_create(
+    *, owner, name: str, data: bytes, description: str = "", total_budget=None, publish_size: bool = False
+) -> Dataset:
     """Validate an uploaded CSV of numeric columns and store it for its owner.
 
     Nothing is stored unless the whole file is valid; a ``CsvError``'s
@@ -65,6 +75,7 @@ def dataset_create(*, owner, name: str, data: bytes, description: str = "", tota
         row_count=parsed.values.shape[0],
         data=np.ascontiguousarray(parsed.values, dtype="<f8").tobytes(),
         total_budget=budget,
+        published_size=rounded_size(parsed.values.shape[0]) if publish_size else None,
     )
 
 
@@ -117,6 +128,7 @@ def listing_create(
             description=description,
             statistics=list(plan.statistics),
             labels=list(plan.labels),
+            kinds="," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ",",
             sensitivity=float(plan.sensitivity),
             weights=[float(w) for w in plan.weights],
             lower=[float(v) for v in plan.lower],

@@ -1,0 +1,237 @@
+"""What an owner's dashboard shows: their datasets, listings, sales and privacy spent.
+
+Read-only. Every query starts from ``visibility.owned_datasets`` or
+``visibility.owned_listings``, so another owner's rows do not exist here
+(``NotFound``). The results are plain dicts and lists; levels are Decimals
+without trailing zeros (``2``, ``0.5``), money Decimals in credits.
+
+Only released purchases count as sales: a failed purchase was refunded, and
+one still in flight is reported apart. The privacy spent on a listing is its
+noise path's largest released level, never a sum over buyers. Stored noise is
+never read: noise points are fetched as ``values()`` without their noise, and
+the datasets' raw data is loaded only for the column summary of one dataset.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
+
+from market.core import visibility
+from market.core.errors import NotFound
+from market.trading.models import Purchase
+
+_ZERO_CREDITS = Decimal("0.00")
+_RELEASED = Q(purchases__status=Purchase.Status.RELEASED)
+
+
+def _plain(value: Decimal) -> Decimal:
+    """``value`` without trailing zeros or exponent, for display: 2.0000 -> 2, 0.5000 -> 0.5."""
+    return value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize()
+
+
+def _eps(value) -> Decimal:
+    """A level for display (see ``_plain``); None counts as 0."""
+    return _plain(Decimal(value or 0))
+
+
+def _describe(stat: dict) -> str:
+    """A statistic of a listing's spec in words: "mean of age, values clamped to [0, 100]"."""
+    kind = stat["kind"]
+    if kind == "count":
+        return "count of records"
+    if kind in ("sum", "mean"):
+        return f"{kind} of {stat['column']}, values clamped to [{stat['lower']:g}, {stat['upper']:g}]"
+    edges = stat["bins"]
+    if len(edges) <= 8:
+        return f"histogram of {stat['column']}, bin edges {', '.join(f'{e:g}' for e in edges)}"
+    return f"histogram of {stat['column']}, {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}"
+
+
+def _budget(total, allotted) -> dict:
+    """A dataset's budget: the listings' ceilings add up to ``used``, at most ``total`` (None: no limit)."""
+    used = _eps(allotted)
+    return {
+        "used": used,
+        "total": None if total is None else _eps(total),
+        "left": None if total is None else _eps(total - used),
+    }
+
+
+def owner_overview(*, user) -> dict:
+    """The owner's datasets and listings with their figures, newest first.
+
+    ``{"datasets": [{"id", "name", "records", "columns", "listings", "budget": {"used", "total", "left"},
+    "published_size", "created_at"}], "listings": [{"id", "title", "dataset_id", "dataset", "is_open",
+    "ceiling", "spent", "price_per_epsilon", "sales", "revenue", "created_at"}], "totals": {"sales",
+    "revenue"}}``. Three queries, whatever the number of rows.
+    """
+    datasets = (
+        visibility.owned_datasets(user)
+        .defer("data")
+        .annotate(listing_count=Count("listings"), allotted=Sum("listings__ceiling"))
+        .order_by("-created_at", "-id")
+    )
+    listings = (
+        visibility.owned_listings(user)
+        .select_related("noise_path")
+        .defer("answer", "dataset__data")
+        .annotate(sales=Count("purchases", filter=_RELEASED), revenue=Sum("purchases__price", filter=_RELEASED))
+        .order_by("-created_at", "-id")
+    )
+    listing_rows = [
+        {
+            "id": listing.pk,
+            "title": listing.title,
+            "dataset_id": listing.dataset_id,
+            "dataset": listing.dataset.name,
+            "is_open": listing.is_open,
+            "ceiling": _eps(listing.ceiling),
+            "spent": _eps(listing.noise_path.released_max),
+            "price_per_epsilon": listing.price_per_epsilon,
+            "sales": listing.sales,
+            "revenue": listing.revenue or _ZERO_CREDITS,
+            "created_at": listing.created_at,
+        }
+        for listing in listings
+    ]
+    return {
+        "datasets": [
+            {
+                "id": dataset.pk,
+                "name": dataset.name,
+                "records": dataset.row_count,
+                "columns": list(dataset.columns),
+                "listings": dataset.listing_count,
+                "budget": _budget(dataset.total_budget, dataset.allotted),
+                "published_size": dataset.published_size,
+                "created_at": dataset.created_at,
+            }
+            for dataset in datasets
+        ],
+        "listings": listing_rows,
+        "totals": {
+            "sales": sum(row["sales"] for row in listing_rows),
+            "revenue": sum((row["revenue"] for row in listing_rows), _ZERO_CREDITS),
+        },
+    }
+
+
+def dataset_options(*, user) -> list[dict]:
+    """The owner's datasets to choose from, newest first: ``[{"id", "name"}]``."""
+    return list(visibility.owned_datasets(user).order_by("-created_at", "-id").values("id", "name"))
+
+
+def dataset_summary(*, user, dataset_id) -> dict:
+    """One of the owner's datasets, to choose a listing's bounds and ceiling by:
+    ``{"id", "name", "records", "columns": [{"name", "min", "max"}], "budget": {"used", "total", "left"}}``.
+
+    The minimum and maximum of each column are the owner's own data, shown to
+    them only. Raises NotFound for a dataset that is not theirs.
+    """
+    dataset = (
+        visibility.owned_datasets(user).filter(pk=dataset_id).annotate(allotted=Sum("listings__ceiling")).first()
+    )
+    if dataset is None:
+        raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+    values = dataset.matrix()
+    return {
+        "id": dataset.pk,
+        "name": dataset.name,
+        "records": dataset.row_count,
+        "columns": [
+            # the shortest decimal that reads back as the stored float: 285.92, not 285.9200000001
+            {"name": name, "min": _plain(Decimal(repr(float(low)))), "max": _plain(Decimal(repr(float(high))))}
+            for name, low, high in zip(dataset.columns, values.min(axis=0), values.max(axis=0))
+        ],
+        "budget": _budget(dataset.total_budget, dataset.allotted),
+    }
+
+
+def listing_dashboard(*, user, listing_id) -> dict:
+    """One of the owner's listings: sales, revenue, buyers, privacy spent.
+
+    ``{"listing": {"id", "title", "description", "dataset_id", "dataset", "is_open", "ceiling",
+    "price_per_epsilon", "statistics" (in words), "values" (per release), "created_at"},
+    "spent", "ceiling", "spent_percent",
+    "sales", "revenue", "in_flight": {"count", "amount"},
+    "revenue_by_day": [{"day", "sales", "revenue"}],
+    "buyers": [{"username", "purchased", "released", "paid"}], "buyer_count", "levels_sum",
+    "points": [{"level", "method", "created_at", "reads"}]}``.
+
+    ``buyer_count`` and ``levels_sum`` are over the buyers who hold a released
+    level: together they learn no more than ``spent``, the largest of those
+    levels, however large ``levels_sum`` is. ``points`` are the levels
+    released on the listing's noise path (without their noise), with how many
+    releases read each. Raises NotFound for a listing that is not theirs.
+    """
+    listing = (
+        visibility.owned_listings(user)
+        .select_related("noise_path")
+        .defer("answer", "dataset__data")
+        .filter(pk=listing_id)
+        .first()
+    )
+    if listing is None:
+        raise NotFound("no such listing among yours")
+    released = listing.purchases.filter(status=Purchase.Status.RELEASED)
+    totals = released.aggregate(sales=Count("pk"), revenue=Sum("price"))
+    in_flight = listing.purchases.filter(status__in=Purchase.IN_FLIGHT).aggregate(
+        count=Count("pk"), amount=Sum("price")
+    )
+    by_day = (
+        released.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(sales=Count("pk"), revenue=Sum("price"))
+        .order_by("day")
+    )
+    paid = dict(released.values("buyer_id").annotate(paid=Sum("price")).order_by().values_list("buyer_id", "paid"))
+    holdings = (
+        listing.holdings.filter(purchased__gt=0)
+        .order_by("-released", "-purchased", "buyer__username")
+        .values("buyer_id", "buyer__username", "purchased", "released")
+    )
+    buyers = [
+        {
+            "username": row["buyer__username"],
+            "purchased": _eps(row["purchased"]),
+            "released": _eps(row["released"]),
+            "paid": paid.get(row["buyer_id"], _ZERO_CREDITS),
+        }
+        for row in holdings
+    ]
+    points = (
+        listing.noise_path.points.annotate(reads=Count("releases"))
+        .order_by("level")
+        .values("level", "method", "created_at", "reads")
+    )
+    spent = _eps(listing.noise_path.released_max)
+    ceiling = _eps(listing.ceiling)
+    return {
+        "listing": {
+            "id": listing.pk,
+            "title": listing.title,
+            "description": listing.description,
+            "dataset_id": listing.dataset_id,
+            "dataset": listing.dataset.name,
+            "is_open": listing.is_open,
+            "ceiling": ceiling,
+            "price_per_epsilon": listing.price_per_epsilon,
+            "statistics": [_describe(stat) for stat in listing.statistics],
+            "values": len(listing.labels),
+            "created_at": listing.created_at,
+        },
+        "spent": spent,
+        "ceiling": ceiling,
+        "spent_percent": float(spent / ceiling * 100),
+        "sales": totals["sales"],
+        "revenue": totals["revenue"] or _ZERO_CREDITS,
+        "in_flight": {"count": in_flight["count"], "amount": in_flight["amount"] or _ZERO_CREDITS},
+        "revenue_by_day": list(by_day),
+        "buyers": buyers,
+        "buyer_count": sum(1 for row in buyers if row["released"] > 0),
+        "levels_sum": _eps(sum((row["released"] for row in buyers), Decimal(0))),
+        "points": [{**point, "level": _eps(point["level"])} for point in points],
+    }

@@ -1,0 +1,87 @@
+"""Chart data for the pages (plotly specs as plain dicts) and the tables beside them.
+
+Everything here is public: prices, ceilings and the noise's error bounds,
+which depend on eps and the listing's declared bounds only, never on data.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+
+from market.catalog.pricing import price_at
+from market.catalog.statistics import build_plan
+from releases.postprocess import laplace_error_bound
+
+
+def level_grid(ceiling: Decimal, points: int = 40) -> list[Decimal]:
+    top = Decimal(ceiling)
+    return [(top * i / points).quantize(Decimal("0.0001")) for i in range(1, points + 1)]
+
+
+def accuracy_curves(listing) -> list[dict]:
+    """Per statistic (a histogram counts once: every bin has the same bound), the
+    95% error bound as a function of eps: ``{"name", "unit", "bound": f(eps)}``.
+
+    A mean's bound needs the number of records; it is drawn only when the owner
+    published the (rounded) size, with that size standing in for the count.
+    """
+    plan = build_plan(listing.statistics, listing.dataset.columns)
+    weights = np.asarray(listing.weights, dtype=np.float64)
+    size = listing.dataset.published_size
+    curves = []
+    for stat, where in zip(plan.statistics, plan.indices):
+        kind = stat["kind"]
+        if kind == "mean":
+            if not size:
+                continue
+            w_sum, w_count = weights[where[0]], weights[where[1]]
+            top = max(abs(stat["lower"]), abs(stat["upper"]))
+            width = stat["upper"] - stat["lower"]
+
+            def bound(eps, w_sum=w_sum, w_count=w_count, top=top, width=width):
+                t_s = laplace_error_bound(w_sum / eps, 0.975)
+                t_c = laplace_error_bound(w_count / eps, 0.975)
+                return min(width, (t_s + top * t_c) / (size - t_c)) if size > t_c else width
+
+            curves.append({"name": f"mean of {stat['column']}", "bound": bound})
+        else:
+            w = weights[where[0]]
+            name = {
+                "count": "count of records",
+                "sum": f"sum of {stat.get('column')}",
+                "histogram": f"each bin of the {stat.get('column')} histogram",
+            }[kind]
+            curves.append({"name": name, "bound": lambda eps, w=w: laplace_error_bound(w / eps)})
+    return curves
+
+
+def listing_charts(listing, held: Decimal | None = None) -> dict:
+    """Price and 95% error bound against eps, as plotly specs and as table rows."""
+    grid = level_grid(listing.ceiling)
+    xs = [float(e) for e in grid]
+    curves = accuracy_curves(listing)
+    price = {
+        "data": [{"x": xs, "y": [float(price_at(listing, e)) for e in grid], "type": "scatter", "mode": "lines",
+                  "name": "price of the whole path up to eps", "line": {"width": 3}}],
+        "layout": {"xaxis": {"title": {"text": "privacy level eps"}}, "yaxis": {"title": {"text": "credits"}, "rangemode": "tozero"}},
+    }
+    if held:
+        price["layout"]["shapes"] = [{"type": "line", "x0": float(held), "x1": float(held), "yref": "paper", "y0": 0, "y1": 1,
+                                      "line": {"dash": "dot", "color": "#1b7a43"}}]
+    error = {
+        "data": [{"x": xs, "y": [c["bound"](x) for x in xs], "type": "scatter", "mode": "lines", "name": c["name"]} for c in curves],
+        "layout": {"xaxis": {"title": {"text": "privacy level eps"}},
+                   "yaxis": {"title": {"text": "95% error bound (±)"}, "rangemode": "tozero"}},
+    }
+    table_levels = [e for e in grid if e * 4 % listing.ceiling == 0] or grid[-1:]
+    rows = [
+        {"eps": e, "price": price_at(listing, e), "bounds": [c["bound"](float(e)) for c in curves]}
+        for e in table_levels
+    ]
+    return {"price": price, "error": error, "curve_names": [c["name"] for c in curves], "rows": rows}
+
+
+def bounds_at(listing, eps: Decimal) -> list[dict]:
+    return [{"name": c["name"], "bound": c["bound"](float(eps))} for c in accuracy_curves(listing)]

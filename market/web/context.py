@@ -1,0 +1,12 @@
+def marketplace(request):
+    """What every page's header needs: demo mode and the signed-in user's wallet."""
+    from django.conf import settings
+
+    from market.ledger.selectors import wallet_balance
+
+    user = getattr(request, "user", None)
+    signed_in = bool(user and user.is_authenticated)
+    return {
+        "demo_mode": settings.DEMO_MODE,
+        "wallet_balance": wallet_balance(user=user) if signed_in else None,
+    }

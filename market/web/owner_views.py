@@ -1,0 +1,213 @@
+"""The owner's pages: the dashboard, uploading a dataset, creating a listing, a listing's figures.
+
+Thin views: writes go through ``market.catalog.services``, reads through
+``market.catalog.dashboard``. A signed-in user who is not an owner gets a page
+saying how to become one (403); another owner's datasets and listings do not
+exist (404).
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from market.catalog import dashboard as figures
+from market.catalog.services import dataset_create, listing_create
+from market.catalog.statistics import MAX_STATISTICS
+from market.core.errors import DomainError, NotFound
+
+from .owner_forms import (
+    DatasetUploadForm,
+    ListingForm,
+    StatisticForm,
+    add_domain_errors,
+    add_statistics_errors,
+    statistic_formset,
+)
+
+
+def owner_required(view):
+    """Let owners through; anyone else signed in gets the page on becoming one (403)."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_owner:
+            return render(request, "owner/not_owner.html", status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+@login_required
+@owner_required
+def dashboard(request):
+    return render(request, "owner/dashboard.html", figures.owner_overview(user=request.user))
+
+
+@login_required
+@owner_required
+def dataset_new(request):
+    posted = request.method == "POST"
+    form = DatasetUploadForm(request.POST, request.FILES) if posted else DatasetUploadForm()
+    if posted and form.is_valid():
+        d = form.cleaned_data
+        # read one byte past the limit at most: the CSV parser then names the limit
+        data = d["file"].read(settings.UPLOAD_MAX_BYTES + 1)
+        try:
+            dataset = dataset_create(
+                owner=request.user,
+                name=d["name"],
+                description=d["description"],
+                data=data,
+                total_budget=d["total_budget"],
+                publish_size=d["publish_size"],
+            )
+        except DomainError as exc:
+            add_domain_errors(form, exc)
+        else:
+            messages.success(
+                request,
+                f"Dataset “{dataset.name}” uploaded: {dataset.row_count:,} records, "
+                f"columns {', '.join(dataset.columns)}. Now offer statistics over it.",
+            )
+            return redirect(f"{reverse('web:owner-listing-new')}?dataset={dataset.pk}")
+    return render(request, "owner/dataset_new.html", {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20})
+
+
+def _as_id(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _chosen_dataset(request, options: list[dict]) -> dict | None:
+    """The summary of the dataset a new listing is for: the posted one (None if it
+    is not the owner's: the form says so), else ``?dataset=<id>`` (404 if it is not
+    the owner's), else the newest."""
+    if request.method == "POST":
+        dataset_id = _as_id(request.POST.get("dataset"))
+    else:
+        chosen = request.GET.get("dataset")
+        dataset_id = options[0]["id"] if chosen is None else _as_id(chosen)
+    try:
+        return figures.dataset_summary(user=request.user, dataset_id=dataset_id)
+    except NotFound:
+        if request.method == "POST":
+            return None
+        raise Http404("no such dataset among yours") from None
+
+
+def _create_listing(request, form, formset) -> int | None:
+    """Call the service with the validated forms; its errors go to the inputs at fault."""
+    d = form.cleaned_data
+    statistics, rows = formset.specs()
+    try:
+        listing = listing_create(
+            owner=request.user,
+            dataset_id=d["dataset"].pk,
+            title=d["title"],
+            description=d["description"],
+            statistics=statistics,
+            ceiling=d["ceiling"],
+            price_per_epsilon=d["price_per_epsilon"],
+        )
+    except DomainError as exc:
+        add_statistics_errors(formset, rows, exc.fields.get("statistics", []))
+        add_domain_errors(form, exc, elsewhere={"statistics"})
+        return None
+    messages.success(request, f"Listing “{listing.title}” created. Buyers can buy it from now on.")
+    return listing.pk
+
+
+def _with_another_row(request, columns: list[str]):
+    """The forms as posted, unbound (no errors yet), with one more statistic row."""
+    post = request.POST
+    total = min(_as_id(post.get("stats-TOTAL_FORMS")) or 0, MAX_STATISTICS)
+    rows = [{name: post.get(f"stats-{i}-{name}", "") for name in StatisticForm.base_fields} for i in range(total)]
+    form = ListingForm(user=request.user, initial={name: post.get(name, "") for name in ListingForm.base_fields})
+    return form, statistic_formset(columns=columns, initial=rows, extra=1)
+
+
+@login_required
+@owner_required
+def listing_new(request):
+    """Create a listing on one of the owner's datasets, chosen by ``?dataset=<id>``
+    (default: the newest); its column summary helps choose bounds and bins.
+    The "Add a statistic row" button posts the form to get it back with one more row."""
+    options = figures.dataset_options(user=request.user)
+    if not options:
+        return render(request, "owner/listing_new.html", {"options": options})
+    summary = _chosen_dataset(request, options)
+    columns = [column["name"] for column in summary["columns"]] if summary else []
+    if request.method != "POST":
+        form = ListingForm(user=request.user, initial={"dataset": summary["id"]})
+        formset = statistic_formset(columns=columns)
+    elif request.POST.get("action") == "add-row" and summary:
+        form, formset = _with_another_row(request, columns)
+    else:
+        form = ListingForm(request.POST, user=request.user)
+        formset = statistic_formset(columns=columns, data=request.POST)
+        if form.is_valid() and formset.is_valid():
+            listing_id = _create_listing(request, form, formset)
+            if listing_id is not None:
+                return redirect("web:owner-listing", listing_id=listing_id)
+    context = {"options": options, "summary": summary, "form": form, "formset": formset}
+    return render(request, "owner/listing_new.html", context)
+
+
+def _revenue_chart(days: list[dict]) -> dict:
+    """Revenue per day as a plotly bar chart (the page has the same numbers in a table)."""
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": [row["day"].isoformat() for row in days],
+                "y": [float(row["revenue"]) for row in days],
+                "name": "revenue",
+                "hovertemplate": "%{x}: %{y:.2f} credits<extra></extra>",
+            }
+        ],
+        "layout": {
+            "xaxis": {"title": {"text": "day"}, "type": "category"},
+            "yaxis": {"title": {"text": "credits"}, "rangemode": "tozero"},
+        },
+    }
+
+
+def _privacy_gauge(spent, ceiling) -> dict:
+    """The privacy spent against the ceiling, as a plotly gauge."""
+    return {
+        "data": [
+            {
+                "type": "indicator",
+                "mode": "gauge+number",
+                "value": float(spent),
+                "number": {"suffix": " ε", "valueformat": ".4~f"},
+                "gauge": {"axis": {"range": [0, float(ceiling)]}, "bar": {"color": "#2454d6"}},
+                "title": {"text": f"privacy spent (ceiling {ceiling} ε)"},
+            }
+        ],
+        "layout": {"height": 260, "margin": {"l": 30, "r": 30, "t": 60, "b": 10}},
+    }
+
+
+@login_required
+@owner_required
+def listing_view(request, listing_id: int):
+    try:
+        shown = figures.listing_dashboard(user=request.user, listing_id=listing_id)
+    except NotFound:
+        raise Http404("no such listing among yours") from None
+    context = {
+        **shown,
+        "revenue_chart": _revenue_chart(shown["revenue_by_day"]),
+        "gauge": _privacy_gauge(shown["spent"], shown["ceiling"]),
+    }
+    return render(request, "owner/listing.html", context)

@@ -1,0 +1,241 @@
+"""The buyer's pages and sign-up. Views are thin: services write, selectors read."""
+
+import csv
+import io
+import json
+import uuid
+from decimal import Decimal
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from market.catalog import selectors as catalog
+from market.catalog.pricing import price_increment
+from market.core.errors import DomainError
+from market.ledger import selectors as ledger
+from market.ledger.payments import provider
+from market.trading import selectors as trading
+from market.trading.services import purchase_create, purchase_quote
+from releases import selectors as releases
+
+from .charts import bounds_at, listing_charts
+from .forms import BuyForm, CatalogueFilterForm, SignupForm, TopUpForm
+
+
+def signup(request):
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.username}.")
+        return redirect("web:owner" if user.is_owner and not user.is_buyer else "web:catalogue")
+    return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def catalogue(request):
+    form = CatalogueFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    listings = catalog.listing_search(
+        user=request.user,
+        text=filters.get("q") or "",
+        kind=filters.get("kind") or "",
+        max_price=filters.get("max_price"),
+        min_ceiling=filters.get("min_ceiling"),
+        sort=filters.get("sort") or "newest",
+    )
+    page = Paginator(listings, 10).get_page(request.GET.get("page"))
+    held = catalog.levels_held(user=request.user, listing_ids=[l.pk for l in page]) if request.user.is_authenticated else {}
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "web/catalogue.html",
+        {"form": form, "page": page, "held": held, "query": query.urlencode()},
+    )
+
+
+def _held(request, listing) -> Decimal:
+    if not request.user.is_authenticated:
+        return Decimal(0)
+    return catalog.levels_held(user=request.user, listing_ids=[listing.pk]).get(listing.pk, Decimal(0))
+
+
+def _next_step(listing, held: Decimal) -> dict | None:
+    """For a buyer holding a level: what doubling it (up to the ceiling) costs and gains."""
+    if held <= 0 or held >= listing.ceiling:
+        return None
+    target = min(listing.ceiling, held * 2)
+    return {
+        "epsilon": target,
+        "price": price_increment(listing, held, target),
+        "factor": float(target / held),
+        "now": bounds_at(listing, held),
+        "then": bounds_at(listing, target),
+    }
+
+
+def listing_detail(request, listing_id, buy_form=None, status=200):
+    listing = catalog.listing_get(user=request.user, listing_id=listing_id)
+    held = _held(request, listing)
+    quote, quote_bounds = None, None
+    form = buy_form or BuyForm(request.GET if "epsilon" in request.GET else None)
+    if buy_form is None and form.is_bound and form.is_valid():
+        try:
+            quote = purchase_quote(buyer=request.user, listing=listing, epsilon=form.cleaned_data["epsilon"])
+            quote_bounds = bounds_at(listing, quote.epsilon)
+        except DomainError as exc:
+            form.add_error("epsilon", exc.fields.get("epsilon", [exc.message])[0])
+            status = 400
+    is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
+    return render(
+        request,
+        "web/listing.html",
+        {
+            "listing": listing,
+            "describe": describe_statistics(listing.statistics),
+            "held": held,
+            "form": form,
+            "quote": quote,
+            "quote_bounds": quote_bounds,
+            "idempotency_key": uuid.uuid4().hex,
+            "next_step": _next_step(listing, held),
+            "charts": listing_charts(listing, held),
+            "is_owner": is_owner,
+        },
+        status=status,
+    )
+
+
+def describe_statistics(spec) -> list[str]:
+    def bounds(stat):
+        return f"each value clamped to {stat['lower']:g} … {stat['upper']:g}"
+
+    lines = []
+    for stat in spec:
+        kind = stat["kind"]
+        if kind == "count":
+            lines.append("Count of records")
+        elif kind == "sum":
+            lines.append(f"Sum of {stat['column']} ({bounds(stat)})")
+        elif kind == "mean":
+            lines.append(f"Mean of {stat['column']} ({bounds(stat)}; derived from the released sum and count)")
+        else:
+            edges = stat["bins"]
+            lines.append(f"Histogram of {stat['column']} in {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}")
+    return lines
+
+
+@login_required
+@require_POST
+def listing_buy(request, listing_id):
+    form = BuyForm(request.POST)
+    if not form.is_valid():
+        return listing_detail(request, listing_id, buy_form=form, status=400)
+    try:
+        purchase, created = purchase_create(
+            buyer=request.user,
+            listing_id=listing_id,
+            epsilon=form.cleaned_data["epsilon"],
+            idempotency_key=request.POST.get("idempotency_key") or None,
+        )
+    except DomainError as exc:
+        if exc.status == 404:
+            raise Http404(exc.message) from None
+        form.add_error("epsilon" if "epsilon" in exc.fields else None, exc.fields.get("epsilon", [exc.message])[0])
+        return listing_detail(request, listing_id, buy_form=form, status=exc.status)
+    if created:
+        messages.success(request, f"Bought up to ε = {purchase.level_to.normalize()} for {purchase.price} credits.")
+    return redirect("web:purchase", purchase_id=purchase.pk)
+
+
+def _purchase_context(request, purchase_id):
+    purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
+    release = getattr(purchase, "release", None) if purchase.status == "released" else None
+    return {
+        "purchase": purchase,
+        "release": release,
+        "readings": releases.release_readings(release) if release else None,
+    }
+
+
+@login_required
+def purchase_detail(request, purchase_id):
+    return render(request, "web/purchase.html", _purchase_context(request, purchase_id))
+
+
+@login_required
+def purchase_status(request, purchase_id):
+    """The live part of the progress page, polled by htmx until the release is done."""
+    return render(request, "web/_purchase_status.html", _purchase_context(request, purchase_id))
+
+
+@login_required
+def library(request):
+    statement = Paginator(ledger.wallet_statement(user=request.user), 15).get_page(request.GET.get("page"))
+    items = [{"release": r, "readings": releases.release_readings(r)} for r in releases.release_list(user=request.user)]
+    return render(
+        request,
+        "web/library.html",
+        {
+            "holdings": catalog.holdings_list(user=request.user),
+            "items": items,
+            "purchases": trading.purchase_list(user=request.user).exclude(status="released")[:20],
+            "statement": statement,
+            "top_up_form": TopUpForm(),
+        },
+    )
+
+
+@login_required
+def release_download(request, release_id, fmt):
+    if fmt not in ("csv", "json"):
+        raise Http404("unknown format")
+    release = releases.release_get(user=request.user, release_id=release_id)
+    readings = releases.release_readings(release)
+    name = f"release-{release.pk}-listing-{release.listing_id}-eps-{release.level.normalize()}"
+    if fmt == "json":
+        body = json.dumps(
+            {
+                "listing": release.listing_id,
+                "title": release.listing.title,
+                "epsilon": str(release.level),
+                "released_at": release.created_at.isoformat(),
+                "confidence": 0.95,
+                "values": readings,
+            },
+            indent=2,
+        )
+        response = HttpResponse(body, content_type="application/json")
+    else:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["label", "kind", "value", "noise_scale", "error_bound_95"])
+        for r in readings:
+            writer.writerow([r["label"], r["kind"], repr(r["value"]), repr(r["noise_scale"]), repr(r["error_bound"])])
+        response = HttpResponse(out.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+@login_required
+@require_POST
+def top_up(request):
+    from django.conf import settings
+
+    form = TopUpForm(request.POST)
+    if not settings.DEMO_MODE:
+        messages.error(request, "Top-ups are made by staff on this marketplace.")
+    elif form.is_valid():
+        try:
+            provider().fund(user=request.user, amount=form.cleaned_data["amount"], memo="demo top-up")
+            messages.success(request, f"Added {form.cleaned_data['amount']:.2f} credits.")
+        except DomainError as exc:
+            messages.error(request, exc.message)
+    else:
+        messages.error(request, "Enter an amount between 0.01 and 100000 credits.")
+    return redirect("web:library")

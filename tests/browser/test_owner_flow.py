@@ -1,0 +1,81 @@
+"""An owner, in a real browser: signs up, uploads a CSV, creates a listing, reads the dashboard."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from market.catalog.models import Dataset, Listing
+from tests.marketplace.conftest import make_csv
+
+pytestmark = pytest.mark.django_db(transaction=True)
+LABEL = {name: re.compile(rf"^{name}:?$") for name in ("Kind", "Column", "Lower", "Upper", "Bin edges", "Name", "Title")}
+
+
+def sign_up_as_owner(page, username):
+    page.goto("/signup/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("List my data").check()
+    page.locator("#id_password1").fill("a-long-password-1")
+    page.locator("#id_password2").fill("a-long-password-1")
+    page.get_by_role("button", name="Sign up").click()
+    expect(page.get_by_role("heading", name="Owner dashboard")).to_be_visible()
+
+
+def upload(page, name, content: bytes):
+    page.get_by_role("link", name="Upload a dataset").first.click()
+    page.get_by_label(LABEL["Name"]).fill(name)
+    page.get_by_label(re.compile("^CSV file")).set_input_files({"name": f"{name}.csv", "mimeType": "text/csv", "buffer": content})
+
+
+def test_an_owner_uploads_data_and_lists_it(browse, shot):
+    page = browse()
+    sign_up_as_owner(page, "olga")
+
+    upload(page, "Clinic visits", make_csv(600))
+    page.get_by_label(re.compile("^Publish the approximate number of records")).check()
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_role("heading", name="Create a listing")).to_be_visible()
+    dataset = Dataset.objects.get(owner__username="olga")
+    assert dataset.row_count == 600 and dataset.published_size == 600
+
+    page.get_by_label(LABEL["Title"]).fill("Clinic ages")
+    page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("4")
+    page.get_by_label(re.compile(r"^Price per ε")).fill("12")
+    rows = page.locator("fieldset.stat-row")
+    rows.nth(0).get_by_label(LABEL["Kind"]).select_option("count")
+    second = rows.nth(1)
+    second.get_by_label(LABEL["Kind"]).select_option("mean")
+    second.get_by_label(LABEL["Column"]).select_option("age")
+    second.get_by_label(LABEL["Lower"]).fill("0")
+    second.get_by_label(LABEL["Upper"]).fill("100")
+    third = rows.nth(2)
+    third.get_by_label(LABEL["Kind"]).select_option("histogram")
+    third.get_by_label(LABEL["Column"]).select_option("age")
+    third.get_by_label(LABEL["Bin edges"]).fill("0, 18, 65, 100")
+    shot(page, "owner-create-listing")
+    page.get_by_role("button", name="Create the listing").click()
+
+    expect(page.get_by_role("heading", name="Clinic ages")).to_be_visible()
+    listing = Listing.objects.get(title="Clinic ages")
+    assert str(listing.ceiling.normalize()) == "4" and [s["kind"] for s in listing.statistics] == ["count", "mean", "histogram"]
+    expect(page.locator("[data-chart][data-drawn=true]").first).to_be_visible()
+    expect(page.get_by_text(re.compile("Every buyer of this listing will read the same noise path"))).to_be_visible()
+
+    page.goto("/owner/")
+    expect(page.get_by_role("link", name="Clinic ages")).to_be_visible()
+    shot(page, "owner-dashboard")
+    page.goto(f"/listings/{listing.pk}/")
+    expect(page.get_by_text("about 600")).to_be_visible()
+    expect(page.get_by_text("This is your listing.")).to_be_visible()
+
+
+def test_a_broken_csv_shows_its_errors_at_the_line_and_column(browse, shot):
+    page = browse()
+    sign_up_as_owner(page, "oscar")
+    upload(page, "Broken", b"age,income\n31,52000\n40,lots\n,7\n")
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_text(re.compile(r"line 3, column 'income': not a number: 'lots'"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"line 4, column 'age': empty cell"))).to_be_visible()
+    shot(page, "owner-upload-errors")
+    assert not Dataset.objects.exists()

@@ -1,0 +1,15 @@
+"""The pages' tests reuse the marketplace's fixtures (users, listings, funding, eager Celery)."""
+
+from tests.marketplace.conftest import (  # noqa: F401 - fixtures
+    STATISTICS,
+    api,
+    buyer,
+    eager_celery,
+    fund,
+    listing,
+    make_csv,
+    make_listing,
+    owner,
+    seeded_noise,
+    users,
+)

@@ -1,0 +1,165 @@
+"""The buyer's pages, through Django's test client (the browser tests drive the same pages live)."""
+
+import json
+import re
+from decimal import Decimal
+
+import pytest
+
+from market.accounts.models import User
+from market.ledger.selectors import wallet_balance
+from market.trading.models import Purchase
+from releases.models import NoisePoint
+
+pytestmark = pytest.mark.django_db
+
+
+def page_text(response) -> str:
+    return response.content.decode()
+
+
+def test_sign_up_as_buyer_owner_or_both(client):
+    answer = client.post(
+        "/signup/",
+        {"username": "newbie", "email": "", "role": "both", "password1": "a-long-password-1", "password2": "a-long-password-1"},
+    )
+    assert answer.status_code == 302
+    user = User.objects.get(username="newbie")
+    assert user.is_owner and user.is_buyer
+    assert client.get("/library/").status_code == 200  # signed in
+    bad = client.post("/signup/", {"username": "x", "role": "buyer", "password1": "a", "password2": "b"})
+    assert bad.status_code == 400 and "password fields didn" in page_text(bad)
+
+
+def test_login_logout_and_password_change(client, buyer):
+    assert client.post("/accounts/login/", {"username": "bob", "password": "wrong"}).status_code == 200
+    assert client.post("/accounts/login/", {"username": "bob", "password": "a-long-password-1"}).status_code == 302
+    changed = client.post(
+        "/accounts/password/",
+        {"old_password": "a-long-password-1", "new_password1": "another-long-pass-2", "new_password2": "another-long-pass-2"},
+    )
+    assert changed.status_code == 302
+    assert client.post("/accounts/logout/").status_code == 302
+    assert client.get("/library/").status_code == 302  # back to the login page
+
+
+def test_catalogue_search_filter_sort_and_pages(client, make_listing, owner):
+    cheap = make_listing(price="1.00", ceiling="1", rows=20)
+    dear = make_listing(price="99.00", ceiling="8", rows=20, statistics=[{"kind": "count"}])
+    from market.catalog.models import Listing
+
+    Listing.objects.filter(pk=dear.pk).update(title="Heart rates", description="beats per minute")
+    text = page_text(client.get("/"))
+    assert "Clinic visits" in text and "Heart rates" in text
+    assert "Heart rates" in page_text(client.get("/?q=beats"))
+    assert "Clinic visits" not in page_text(client.get("/?q=beats"))
+    only_histograms = page_text(client.get("/?kind=histogram"))
+    assert "Clinic visits" in only_histograms and "Heart rates" not in only_histograms
+    assert "Heart rates" not in page_text(client.get("/?max_price=50"))
+    assert "Clinic visits" not in page_text(client.get("/?min_ceiling=5"))
+    ordered = page_text(client.get("/?sort=-price"))
+    assert ordered.index("Heart rates") < ordered.index("Clinic visits")
+    for _ in range(11):
+        make_listing(rows=20)
+    first = page_text(client.get("/"))
+    assert "Page 1 of 2" in first and "13 listings" in first
+    assert f"/listings/{cheap.pk}/" in page_text(client.get("/?sort=price"))
+
+
+def test_listing_page_shows_offer_charts_and_a_quote(client, listing, buyer):
+    text = page_text(client.get(f"/listings/{listing.pk}/"))
+    assert "Histogram of age in 50 bins" in text and "Mean of age" in text
+    assert "not published (the count is private)" in text
+    assert 'data-chart="price-chart"' in text and 'data-chart="error-chart"' in text
+    charts = json.loads(re.search(r'id="price-chart" type="application/json">(.*?)</script>', text, re.S).group(1))
+    assert charts["data"][0]["y"][-1] == 50.0  # 10 credits per eps up to the ceiling 5
+    # the true answer never appears: e.g. the exact count of 500 records
+    assert ">500<" not in text and "500.0" not in text
+    client.force_login(buyer)
+    quoted = page_text(client.get(f"/listings/{listing.pk}/?epsilon=0.5"))
+    assert "5.00 credits" in quoted and "Confirm: pay 5.00 credits" in quoted
+    assert 'name="idempotency_key"' in quoted and "csrfmiddlewaretoken" in quoted
+    too_high = client.get(f"/listings/{listing.pk}/?epsilon=6")
+    assert too_high.status_code == 400 and "At most 5.0000 (the ceiling)." in page_text(too_high)
+    assert "not a number" in page_text(client.get(f"/listings/{listing.pk}/?epsilon=abc"))
+
+
+def test_buying_from_the_page_then_the_next_step(
+    client, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    fund(buyer, 100)
+    client.force_login(buyer)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "0.5", "idempotency_key": "form-1"})
+    assert answer.status_code == 302
+    purchase = Purchase.objects.get()
+    assert answer["Location"] == f"/purchases/{purchase.pk}/"
+    # the form sent twice (a double click) charges once
+    again = client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "0.5", "idempotency_key": "form-1"})
+    assert again.status_code == 302 and Purchase.objects.count() == 1
+    assert wallet_balance(user=buyer) == Decimal("95.00")
+    status = page_text(client.get(f"/purchases/{purchase.pk}/status/"))
+    assert 'data-status="released"' in status and "hx-trigger" not in status and "Download CSV" in status
+    listing_page = page_text(client.get(f"/listings/{listing.pk}/"))
+    assert "Your level: ε = 0.5" in listing_page
+    assert "Next step: going to ε = 1 costs <strong>5.00 credits</strong>" in listing_page
+    refused = client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "0.5", "idempotency_key": "form-2"})
+    assert refused.status_code == 400 and "Must be above your current level 0.5000." in page_text(refused)
+
+
+def test_progress_page_polls_while_in_flight(client, listing, buyer, fund, django_capture_on_commit_callbacks):
+    fund(buyer, 100)
+    client.force_login(buyer)
+    with django_capture_on_commit_callbacks(execute=False):  # no worker yet
+        client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"})
+    purchase = Purchase.objects.get()
+    text = page_text(client.get(f"/purchases/{purchase.pk}/"))
+    assert 'data-status="queued"' in text and 'hx-trigger="every 1s"' in text
+    assert '<noscript><meta http-equiv="refresh"' in text
+
+
+def test_library_downloads_and_top_up(client, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks, settings):
+    settings.DEMO_MODE = True
+    client.force_login(buyer)
+    assert client.post("/wallet/top-up/", {"amount": "40"}).status_code == 302
+    assert wallet_balance(user=buyer) == Decimal("40.00")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "2"})
+    release = Purchase.objects.get().release
+    text = page_text(client.get("/library/"))
+    assert "Clinic visits" in text and "bought ε = 2, released ε = 2" in text and "20.00" in text
+    as_json = json.loads(client.get(f"/library/releases/{release.pk}.json").content)
+    assert as_json["epsilon"] == "2.0000" and len(as_json["values"]) == 52
+    assert {"label", "kind", "value", "noise_scale", "error_bound"} <= set(as_json["values"][0])
+    as_csv = client.get(f"/library/releases/{release.pk}.csv")
+    assert as_csv["Content-Disposition"].endswith('.csv"')
+    lines = as_csv.content.decode().strip().splitlines()
+    assert lines[0] == "label,kind,value,noise_scale,error_bound_95" and len(lines) == 53
+    # stored noise never leaves the server: no point's raw values appear
+    noise = NoisePoint.objects.get().vector()
+    for page in (text, as_csv.content.decode(), json.dumps(as_json)):
+        assert all(repr(float(v)) not in page for v in noise[:5])
+
+
+def test_another_buyers_purchase_and_release_are_404(client, listing, buyer, users, fund, eager_celery, django_capture_on_commit_callbacks):
+    fund(buyer, 100)
+    client.force_login(buyer)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"})
+    purchase = Purchase.objects.get()
+    client.force_login(users("eve"))
+    assert client.get(f"/purchases/{purchase.pk}/").status_code == 404
+    assert client.get(f"/purchases/{purchase.pk}/status/").status_code == 404
+    assert client.get(f"/library/releases/{purchase.release.pk}.json").status_code == 404
+
+
+def test_pages_need_login_and_forms_carry_csrf(client, listing):
+    for url in ("/library/", "/owner/"):
+        answer = client.get(url)
+        assert answer.status_code == 302 and answer["Location"].startswith("/accounts/login/")
+    assert client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"}).status_code == 302
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(User.objects.create_user("csrf", password="a-long-password-1"))
+    assert strict.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"}).status_code == 403
