@@ -1,6 +1,11 @@
 """Serializers: shapes of the API's answers and inputs. No business logic."""
 
+from decimal import Decimal
+
 from rest_framework import serializers
+
+from market.catalog.pricing import curve_of
+from market.catalog.risk import level_at_risk
 
 from releases.selectors import release_readings
 
@@ -20,7 +25,16 @@ class ListingSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
     def get_price_curve(self, listing) -> dict:
-        return {"kind": "linear", "formula": "P(eps) = c * eps", "c": str(listing.price_per_epsilon)}
+        """The curve's parameters, its formula, and P at a few levels (a purchase from
+        level a to b costs P(b) - P(a))."""
+        curve = curve_of(listing)
+        points = [listing.ceiling * i / 4 for i in range(1, 5)]
+        return {
+            **curve.as_dict(),
+            **({"compensation": curve.compensation.as_dict()} if curve.compensation else {}),
+            "formula": curve.formula(),
+            "points": [{"epsilon": str(e.quantize(Decimal("0.0001"))), "price": str(curve.price(e))} for e in points],
+        }
 
     def get_your_level(self, listing) -> str | None:
         held = self.context.get("levels_held")
@@ -35,7 +49,15 @@ class ListingCreateSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, default="")
     statistics = serializers.JSONField()
     ceiling = serializers.CharField()
-    price_per_epsilon = serializers.CharField()
+    price_per_epsilon = serializers.CharField(required=False, help_text="c of the linear curve P(eps) = c * eps")
+    price_curve = serializers.JSONField(
+        required=False,
+        help_text='instead of price_per_epsilon: {"kind": "linear", "c"}, {"kind": "power", "c", "p" (at most 2)} '
+        'or {"kind": "compensation", "margin"} (needs compensation)',
+    )
+    compensation = serializers.JSONField(
+        required=False, help_text='the cost model {"E", "rate", "E_min", "people"}: per person E_min + E e^(-rate/eps)'
+    )
 
 
 class DatasetSerializer(serializers.Serializer):
@@ -78,13 +100,26 @@ class ReadingSerializer(serializers.Serializer):
     error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
 
 
+class PrivacyAtRiskSerializer(serializers.Serializer):
+    epsilon0 = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the level released")
+    epsilon = serializers.FloatField(help_text="the finer level the release also meets, with the risk below")
+    risk = serializers.FloatField(help_text="gamma: the release is epsilon-DP with this probability (Theorem 12)")
+    dimension = serializers.IntegerField(help_text="k, the number of released values")
+    rate = serializers.FloatField(help_text="c of the cost model E_min + E e^(-c/eps) whose budget epsilon minimises")
+
+
 class ReleaseSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     listing = serializers.IntegerField(source="listing_id")
     purchase = serializers.UUIDField(source="purchase_id")
     level = serializers.DecimalField(max_digits=9, decimal_places=4)
     values = serializers.SerializerMethodField()
+    privacy_at_risk = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
+
+    def get_privacy_at_risk(self, release) -> PrivacyAtRiskSerializer:
+        figures = level_at_risk(release.listing, release.level)
+        return PrivacyAtRiskSerializer({k: figures[k] for k in ("epsilon0", "epsilon", "risk", "dimension", "rate")}).data
 
     def get_values(self, release) -> list[dict]:
         return ReadingSerializer(release_readings(release), many=True).data

@@ -66,7 +66,9 @@ class ListingListView(GenericAPIView):
             description=d["description"],
             statistics=d["statistics"],
             ceiling=d["ceiling"],
-            price_per_epsilon=d["price_per_epsilon"],
+            price_per_epsilon=d.get("price_per_epsilon"),
+            price_curve=d.get("price_curve"),
+            compensation=d.get("compensation"),
         )
         return Response(s.ListingSerializer(listing).data, status=status.HTTP_201_CREATED)
 

@@ -19,6 +19,8 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
+from market.catalog.pricing import curve_of
+from market.catalog.risk import level_at_risk
 from market.core import visibility
 from market.core.errors import NotFound
 from market.trading.models import Purchase
@@ -234,4 +236,9 @@ def listing_dashboard(*, user, listing_id) -> dict:
         "buyer_count": sum(1 for row in buyers if row["released"] > 0),
         "levels_sum": _eps(sum((row["released"] for row in buyers), Decimal(0))),
         "points": [{**point, "level": _eps(point["level"])} for point in points],
+        # per released level: the finer eps it also meets, its risk, and (with a
+        # compensation model) the budgets under plain DP and under privacy at risk
+        "risk": [level_at_risk(listing, point["level"]) for point in points],
+        "compensation": listing.compensation,
+        "price_formula": curve_of(listing).formula(),
     }

@@ -64,7 +64,11 @@ class Listing(models.Model):
     upper = models.JSONField()
     answer = models.BinaryField(help_text="the true answer (float64): secret")
     ceiling = LevelField(help_text="the highest eps ever sold on this listing")
-    price_per_epsilon = MoneyField(help_text="c in the price curve P(eps) = c * eps")
+    price_curve = models.JSONField(default=dict, help_text="see market.catalog.pricing: linear, power or compensation")
+    compensation = models.JSONField(
+        null=True, blank=True, help_text="the owner's compensation model: E, rate, E_min, people (optional)"
+    )
+    price_per_epsilon = MoneyField(help_text="P(ceiling) / ceiling: the average price per eps, for sorting and filtering")
     is_open = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,17 +1,172 @@
-"""Price curves. A purchase from level e1 to e2 costs P(e2) - P(e1), so buying
-in steps costs exactly what buying at once costs (MATH.md section 9)."""
+"""Price curves (MATH.md section 9).
 
-from decimal import ROUND_HALF_UP, Decimal
+A curve gives P(eps), the price of the whole path up to eps, in credits rounded
+to the cent. A purchase from level e1 to e2 costs P(e2) - P(e1), so buying in
+steps costs exactly what buying at once costs; rounding is monotone, so every
+increment is >= 0. Three kinds:
 
+* ``linear``: ``P(eps) = c * eps``;
+* ``power``: ``P(eps) = c * eps^p`` with ``0 < p <= 2``. A faster-growing price
+  invites arbitrage: two independent answers at ``eps/sqrt(2)`` average to the
+  accuracy of one at ``eps`` and would cost ``2 P(eps/sqrt 2) = 2^(1-p/2) P(eps)``,
+  less than ``P(eps)`` when ``p > 2``. Such curves are refused;
+* ``compensation``: derived from the privacy-at-risk paper's cost model
+  (``releases.risk``): ``P(eps) = margin * people * E_dp(eps)``, with
+  ``E_dp(eps) = E_min + E e^(-rate/eps)`` the compensation per person the owner
+  must hold for a breach at level eps. ``people`` is the number of people
+  covered, stated by the owner; buyers can read it off the price, so it is
+  public, like a published record count.
+
+Curves are stored on the listing as JSON with decimal strings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from market.core.errors import InvalidInput
 from market.core.fields import MONEY_QUANTUM
 
-
-def price_at(listing, eps: Decimal) -> Decimal:
-    """P(eps) = c * eps, rounded to the cent (rounding keeps P non-decreasing)."""
-    if eps <= 0:
-        return Decimal("0.00")
-    return (listing.price_per_epsilon * eps).quantize(MONEY_QUANTUM, rounding=ROUND_HALF_UP)
+KINDS = ("linear", "power", "compensation")
+MAX_POWER = Decimal(2)
 
 
-def price_increment(listing, level_from: Decimal, level_to: Decimal) -> Decimal:
-    return price_at(listing, level_to) - price_at(listing, level_from)
+def _number(params: dict, name: str, *, low=None, high=None, low_open=False, label=None) -> Decimal:
+    label = label or name
+    raw = params.get(name)
+    try:
+        value = Decimal(str(raw).strip())
+    except (InvalidOperation, ValueError, TypeError):
+        raise InvalidInput(f"{label}: {raw!r} is not a number", fields={name: ["Enter a number."]}) from None
+    if not value.is_finite():
+        raise InvalidInput(f"{label} must be finite", fields={name: ["Enter a finite number."]})
+    if low is not None and (value < low or (low_open and value == low)):
+        relation = "greater than" if low_open else "at least"
+        raise InvalidInput(f"{label} must be {relation} {low}", fields={name: [f"Must be {relation} {low}."]})
+    if high is not None and value > high:
+        raise InvalidInput(f"{label} must be at most {high}", fields={name: [f"At most {high}."]})
+    return value
+
+
+@dataclass(frozen=True)
+class CompensationModel:
+    """The cost model of the privacy-at-risk paper (section 5): per person,
+    ``E_dp(eps) = E_min + E e^(-rate/eps)``, for ``people`` people."""
+
+    E: Decimal
+    rate: Decimal = Decimal(1)
+    E_min: Decimal = Decimal(0)
+    people: int = 1
+
+    @classmethod
+    def parse(cls, params: dict) -> "CompensationModel":
+        if not isinstance(params, dict):
+            raise InvalidInput("the compensation model must be an object", fields={"compensation": ["Give E, rate, E_min and people."]})
+        E = _number(params, "E", low=Decimal(0), low_open=True, high=Decimal(10) ** 9, label="compensation per person E")
+        rate = _number({"rate": params.get("rate", 1)}, "rate", low=Decimal(0), low_open=True, high=Decimal(1000), label="rate c")
+        E_min = _number({"E_min": params.get("E_min", 0)}, "E_min", low=Decimal(0), high=Decimal(10) ** 9, label="E_min")
+        people = _number(params, "people", low=Decimal(1), high=Decimal(10) ** 9, label="people covered")
+        if people != people.to_integral_value():
+            raise InvalidInput("people covered must be a whole number", fields={"people": ["A whole number."]})
+        return cls(E=E, rate=rate, E_min=E_min, people=int(people))
+
+    def per_person(self, eps) -> float:
+        eps = float(eps)
+        if eps <= 0:
+            return float(self.E_min)
+        return float(self.E_min) + float(self.E) * math.exp(-float(self.rate) / eps)
+
+    def as_dict(self) -> dict:
+        return {"E": str(self.E), "rate": str(self.rate), "E_min": str(self.E_min), "people": self.people}
+
+
+@dataclass(frozen=True)
+class PriceCurve:
+    kind: str
+    c: Decimal = Decimal(0)
+    p: Decimal = Decimal(1)
+    margin: Decimal = Decimal(1)
+    compensation: CompensationModel | None = field(default=None)
+
+    @classmethod
+    def parse(cls, curve: dict, compensation: dict | None = None) -> "PriceCurve":
+        """Validate a curve given as JSON (from a form, the API or the database)."""
+        if not isinstance(curve, dict) or curve.get("kind") not in KINDS:
+            raise InvalidInput(
+                f"the price curve's kind must be one of {', '.join(KINDS)}", fields={"price_curve": ["Choose a kind of price curve."]}
+            )
+        kind = curve["kind"]
+        if kind == "linear":
+            return cls(kind, c=_money(_number(curve, "c", low=Decimal(0), label="price per ε")))
+        if kind == "power":
+            c = _money(_number(curve, "c", low=Decimal(0), label="price scale c"))
+            p = _number(curve, "p", low=Decimal(0), low_open=True, label="power p")
+            if p > MAX_POWER:
+                raise InvalidInput(
+                    f"power p = {p} is refused: a price growing faster than ε² invites arbitrage. Two independent "
+                    f"answers at ε/√2 average to the accuracy of one at ε, and would cost 2^(1-p/2) = "
+                    f"{2 ** (1 - float(p) / 2):.2f} times its price. Use p <= 2.",
+                    fields={"p": ["At most 2: higher powers invite arbitrage (MATH.md section 9)."]},
+                )
+            return cls(kind, c=c, p=p)
+        margin = _number(curve, "margin", low=Decimal(0), low_open=True, high=Decimal(1000), label="margin")
+        if compensation is None:
+            raise InvalidInput(
+                "a compensation-derived price needs the compensation model (E, rate, E_min, people)",
+                fields={"compensation": ["State the compensation per person and the people covered."]},
+            )
+        return cls(kind, margin=margin, compensation=CompensationModel.parse(compensation))
+
+    def price(self, eps) -> Decimal:
+        """P(eps) in credits, rounded half-up to the cent; P(0) = 0."""
+        eps = Decimal(eps)
+        if eps <= 0:
+            return Decimal("0.00")
+        if self.kind == "linear":
+            exact = self.c * eps
+        elif self.kind == "power":
+            exact = self.c * Decimal(repr(float(eps) ** float(self.p)))
+        else:
+            model = self.compensation
+            exact = self.margin * model.people * Decimal(repr(model.per_person(eps)))
+        return exact.quantize(MONEY_QUANTUM, rounding=ROUND_HALF_UP)
+
+    def as_dict(self) -> dict:
+        """The curve as stored and as the API shows it."""
+        if self.kind == "linear":
+            return {"kind": "linear", "c": str(self.c)}
+        if self.kind == "power":
+            return {"kind": "power", "c": str(self.c), "p": str(self.p)}
+        return {"kind": "compensation", "margin": str(self.margin)}
+
+    def formula(self) -> str:
+        if self.kind == "linear":
+            return f"P(ε) = {self.c} × ε credits"
+        if self.kind == "power":
+            return f"P(ε) = {self.c} × ε^{self.p.normalize()} credits"
+        m = self.compensation
+        return (
+            f"P(ε) = {self.margin.normalize()} × {m.people} people × ({m.E_min.normalize()} + "
+            f"{m.E.normalize()} × e^(−{m.rate.normalize()}/ε)) credits"
+        )
+
+
+def _money(value: Decimal) -> Decimal:
+    if value != value.quantize(MONEY_QUANTUM):
+        raise InvalidInput("prices have at most two decimal places", fields={"c": ["At most 2 decimal places."]})
+    return value
+
+
+def curve_of(listing) -> PriceCurve:
+    return PriceCurve.parse(listing.price_curve, listing.compensation)
+
+
+def price_at(listing, eps) -> Decimal:
+    return curve_of(listing).price(eps)
+
+
+def price_increment(listing, level_from, level_to) -> Decimal:
+    curve = curve_of(listing)
+    return curve.price(level_to) - curve.price(level_from)

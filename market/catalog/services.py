@@ -15,6 +15,7 @@ from market.ledger.services import account_get, money
 
 from .csvdata import CsvError, parse_csv
 from .models import Dataset, Listing
+from .pricing import CompensationModel, PriceCurve
 from .statistics import SpecError, build_plan, compute
 
 
@@ -86,11 +87,17 @@ def listing_create(
     title: str,
     statistics,
     ceiling,
-    price_per_epsilon,
+    price_per_epsilon=None,
     description: str = "",
+    price_curve: dict | None = None,
+    compensation: dict | None = None,
 ) -> Listing:
     """Offer statistics over one of the owner's datasets.
 
+    The price is ``price_curve`` (see ``market.catalog.pricing``), or the
+    linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min,
+    people) is the owner's cost model: required by a compensation-derived
+    price, optional otherwise (it adds budgets to the owner's dashboard).
     The statistics' true answer and sensitivity are computed once, here; the
     listing's noise path is created with it.
     """
@@ -100,9 +107,15 @@ def listing_create(
     title = _text(title, "title", max_length=200)
     description = _text(description, "description", max_length=5000, required=False)
     ceiling = parse_level(ceiling, field="ceiling")
-    price = money(price_per_epsilon)
-    if price < 0:
-        raise InvalidInput("the price cannot be negative", fields={"price_per_epsilon": ["Enter 0 or more."]})
+    if price_curve is None:
+        if price_per_epsilon is None:
+            raise InvalidInput("a price is required", fields={"price_per_epsilon": ["Enter a price per ε."]})
+        price = money(price_per_epsilon)
+        if price < 0:
+            raise InvalidInput("the price cannot be negative", fields={"price_per_epsilon": ["Enter 0 or more."]})
+        price_curve = {"kind": "linear", "c": str(price)}
+    model = CompensationModel.parse(compensation) if compensation not in (None, {}) else None
+    curve = PriceCurve.parse(price_curve, model.as_dict() if model else None)
     with transaction.atomic():
         # locking the dataset serialises listings on it, so the budget check holds
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, owner=owner).first()
@@ -135,7 +148,9 @@ def listing_create(
             upper=[float(v) for v in plan.upper],
             answer=np.asarray(answer, dtype="<f8").tobytes(),
             ceiling=ceiling,
-            price_per_epsilon=price,
+            price_curve=curve.as_dict(),
+            compensation=model.as_dict() if model else None,
+            price_per_epsilon=(curve.price(ceiling) / ceiling).quantize(Decimal("0.01")),
         )
         NoisePath.objects.create(listing=listing, dim=len(plan.labels))
         account_get(user=owner, kind=Account.Kind.EARNINGS)

@@ -29,7 +29,7 @@ class SignupForm(UserCreationForm):
 class CatalogueFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search", widget=forms.TextInput(attrs={"type": "search", "placeholder": "title or description"}))
     kind = forms.ChoiceField(required=False, label="Statistic", choices=[("", "any")] + [(k, k) for k in KINDS])
-    max_price = forms.DecimalField(required=False, min_value=0, decimal_places=2, label="Price per ε at most (credits)")
+    max_price = forms.DecimalField(required=False, min_value=0, decimal_places=2, label="Average price per ε at most (credits)")
     min_ceiling = forms.DecimalField(required=False, min_value=0, decimal_places=4, label="Ceiling at least (ε)")
     sort = forms.ChoiceField(
         required=False,

@@ -92,14 +92,78 @@ class ListingForm(forms.Form):
         help_text="The highest privacy level ever sold on this listing: "
         "your privacy spent on it never exceeds this.",
     )
+    price_kind = forms.ChoiceField(
+        label="Price curve",
+        choices=[
+            ("linear", "Linear: c × ε"),
+            ("power", "Power: c × ε^p (p at most 2)"),
+            ("compensation", "From the compensation you must hold: margin × people × (E_min + E·e^(−rate/ε))"),
+        ],
+        initial="linear",
+        required=False,
+        widget=forms.RadioSelect,
+        help_text="A buyer pays P(new level) − P(level held): buying in steps costs exactly what buying at once costs.",
+    )
     price_per_epsilon = forms.DecimalField(
-        label="Price per ε (credits)",
+        label="Price scale c (credits)",
+        required=False,
         max_digits=16,
         decimal_places=2,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0"}),
-        help_text="c in the price curve P(ε) = c · ε: a buyer pays c · ε to reach level ε, "
-        "whether in one step or in several.",
+        help_text="For a linear or power curve: a buyer pays c · ε (or c · ε^p) to reach level ε.",
     )
+    p = forms.DecimalField(
+        label="Power p", required=False, max_digits=6, decimal_places=3,
+        widget=forms.NumberInput(attrs={"step": "0.1", "min": "0"}),
+        help_text="For a power curve. At most 2: a price growing faster than ε² lets buyers average cheaper answers.",
+    )
+    margin = forms.DecimalField(
+        label="Margin", required=False, max_digits=8, decimal_places=3,
+        widget=forms.NumberInput(attrs={"step": "0.1", "min": "0"}),
+        help_text="For a compensation-derived price: the price is this multiple of the compensation budget.",
+    )
+    E = forms.DecimalField(
+        label="Compensation per person E (credits)", required=False, max_digits=14, decimal_places=2,
+        help_text="What each person would be owed after a breach of unprotected data (the paper's E). "
+        "Optional for linear and power prices: with it, your dashboard shows compensation budgets.",
+    )
+    rate = forms.DecimalField(label="Rate c of the cost model", required=False, initial=1, max_digits=8, decimal_places=3)
+    E_min = forms.DecimalField(label="Unavoidable cost per person E_min (credits)", required=False, initial=0, max_digits=14, decimal_places=2)
+    people = forms.IntegerField(
+        label="People covered", required=False, min_value=1,
+        help_text="Usually the number of records. Buyers can infer it from a compensation-derived price.",
+    )
+
+    def clean(self):
+        data = super().clean()
+        kind = data.get("price_kind") or "linear"
+        needs = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin", "E", "people"]}
+        for name in needs.get(kind, []):
+            if data.get(name) is None and name not in self.errors:
+                self.add_error(name, "Required for this price curve.")
+        if data.get("E") is not None and data.get("people") is None and "people" not in self.errors:
+            self.add_error("people", "Required with a compensation per person.")
+        if self.errors:
+            return data
+        curve = {"kind": kind}
+        if kind in ("linear", "power"):
+            curve["c"] = str(data["price_per_epsilon"])
+        if kind == "power":
+            curve["p"] = str(data["p"])
+        if kind == "compensation":
+            curve["margin"] = str(data["margin"])
+        data["price_curve"] = curve
+        data["compensation"] = (
+            {
+                "E": str(data["E"]),
+                "rate": str(data["rate"] if data.get("rate") is not None else 1),
+                "E_min": str(data["E_min"] if data.get("E_min") is not None else 0),
+                "people": data["people"],
+            }
+            if data.get("E") is not None
+            else None
+        )
+        return data
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)

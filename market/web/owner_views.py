@@ -18,8 +18,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from market.catalog import dashboard as figures
+from market.catalog.risk import budget_chart
 from market.catalog.services import dataset_create, listing_create
 from market.catalog.statistics import MAX_STATISTICS
+from market.core import visibility
 from market.core.errors import DomainError, NotFound
 
 from .owner_forms import (
@@ -116,9 +118,12 @@ def _create_listing(request, form, formset) -> int | None:
             description=d["description"],
             statistics=statistics,
             ceiling=d["ceiling"],
-            price_per_epsilon=d["price_per_epsilon"],
+            price_curve=d["price_curve"],
+            compensation=d["compensation"],
         )
     except DomainError as exc:
+        if "c" in exc.fields:  # the curve's c is the form's price scale
+            exc.fields["price_per_epsilon"] = exc.fields.pop("c")
         add_statistics_errors(formset, rows, exc.fields.get("statistics", []))
         add_domain_errors(form, exc, elsewhere={"statistics"})
         return None
@@ -209,5 +214,6 @@ def listing_view(request, listing_id: int):
         **shown,
         "revenue_chart": _revenue_chart(shown["revenue_by_day"]),
         "gauge": _privacy_gauge(shown["spent"], shown["ceiling"]),
+        "budget_chart": budget_chart(visibility.owned_listings(request.user).get(pk=listing_id), shown["spent"]),
     }
     return render(request, "owner/listing.html", context)

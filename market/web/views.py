@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
-from market.catalog.pricing import price_increment
+from market.catalog.pricing import curve_of, price_increment
 from market.core.errors import DomainError
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -105,6 +105,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "idempotency_key": uuid.uuid4().hex,
             "next_step": _next_step(listing, held),
             "charts": listing_charts(listing, held),
+            "price_formula": curve_of(listing).formula(),
             "is_owner": is_owner,
         },
         status=status,

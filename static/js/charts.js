@@ -11,8 +11,8 @@
       if (!source) return;
       var spec = JSON.parse(source.textContent);
       var layout = Object.assign({
-        margin: { l: 60, r: 20, t: 30, b: 50 }, font: { family: "system-ui, sans-serif", size: 13 },
-        paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", legend: { orientation: "h", y: -0.25 }
+        margin: { l: 60, r: 20, t: 30, b: 90 }, font: { family: "system-ui, sans-serif", size: 13 },
+        paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", legend: { orientation: "h", y: -0.35 }
       }, spec.layout || {});
       window.Plotly.newPlot(el, spec.data, layout, config);
       el.setAttribute("data-drawn", "true");

@@ -16,7 +16,8 @@ def listing(users, fund):
     owner = users("olivia", owner=True)
     dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), publish_size=True)
     return listing_create(
-        owner=owner, dataset_id=dataset.pk, title="Clinic visits", statistics=STATISTICS, ceiling="5", price_per_epsilon="10"
+        owner=owner, dataset_id=dataset.pk, title="Clinic visits", statistics=STATISTICS, ceiling="5", price_per_epsilon="10",
+        compensation={"E": "40", "rate": "1", "E_min": "0", "people": 800},
     )
 
 
@@ -86,6 +87,11 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
     owner.goto(f"/owner/listings/{listing.pk}/")
     expect(owner.get_by_text(re.compile(r"ε 1\.5 spent of your ceiling ε 5"))).to_be_visible()
     expect(owner.locator('[data-chart="privacy-gauge"][data-drawn="true"]')).to_be_visible()
+    # privacy at risk: per released level, the finer eps, its risk and the budgets
+    expect(owner.get_by_role("heading", name="Privacy at risk and compensation")).to_be_visible()
+    expect(owner.locator('[data-chart="budget-chart"][data-drawn="true"]')).to_be_visible()
+    risk = owner.locator("section", has=owner.get_by_role("heading", name="Privacy at risk and compensation"))
+    expect(risk.get_by_role("row").filter(has_text="credits")).to_have_count(2)  # levels 0.5 and 1.5, with budgets
     shot(owner, "owner-listing")
 
 

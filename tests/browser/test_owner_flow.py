@@ -41,7 +41,7 @@ def test_an_owner_uploads_data_and_lists_it(browse, shot):
 
     page.get_by_label(LABEL["Title"]).fill("Clinic ages")
     page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("4")
-    page.get_by_label(re.compile(r"^Price per ε")).fill("12")
+    page.get_by_label(re.compile(r"^Price scale c")).fill("12")
     rows = page.locator("fieldset.stat-row")
     rows.nth(0).get_by_label(LABEL["Kind"]).select_option("count")
     second = rows.nth(1)

@@ -285,7 +285,7 @@ def test_a_ceiling_over_the_datasets_budget_is_shown_at_the_ceiling(signed_in, o
 
 def test_a_negative_price_is_shown_at_the_price(signed_in, owner, dataset):
     answer = signed_in(owner).post(LISTING_NEW, listing_post(dataset, [{"kind": "count"}], price_per_epsilon="-1"))
-    assert answer.status_code == 200 and "Enter 0 or more." in error_of(answer, "id_price_per_epsilon")
+    assert answer.status_code == 200 and "Must be at least 0." in error_of(answer, "id_price_per_epsilon")
     assert not Listing.objects.exists()
 
 

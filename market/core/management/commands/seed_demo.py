@@ -74,6 +74,7 @@ class Command(BaseCommand):
                 ],
                 ceiling="5",
                 price_per_epsilon="20.00",
+                compensation={"E": "40", "rate": "1", "E_min": "0", "people": 2000},
             )
             listing_create(
                 owner=owner,
@@ -85,7 +86,8 @@ class Command(BaseCommand):
                     {"kind": "mean", "column": "systolic_bp", "lower": 80, "upper": 220},
                 ],
                 ceiling="2",
-                price_per_epsilon="50.00",
+                price_curve={"kind": "compensation", "margin": "0.1"},
+                compensation={"E": "2", "rate": "1", "E_min": "0", "people": 2000},
             )
         if not Transfer.objects.filter(reference="demo-seed-credits").exists():
             provider().fund(user=buyer, amount=Decimal("500.00"), reference="demo-seed-credits", memo="demo credits")
