@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "market.catalog",
     "market.ledger",
     "market.trading",
+    "market.trust",
     "releases",
     "market.web",
 ]

@@ -1,7 +1,8 @@
 """Noise paths and releases, stored.
 
 One :class:`NoisePath` per listing, shared by all its buyers; its row is the
-lock under which the path is extended. Each released level is one
+lock under which the path is extended. An l2 (vector) path also keeps its jump
+list, sampled from the listing's ceiling down and extended on demand. Each released level is one
 :class:`NoisePoint` (unique per path and level, never updated): a level is
 sampled once. A :class:`Release` is what one purchase delivered.
 """
@@ -17,6 +18,10 @@ from market.core.fields import LevelField
 class NoisePath(models.Model):
     listing = models.OneToOneField("catalog.Listing", on_delete=models.PROTECT, related_name="noise_path")
     dim = models.PositiveIntegerField()
+    norm = models.CharField(max_length=2, default="l1", help_text="l1: a Laplace path per value; l2: one vector path")
+    jumps = models.BinaryField(
+        null=True, blank=True, help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes)"
+    )
     released_max = LevelField(default=0, help_text="the largest level released: the privacy spent")
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import mechanism
 
-__all__ = ["NoisePath", "Draw"]
+__all__ = ["NoisePath", "Draw", "l2_to_bytes", "l2_from_bytes"]
 
 _MAGIC = b"GRNP"
 _VERSION = 1
@@ -157,3 +157,31 @@ class NoisePath:
 
     def __repr__(self) -> str:
         return f"NoisePath(dim={self.dim}, levels={self._levels.tolist()})"
+
+
+_KIND_L2 = 2
+
+
+def l2_to_bytes(levels, values) -> bytes:
+    """An l2 path's jump list (see ``mechanism.l2_path``) as bytes: same header as
+    :class:`NoisePath` (kind 2), then the levels (descending) and the values."""
+    lv, vv = mechanism._check_l2(levels, values)
+    header = _HEADER.pack(_MAGIC, _VERSION, _KIND_L2, 0, vv.shape[1], lv.size)
+    return header + lv.astype("<f8").tobytes() + vv.astype("<f8").tobytes()
+
+
+def l2_from_bytes(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(levels, values)`` stored by :func:`l2_to_bytes`, bit for bit."""
+    blob = bytes(blob)
+    if len(blob) < _HEADER.size:
+        raise ValueError("not a stored l2 path: too short")
+    magic, version, kind, _, dim, count = _HEADER.unpack_from(blob)
+    if magic != _MAGIC or kind != _KIND_L2:
+        raise ValueError("not a stored l2 path")
+    if version != _VERSION:
+        raise ValueError(f"unsupported noise path format version {version}")
+    expected = _HEADER.size + 8 * count * (1 + dim)
+    if len(blob) != expected or count < 1:
+        raise ValueError(f"stored l2 path is {len(blob)} bytes, expected {expected}")
+    body = np.frombuffer(blob, dtype="<f8", offset=_HEADER.size)
+    return mechanism._check_l2(body[:count], body[count:].reshape(count, dim))

@@ -22,9 +22,10 @@ from django.utils import timezone
 from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_fail
 
-from .mechanism import new_rng
+from .mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import NoisePath, NoisePoint, Release
 from .path import NoisePath as EnginePath
+from .path import l2_from_bytes, l2_to_bytes
 from .postprocess import snap
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,35 @@ class ReleaseImpossible(Exception):
 
 def _checkpoint(name: str) -> None:
     """A named point in the release transaction where fault-injection tests stop it."""
+
+
+def _l2_point_at(path: NoisePath, level, ceiling, rng: np.random.Generator) -> NoisePoint:
+    """The l2 path's point at ``level``, under the path's row lock.
+
+    The path is sampled from the listing's ceiling down (only that direction
+    has a simple exact law), as a jump list: the first release samples it
+    from the ceiling to its level; a level below the known bottom extends it
+    (the jump process is memoryless); any other level is read off the list.
+    The stored size is the jumps, never one sample per buyer.
+    """
+    found = NoisePoint.objects.filter(path=path, level=level).first()
+    if found:
+        return found
+    eps, top = float(level), float(ceiling)
+    if path.jumps is None:
+        levels, values = l2_path(path.dim, top, eps, rng)
+        method = "l2 initial"
+    else:
+        levels, values = l2_from_bytes(path.jumps)
+        method = "l2 lookup"
+        if eps < levels[-1]:
+            levels, values = l2_extend(levels, values, eps, rng)
+            method = "l2 extend"
+    if method != "l2 lookup":
+        path.jumps = l2_to_bytes(levels, values)
+        path.save(update_fields=["jumps", "updated_at"])
+    noise = l2_at(levels, values, eps)
+    return NoisePoint.objects.create(path=path, level=level, noise=np.asarray(noise, dtype="<f8").tobytes(), method=method)
 
 
 def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
@@ -80,7 +110,11 @@ def release_compute(*, purchase_id, rng: np.random.Generator | None = None) -> R
             answer = listing.true_answer()
             if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
                 raise ReleaseImpossible("the listing's stored answer is damaged")
-            point = _point_at(path, level, rng if rng is not None else new_rng())
+            rng = rng if rng is not None else new_rng()
+            if path.norm == "l2":
+                point = _l2_point_at(path, level, listing.ceiling, rng)
+            else:
+                point = _point_at(path, level, rng)
             _checkpoint("after_noise")
             scales = listing.noise_scales(level)
             noisy = answer + np.asarray(listing.weights, dtype=np.float64) * point.vector()

@@ -31,3 +31,9 @@ def report(capsys):
             print()
 
     return _report
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Tests create many users: a fast hasher instead of PBKDF2's deliberate slowness."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -21,6 +21,7 @@ class ListingSerializer(serializers.Serializer):
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
     price_curve = serializers.SerializerMethodField()
     your_level = serializers.SerializerMethodField()
+    your_cap = serializers.SerializerMethodField()
     is_open = serializers.BooleanField()
     created_at = serializers.DateTimeField()
 
@@ -41,6 +42,14 @@ class ListingSerializer(serializers.Serializer):
         if held is None:
             return None
         return str(held.get(listing.pk, "0.0000"))
+
+    def get_your_cap(self, listing) -> str | None:
+        """The highest level you may buy on this listing (signed in; null otherwise):
+        the ceiling, unless the owner caps it by how far you stand from them."""
+        caps = self.context.get("caps")
+        if caps is None:
+            return None
+        return str(caps[listing.pk].level)
 
 
 class ListingCreateSerializer(serializers.Serializer):
@@ -88,6 +97,10 @@ class QuoteSerializer(serializers.Serializer):
     epsilon = serializers.DecimalField(max_digits=9, decimal_places=4)
     current_level = serializers.DecimalField(max_digits=9, decimal_places=4)
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
+    cap = serializers.DecimalField(
+        max_digits=9, decimal_places=4, help_text="the highest level you may buy here: the ceiling unless capped by trust"
+    )
+    cap_reason = serializers.CharField(help_text="why the cap is what it is, in plain words")
     price = serializers.DecimalField(max_digits=18, decimal_places=2)
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
 

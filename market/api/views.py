@@ -20,6 +20,7 @@ from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
 from market.trading.services import purchase_create, purchase_quote
+from market.trust.selectors import buyer_caps
 from releases import selectors as releases
 
 from . import serializers as s
@@ -52,7 +53,10 @@ class ListingListView(GenericAPIView):
     def get(self, request):
         page = self.paginate_queryset(catalog.listing_list(user=request.user, search=request.query_params.get("search", "")))
         held = catalog.levels_held(user=request.user, listing_ids=[l.pk for l in page]) if request.user.is_authenticated else None
-        return self.get_paginated_response(s.ListingSerializer(page, many=True, context={"levels_held": held}).data)
+        caps = buyer_caps(listings=page, buyer=request.user) if request.user.is_authenticated else None
+        return self.get_paginated_response(
+            s.ListingSerializer(page, many=True, context={"levels_held": held, "caps": caps}).data
+        )
 
     @extend_schema(request=s.ListingCreateSerializer, responses={201: s.ListingSerializer})
     def post(self, request):
@@ -78,7 +82,8 @@ class ListingDetailView(APIView):
     def get(self, request, listing_id: int):
         listing = catalog.listing_get(user=request.user, listing_id=listing_id)
         held = catalog.levels_held(user=request.user, listing_ids=[listing.pk]) if request.user.is_authenticated else None
-        return Response(s.ListingSerializer(listing, context={"levels_held": held}).data)
+        caps = buyer_caps(listings=[listing], buyer=request.user) if request.user.is_authenticated else None
+        return Response(s.ListingSerializer(listing, context={"levels_held": held, "caps": caps}).data)
 
 
 class QuoteView(APIView):

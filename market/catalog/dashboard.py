@@ -160,14 +160,16 @@ def listing_dashboard(*, user, listing_id) -> dict:
     "spent", "ceiling", "spent_percent",
     "sales", "revenue", "in_flight": {"count", "amount"},
     "revenue_by_day": [{"day", "sales", "revenue"}],
-    "buyers": [{"username", "purchased", "released", "paid"}], "buyer_count", "levels_sum",
+    "buyers": [{"username", "purchased", "released", "paid"}], "buyer_count", "levels_sum", "worst_coalition",
     "points": [{"level", "method", "created_at", "reads"}]}``.
 
     ``buyer_count`` and ``levels_sum`` are over the buyers who hold a released
     level: together they learn no more than ``spent``, the largest of those
-    levels, however large ``levels_sum`` is. ``points`` are the levels
-    released on the listing's noise path (without their noise), with how many
-    releases read each. Raises NotFound for a listing that is not theirs.
+    levels, however large ``levels_sum`` is. ``worst_coalition`` is that
+    largest level held: what the worst coalition of buyers learns. ``points``
+    are the levels released on the listing's noise path (without their
+    noise), with how many releases read each. Raises NotFound for a listing
+    that is not theirs.
     """
     listing = (
         visibility.owned_listings(user)
@@ -235,6 +237,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
         "buyers": buyers,
         "buyer_count": sum(1 for row in buyers if row["released"] > 0),
         "levels_sum": _eps(sum((row["released"] for row in buyers), Decimal(0))),
+        "worst_coalition": _eps(max((row["released"] for row in buyers), default=0)),
         "points": [{**point, "level": _eps(point["level"])} for point in points],
         # per released level: the finer eps it also meets, its risk, and (with a
         # compensation model) the budgets under plain DP and under privacy at risk

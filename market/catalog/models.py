@@ -70,6 +70,10 @@ class Listing(models.Model):
     )
     price_per_epsilon = MoneyField(help_text="P(ceiling) / ceiling: the average price per eps, for sorting and filtering")
     is_open = models.BooleanField(default=True)
+    trust_capped = models.BooleanField(
+        default=False,
+        help_text="Cap each buyer's level by their distance in the owner's trust network (see market.trust).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

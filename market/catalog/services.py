@@ -134,7 +134,10 @@ def listing_create(
                     f"so this ceiling can be at most {left}",
                     fields={"ceiling": [f"At most {left}."]},
                 )
-        answer = compute(plan, dataset.columns, dataset.matrix())
+        try:
+            answer = compute(plan, dataset.columns, dataset.matrix())
+        except ValueError as exc:
+            raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
         listing = Listing.objects.create(
             dataset=dataset,
             title=title,
@@ -152,6 +155,6 @@ def listing_create(
             compensation=model.as_dict() if model else None,
             price_per_epsilon=(curve.price(ceiling) / ceiling).quantize(Decimal("0.01")),
         )
-        NoisePath.objects.create(listing=listing, dim=len(plan.labels))
+        NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm)
         account_get(user=owner, kind=Account.Kind.EARNINGS)
     return listing

@@ -86,6 +86,9 @@ class Plan:
     gets weight ``K * s``, so the whole release is eps-DP
     (``sum over groups of s / (K s) * eps = eps``) and no statistic pays for
     another's large range.
+    ``norm``: "l1" (per-coordinate Laplace noise) or "l2" for a vector
+    statistic (a centroid or one entity's point): its noise is the l2 path's,
+    density proportional to ``exp(-eps ||v|| / sensitivity)``.
     """
 
     statistics: tuple[dict, ...]
@@ -95,6 +98,7 @@ class Plan:
     upper: np.ndarray
     indices: tuple[tuple[int, ...], ...]
     weights: np.ndarray
+    norm: str = "l1"
 
 
 def _number(value, where: str, name: str) -> float:
@@ -118,7 +122,9 @@ def _validate_one(item, number: int, columns: set[str]) -> dict:
         raise SpecError(f'statistic {number}: expected an object such as {{"kind": "count"}}, got {item!r}')
     kind = item.get("kind")
     if not isinstance(kind, str) or kind not in _FIELDS:
-        raise SpecError(f"statistic {number}: unknown kind {kind!r} (expected count, sum, mean or histogram)")
+        raise SpecError(
+            f"statistic {number}: unknown kind {kind!r} (expected count, sum, mean, histogram, or alone centroid or point)"
+        )
     where = f"statistic {number} ({kind})"
     fields = _FIELDS[kind]
     for key in item:
@@ -181,6 +187,107 @@ def _text(x: float) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
+VECTOR_KINDS = ("centroid", "point")
+MAX_VECTOR_DIM = 16
+
+
+def _vector_plan(item: dict, columns: list[str]) -> Plan:
+    """A vector statistic, released alone with l2 noise (MATH.md section 6).
+
+    * ``{"kind": "centroid", "columns": [...], "center": [...], "radius": R, "min_records": n}``:
+      the mean of the records' points, each first pulled into the ball of
+      radius R around ``center``. Adding or removing one record moves the mean
+      of n >= ``min_records`` points by at most ``2R / (min_records - 1)``
+      (the l2 sensitivity); the dataset must hold at least ``min_records``.
+    * ``{"kind": "point", "columns": [...], "row": i, "radius": r}``: the point
+      of the record on data line ``i`` (1-based); ``r`` is the protection
+      radius: points within r of each other are indistinguishable at eps = 1.
+    """
+    kind, where = item["kind"], f"statistic 1 ({item['kind']})"
+    expected = {"centroid": {"kind", "columns", "center", "radius", "min_records"}, "point": {"kind", "columns", "row", "radius"}}[kind]
+    for key in item:
+        if key not in expected:
+            raise SpecError(f"{where}: unknown field {key!r}")
+    for key in expected:
+        if key not in item:
+            raise SpecError(f"{where}: missing field {key!r}")
+    names = item["columns"]
+    if not isinstance(names, (list, tuple)) or not 2 <= len(names) <= MAX_VECTOR_DIM:
+        raise SpecError(f"{where}: columns must list 2 to {MAX_VECTOR_DIM} column names")
+    for name in names:
+        if not isinstance(name, str) or name not in columns:
+            raise SpecError(f"{where}: no column named {name!r}")
+    if len(set(names)) != len(names):
+        raise SpecError(f"{where}: a column is listed twice")
+    radius = _number(item["radius"], where, "radius")
+    if radius <= 0:
+        raise SpecError(f"{where}: radius must be positive")
+    out = {"kind": kind, "columns": list(names), "radius": radius}
+    dim = len(names)
+    if kind == "centroid":
+        center = item["center"]
+        if not isinstance(center, (list, tuple)) or len(center) != dim:
+            raise SpecError(f"{where}: center must list {dim} numbers, one per column")
+        out["center"] = [_number(c, where, "center") for c in center]
+        least = item["min_records"]
+        if isinstance(least, bool) or not isinstance(least, int) or least < 2:
+            raise SpecError(f"{where}: min_records must be a whole number of at least 2")
+        out["min_records"] = least
+        sensitivity = 2.0 * radius / (least - 1)
+        lower = [c - radius for c in out["center"]]
+        upper = [c + radius for c in out["center"]]
+    else:
+        row = item["row"]
+        if isinstance(row, bool) or not isinstance(row, int) or row < 1:
+            raise SpecError(f"{where}: row must be a data line number (1 is the first record)")
+        out["row"] = row
+        sensitivity = radius
+        lower, upper = [-MAX_BOUND] * dim, [MAX_BOUND] * dim
+    arrays = [np.array(a, dtype=np.float64) for a in (lower, upper, [sensitivity] * dim)]
+    for array in arrays:
+        array.setflags(write=False)
+    return Plan(
+        statistics=(out,),
+        labels=tuple(f"{kind}({name})" for name in names),
+        sensitivity=sensitivity,
+        lower=arrays[0],
+        upper=arrays[1],
+        indices=(tuple(range(dim)),),
+        weights=arrays[2],
+        norm="l2",
+    )
+
+
+def _vector_compute(plan: Plan, position: dict, data: np.ndarray) -> np.ndarray:
+    stat = plan.statistics[0]
+    missing = [name for name in stat["columns"] if name not in position]
+    if missing:
+        raise ValueError(f"the dataset has no column {missing[0]!r}")
+    points = data[:, [position[name] for name in stat["columns"]]]
+    if stat["kind"] == "point":
+        if stat["row"] > points.shape[0]:
+            raise ValueError(f"there is no record {stat['row']}: the dataset has {points.shape[0]}")
+        return points[stat["row"] - 1].copy()
+    if points.shape[0] < stat["min_records"]:
+        raise ValueError(f"the centroid needs at least {stat['min_records']} records; the dataset has {points.shape[0]}")
+    center = np.asarray(stat["center"])
+    offsets = points - center
+    norms = np.linalg.norm(offsets, axis=1)
+    pull = np.minimum(1.0, stat["radius"] / np.maximum(norms, 1e-300))
+    return center + (offsets * pull[:, None]).mean(axis=0)
+
+
+def l2_error_radius(dim: int, scale: float, confidence: float = 0.95) -> float:
+    """A radius holding the released point's error with probability ``confidence``:
+    the l2 noise's norm is Gamma(dim, scale); rounding each coordinate to the grid
+    adds at most half a step per coordinate."""
+    from scipy.stats import gamma
+
+    from releases.postprocess import grid_step
+
+    return float(gamma.ppf(confidence, dim, scale=scale)) + math.sqrt(dim) * grid_step(scale) / 2.0
+
+
 def build_plan(spec, columns: list[str], *, max_rows: int = 100_000) -> Plan:
     """Validate ``spec`` against the dataset's ``columns`` and lay it out.
 
@@ -200,6 +307,10 @@ def build_plan(spec, columns: list[str], *, max_rows: int = 100_000) -> Plan:
     """
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
         raise ValueError(f"max_rows must be a positive integer, got {max_rows!r}")
+    if isinstance(spec, (list, tuple)) and any(isinstance(i, dict) and i.get("kind") in VECTOR_KINDS for i in spec):
+        if len(spec) != 1:
+            raise SpecError("a vector statistic (centroid or point) is listed on its own")
+        return _vector_plan(spec[0], columns)
     statistics = _validate(spec, columns)
 
     labels: list[str] = []
@@ -295,6 +406,8 @@ def compute(plan: Plan, columns: list[str], values: np.ndarray) -> np.ndarray:
     if not np.isfinite(data).all():
         raise ValueError("values must be finite")
     position = {name: i for i, name in enumerate(columns)}
+    if plan.norm == "l2":
+        return _vector_compute(plan, position, data)
     n = float(data.shape[0])
     u = np.zeros(len(plan.labels), dtype=np.float64)
     for stat, where in zip(plan.statistics, plan.indices):
@@ -393,6 +506,14 @@ def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95) -
     if not np.isfinite(vector).all():
         raise ValueError("released values must be finite")
     scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), vector.shape)
+    if plan.norm == "l2":
+        # one radius bounds the whole point's Euclidean error, hence each coordinate's
+        radius = l2_error_radius(len(vector), float(scales[0]), confidence)
+        kind = plan.statistics[0]["kind"]
+        return [
+            {"label": label, "kind": kind, "value": float(v), "noise_scale": float(b), "error_bound": radius}
+            for label, v, b in zip(plan.labels, vector, scales)
+        ]
     bounds = np.array([laplace_error_bound(b, confidence) for b in scales])
     readings: list[dict] = []
     for stat, where in zip(plan.statistics, plan.indices):

@@ -74,3 +74,70 @@ def wallet_legs(user) -> QuerySet:
     return Leg.objects.select_related("transfer").filter(
         account__user=user, account__kind=Account.Kind.WALLET
     )
+
+
+# --- trust networks (market.trust): an owner edits only their own; a buyer's
+# caps are read through the networks of the listings they see
+
+
+def trust_networks(user) -> QuerySet:
+    """The user's own trust network (an owner has at most one)."""
+    from market.trust.models import TrustNetwork
+
+    if not _authenticated(user):
+        return TrustNetwork.objects.none()
+    return TrustNetwork.objects.filter(owner=user)
+
+
+def trust_tiers(user) -> QuerySet:
+    from market.trust.models import Tier
+
+    if not _authenticated(user):
+        return Tier.objects.none()
+    return Tier.objects.filter(network__owner=user)
+
+
+def trust_edges(user) -> QuerySet:
+    from market.trust.models import Edge
+
+    if not _authenticated(user):
+        return Edge.objects.none()
+    return Edge.objects.filter(network__owner=user)
+
+
+def trust_tier_members(user) -> QuerySet:
+    """The buyers the user (an owner) placed in tiers."""
+    from market.trust.models import TierMember
+
+    if not _authenticated(user):
+        return TierMember.objects.none()
+    return TierMember.objects.select_related("buyer", "tier").filter(network__owner=user)
+
+
+def trust_node_members(user) -> QuerySet:
+    """The buyers the user (an owner) placed at nodes of their graph."""
+    from market.trust.models import NodeMember
+
+    if not _authenticated(user):
+        return NodeMember.objects.none()
+    return NodeMember.objects.select_related("buyer").filter(network__owner=user)
+
+
+def capping_networks(listings) -> QuerySet:
+    """The trust networks of the owners of ``listings`` (listings the caller got
+    from :func:`listings`). Read only to tell a buyer their own cap: the map,
+    the unknown distance and the distances from home; a network's tiers,
+    edges and other buyers' places are never reached through this."""
+    from market.trust.models import TrustNetwork
+
+    return TrustNetwork.objects.filter(owner_id__in={listing.dataset.owner_id for listing in listings})
+
+
+def trust_places(user) -> tuple[QuerySet, QuerySet]:
+    """Where owners placed the user: their tier memberships and their node
+    memberships, in every network (what the user's caps depend on)."""
+    from market.trust.models import NodeMember, TierMember
+
+    if not _authenticated(user):
+        return TierMember.objects.none(), NodeMember.objects.none()
+    return TierMember.objects.select_related("tier").filter(buyer=user), NodeMember.objects.filter(buyer=user)

@@ -19,6 +19,7 @@ from market.core.errors import Conflict, InvalidInput, NotFound
 from market.core.levels import parse_level
 from market.ledger.models import Account, Transfer
 from market.ledger.services import account_get, transfer_create
+from market.trust.selectors import Cap, buyer_cap
 
 from .models import Holding, Purchase
 
@@ -31,11 +32,15 @@ class Quote:
     epsilon: Decimal
     current_level: Decimal
     ceiling: Decimal
+    cap: Decimal  # the most this buyer may buy here: the ceiling unless capped by trust
+    cap_reason: str
     price: Decimal
     accuracy: list[dict]
 
 
-def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> None:
+def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
+    """Refuse a step from ``current`` to ``eps`` that ``buyer`` may not take;
+    return the buyer's cap on the listing (``market.trust.selectors.buyer_cap``)."""
     if listing.dataset.owner_id == buyer.pk:
         raise InvalidInput("you own this listing: owners do not buy their own data")
     if eps > listing.ceiling:
@@ -43,11 +48,18 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> None
             f"epsilon: {eps} is above this listing's ceiling of {listing.ceiling}",
             fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
         )
+    cap = buyer_cap(listing=listing, buyer=buyer)
+    if eps > cap.level:
+        raise InvalidInput(
+            f"epsilon: {eps} is above your cap of {cap.level} on this listing ({cap.reason})",
+            fields={"epsilon": [f"At most {cap.level} (your cap: {cap.reason})."]},
+        )
     if eps <= current:
         raise InvalidInput(
             f"epsilon: you already hold level {current}; buy a level above it",
             fields={"epsilon": [f"Must be above your current level {current}."]},
         )
+    return cap
 
 
 def purchase_quote(*, buyer, listing: Listing, epsilon) -> Quote:
@@ -55,27 +67,35 @@ def purchase_quote(*, buyer, listing: Listing, epsilon) -> Quote:
     eps = parse_level(epsilon)
     holding = Holding.objects.filter(buyer=buyer, listing=listing).first() if buyer.is_authenticated else None
     current = holding.purchased if holding else Decimal(0)
-    if buyer.is_authenticated:
-        _check_step(listing, buyer, current, eps)
-    elif eps > listing.ceiling:
-        _check_step(listing, buyer, current, eps)
+    # a visitor who is not signed in holds nothing and owns nothing: only the ceiling and the cap apply
+    cap = _check_step(listing, buyer, current, eps)
     return Quote(
         listing_id=listing.pk,
         epsilon=eps,
         current_level=current,
         ceiling=listing.ceiling,
+        cap=cap.level,
+        cap_reason=cap.reason,
         price=price_increment(listing, current, eps),
         accuracy=listing_accuracy(listing, eps),
     )
 
 
 def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
-    """Per released value at level ``eps``: its Laplace scale and 95% error bound."""
+    """Per released value at level ``eps``: its noise scale and 95% error bound
+    (for a vector listing, the radius that holds the whole point's error)."""
+    from market.catalog.statistics import VECTOR_KINDS, l2_error_radius
     from releases.postprocess import laplace_error_bound
 
+    scales = listing.noise_scales(eps)
+    vector = listing.statistics[0]["kind"] in VECTOR_KINDS
     return [
-        {"label": label, "noise_scale": float(b), "error_bound": laplace_error_bound(b)}
-        for label, b in zip(listing.labels, listing.noise_scales(eps))
+        {
+            "label": label,
+            "noise_scale": float(b),
+            "error_bound": l2_error_radius(len(scales), float(b)) if vector else laplace_error_bound(b),
+        }
+        for label, b in zip(listing.labels, scales)
     ]
 
 

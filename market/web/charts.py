@@ -11,7 +11,7 @@ from decimal import Decimal
 import numpy as np
 
 from market.catalog.pricing import price_at
-from market.catalog.statistics import build_plan
+from market.catalog.statistics import build_plan, l2_error_radius
 from releases.postprocess import laplace_error_bound
 
 
@@ -29,6 +29,9 @@ def accuracy_curves(listing) -> list[dict]:
     """
     plan = build_plan(listing.statistics, listing.dataset.columns)
     weights = np.asarray(listing.weights, dtype=np.float64)
+    if plan.norm == "l2":
+        dim, w = len(plan.labels), float(weights[0])
+        return [{"name": f"error radius of the {plan.statistics[0]['kind']}", "bound": lambda eps: l2_error_radius(dim, w / eps)}]
     size = listing.dataset.published_size
     curves = []
     for stat, where in zip(plan.statistics, plan.indices):
@@ -85,3 +88,35 @@ def listing_charts(listing, held: Decimal | None = None) -> dict:
 
 def bounds_at(listing, eps: Decimal) -> list[dict]:
     return [{"name": c["name"], "bound": c["bound"](float(eps))} for c in accuracy_curves(listing)]
+
+
+def point_plot(readings: list[dict], listing) -> dict | None:
+    """An SVG-ready picture of a released 2-d point with its 95% error circle.
+
+    Coordinates are mapped into a 320 x 320 box around the point (or the
+    listing's declared area, for a centroid); no map tiles, nothing external.
+    """
+    if len(readings) != 2 or readings[0]["kind"] not in ("centroid", "point"):
+        return None
+    x, y = readings[0]["value"], readings[1]["value"]
+    radius = readings[0]["error_bound"]
+    stat = listing.statistics[0]
+    if stat["kind"] == "centroid":
+        cx, cy = stat["center"]
+        half = max(stat["radius"], radius * 1.2)
+    else:
+        cx, cy, half = x, y, radius * 2.5
+    size, pad = 320.0, 20.0
+    scale = (size - 2 * pad) / (2 * half)
+
+    def to_svg(px, py):
+        return pad + (px - (cx - half)) * scale, size - pad - (py - (cy - half)) * scale
+
+    sx, sy = to_svg(x, y)
+    return {
+        "size": size,
+        "x": sx, "y": sy, "r": radius * scale,
+        "frame": {"left": f"{cx - half:.4g}", "right": f"{cx + half:.4g}", "bottom": f"{cy - half:.4g}", "top": f"{cy + half:.4g}"},
+        "labels": (readings[0]["label"], readings[1]["label"]),
+        "value": (x, y), "radius": radius,
+    }

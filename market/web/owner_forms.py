@@ -134,8 +134,45 @@ class ListingForm(forms.Form):
         help_text="Usually the number of records. Buyers can infer it from a compensation-derived price.",
     )
 
+    vector_kind = forms.ChoiceField(
+        label="Vector statistic",
+        required=False,
+        choices=[("", "none: use the statistics below"), ("centroid", "centroid of the records' points"), ("point", "one entity's point")],
+        help_text="Data compared in Euclidean distance (a location in metres, a short embedding): released alone, with l2 noise.",
+    )
+    vector_columns = forms.CharField(label="Vector columns", required=False, help_text="2 to 16 column names, comma-separated, e.g. east, north.")
+    vector_center = forms.CharField(label="Centre", required=False, help_text="Centroid: one number per column; points are pulled within the radius of it.")
+    vector_radius = forms.FloatField(label="Radius", required=False, help_text="Centroid: the clamping radius. Point: the protection radius.")
+    vector_min_records = forms.IntegerField(label="At least this many records", required=False, min_value=2, initial=100,
+                                            help_text="Centroid: its sensitivity is 2 × radius / (this − 1).")
+    vector_row = forms.IntegerField(label="Record (data line)", required=False, min_value=1, help_text="Point: 1 is the first record.")
+
+    def _vector_spec(self, data: dict) -> dict | None:
+        """The vector statistic the owner described, or None; errors at the inputs at fault."""
+        kind = data.get("vector_kind")
+        if not kind:
+            return None
+        columns = [c.strip() for c in (data.get("vector_columns") or "").split(",") if c.strip()]
+        if len(columns) < 2:
+            self.add_error("vector_columns", "Name at least two columns.")
+        if data.get("vector_radius") is None:
+            self.add_error("vector_radius", "Required for a vector statistic.")
+        spec = {"kind": kind, "columns": columns, "radius": data.get("vector_radius")}
+        if kind == "centroid":
+            try:
+                spec["center"] = [float(c) for c in (data.get("vector_center") or "").split(",")]
+            except ValueError:
+                self.add_error("vector_center", "Give one number per column, comma-separated.")
+            spec["min_records"] = data.get("vector_min_records") or 100
+        else:
+            if data.get("vector_row") is None:
+                self.add_error("vector_row", "Required for one entity's point.")
+            spec["row"] = data.get("vector_row")
+        return spec
+
     def clean(self):
         data = super().clean()
+        data["vector_spec"] = self._vector_spec(data)
         kind = data.get("price_kind") or "linear"
         needs = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin", "E", "people"]}
         for name in needs.get(kind, []):

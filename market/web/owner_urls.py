@@ -1,10 +1,17 @@
 from django.urls import path
 
-from . import owner_views
+from . import owner_views, trust_views
 
 urlpatterns = [
     path("", owner_views.dashboard, name="owner"),
     path("datasets/new/", owner_views.dataset_new, name="owner-dataset-new"),
     path("listings/new/", owner_views.listing_new, name="owner-listing-new"),
     path("listings/<int:listing_id>/", owner_views.listing_view, name="owner-listing"),
+    path("trust/", trust_views.trust, name="owner-trust"),
+    path("trust/settings/", trust_views.trust_settings, name="owner-trust-settings"),
+    path("trust/listings/", trust_views.trust_listings, name="owner-trust-listings"),
+    path("trust/tiers/", trust_views.trust_tiers, name="owner-trust-tiers"),
+    path("trust/tiers/buyers/", trust_views.trust_tier_members, name="owner-trust-tier-members"),
+    path("trust/graph/", trust_views.trust_edges, name="owner-trust-edges"),
+    path("trust/graph/buyers/", trust_views.trust_node_members, name="owner-trust-node-members"),
 ]

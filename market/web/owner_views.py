@@ -110,6 +110,8 @@ def _create_listing(request, form, formset) -> int | None:
     """Call the service with the validated forms; its errors go to the inputs at fault."""
     d = form.cleaned_data
     statistics, rows = formset.specs()
+    if d["vector_spec"]:
+        statistics, rows = [d["vector_spec"]], []
     try:
         listing = listing_create(
             owner=request.user,
@@ -124,6 +126,8 @@ def _create_listing(request, form, formset) -> int | None:
     except DomainError as exc:
         if "c" in exc.fields:  # the curve's c is the form's price scale
             exc.fields["price_per_epsilon"] = exc.fields.pop("c")
+        if d["vector_spec"] and "statistics" in exc.fields:  # about the vector statistic
+            exc.fields["vector_kind"] = exc.fields.pop("statistics")
         add_statistics_errors(formset, rows, exc.fields.get("statistics", []))
         add_domain_errors(form, exc, elsewhere={"statistics"})
         return None

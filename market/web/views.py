@@ -21,9 +21,10 @@ from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
 from market.trading.services import purchase_create, purchase_quote
+from market.trust.selectors import buyer_cap
 from releases import selectors as releases
 
-from .charts import bounds_at, listing_charts
+from .charts import bounds_at, listing_charts, point_plot
 from .forms import BuyForm, CatalogueFilterForm, SignupForm, TopUpForm
 
 
@@ -65,11 +66,11 @@ def _held(request, listing) -> Decimal:
     return catalog.levels_held(user=request.user, listing_ids=[listing.pk]).get(listing.pk, Decimal(0))
 
 
-def _next_step(listing, held: Decimal) -> dict | None:
-    """For a buyer holding a level: what doubling it (up to the ceiling) costs and gains."""
-    if held <= 0 or held >= listing.ceiling:
+def _next_step(listing, held: Decimal, cap: Decimal) -> dict | None:
+    """For a buyer holding a level: what doubling it (up to their cap, at most the ceiling) costs and gains."""
+    if held <= 0 or held >= cap:
         return None
-    target = min(listing.ceiling, held * 2)
+    target = min(cap, held * 2)
     return {
         "epsilon": target,
         "price": price_increment(listing, held, target),
@@ -92,6 +93,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             form.add_error("epsilon", exc.fields.get("epsilon", [exc.message])[0])
             status = 400
     is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
+    cap = buyer_cap(listing=listing, buyer=request.user)
     return render(
         request,
         "web/listing.html",
@@ -103,7 +105,8 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "quote": quote,
             "quote_bounds": quote_bounds,
             "idempotency_key": uuid.uuid4().hex,
-            "next_step": _next_step(listing, held),
+            "cap": cap,
+            "next_step": _next_step(listing, held, cap.level),
             "charts": listing_charts(listing, held),
             "price_formula": curve_of(listing).formula(),
             "is_owner": is_owner,
@@ -125,6 +128,15 @@ def describe_statistics(spec) -> list[str]:
             lines.append(f"Sum of {stat['column']} ({bounds(stat)})")
         elif kind == "mean":
             lines.append(f"Mean of {stat['column']} ({bounds(stat)}; derived from the released sum and count)")
+        elif kind == "centroid":
+            lines.append(
+                f"Centroid of ({', '.join(stat['columns'])}): the mean point, each record pulled within {stat['radius']:g} "
+                f"of ({', '.join(f'{c:g}' for c in stat['center'])}); at least {stat['min_records']} records"
+            )
+        elif kind == "point":
+            lines.append(
+                f"One entity's point ({', '.join(stat['columns'])}), protected within a radius of {stat['radius']:g}"
+            )
         else:
             edges = stat["bins"]
             lines.append(f"Histogram of {stat['column']} in {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}")
@@ -157,10 +169,12 @@ def listing_buy(request, listing_id):
 def _purchase_context(request, purchase_id):
     purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
     release = getattr(purchase, "release", None) if purchase.status == "released" else None
+    readings = releases.release_readings(release) if release else None
     return {
         "purchase": purchase,
         "release": release,
-        "readings": releases.release_readings(release) if release else None,
+        "readings": readings,
+        "plot": point_plot(readings, purchase.listing) if readings else None,
     }
 
 

@@ -57,7 +57,15 @@ def test_listings_are_public_and_never_carry_data_or_noise(api, listing, buyer):
 def test_quote(api, listing, buyer):
     q = api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/?epsilon=0.75").json()
     accuracy = q.pop("accuracy")
-    assert q == {"listing": listing.pk, "epsilon": "0.7500", "current_level": "0.0000", "ceiling": "5.0000", "price": "7.50"}
+    assert q == {
+        "listing": listing.pk,
+        "epsilon": "0.7500",
+        "current_level": "0.0000",
+        "ceiling": "5.0000",
+        "cap": "5.0000",  # not capped by trust: the ceiling (tests/trust cover caps)
+        "cap_reason": "this listing is not capped by trust: its ceiling is ε 5",
+        "price": "7.50",
+    }
     assert [a["label"] for a in accuracy] == listing.labels
     assert [a["noise_scale"] for a in accuracy] == pytest.approx([w / 0.75 for w in listing.weights])
     assert all(a["error_bound"] > 2.99 * a["noise_scale"] for a in accuracy)

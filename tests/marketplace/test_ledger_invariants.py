@@ -74,3 +74,4 @@ def test_a_holding_never_exceeds_the_ceiling_and_released_never_exceeds_purchase
         with transaction.atomic():
             type(listing.noise_path).objects.filter(pk=listing.noise_path.pk).update(released_max=Decimal("6"))
     assert h.purchased == Decimal("2")
+

@@ -1,0 +1,131 @@
+"""The cost of serving a listing does not grow with its buyers.
+
+    python -m bench.scale                      # 10,000 buyers, on the configured database
+    python -m bench.scale --buyers 2000 --json bench/results/scale.json
+
+For one l1 listing (a count and a 10-bin histogram: 11 values) and one l2
+listing (one entity's 2-d point), N buyers each buy one random level in
+(0, ceiling] (four decimal places, so thousands of distinct levels). Every
+purchase goes through the purchase service; its release is timed on its own
+(``releases.services.release_compute``: lock the path, read the neighbouring
+levels or the jump list, sample, store). Reports the stored size of each path
+(its noise points, and for l2 its jump list) and the time per release, early
+and late, to show that neither grows with the number of buyers: storage grows
+with the distinct levels released (l1) or the jumps (l2), never per buyer.
+
+Runs on a throw-away test database of the configured DATABASE_URL (SQLite in
+memory without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+
+CEILING = "5"
+
+
+def csv_bytes(rows: int = 2000) -> bytes:
+    rng = np.random.default_rng()  # benchmark data: no secret, fresh each run
+    age = rng.integers(0, 100, rows)
+    xy = rng.normal([1000.0, 500.0], [300.0, 300.0], (rows, 2))
+    return ("age,east,north\n" + "".join(f"{a},{x:.1f},{y:.1f}\n" for a, (x, y) in zip(age, xy))).encode()
+
+
+def run(buyers: int) -> dict:
+    from django.contrib.auth import get_user_model
+
+    import releases.services as release_services
+    from market.catalog.services import dataset_create, listing_create
+    from market.trading.services import purchase_create
+    from releases.models import NoisePath, NoisePoint
+
+    User = get_user_model()
+    owner = User.objects.create_user("bench-owner", password=None, is_owner=True)
+    dataset = dataset_create(owner=owner, name="bench", data=csv_bytes())
+    specs = {
+        "l1 (count + 10-bin histogram)": [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": list(range(0, 101, 10))}],
+        "l2 (one entity's 2-d point)": [{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}],
+    }
+    people = User.objects.bulk_create(User(username=f"bench-buyer-{i}", is_buyer=True) for i in range(buyers))
+    release_services.release_queue = lambda **kw: True  # releases are run and timed below, not queued
+    rng = np.random.default_rng()
+    report = {}
+    for name, spec in specs.items():
+        listing = listing_create(
+            owner=owner, dataset_id=dataset.pk, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon="0"
+        )
+        levels = rng.integers(1, int(float(CEILING) * 10_000) + 1, buyers) / 10_000
+        times = []
+        for person, level in zip(people, levels):
+            purchase, _ = purchase_create(buyer=person, listing_id=listing.pk, epsilon=f"{level:.4f}")
+            start = time.perf_counter()
+            release_services.release_compute(purchase_id=purchase.pk)
+            times.append(time.perf_counter() - start)
+        path = NoisePath.objects.get(listing=listing)
+        points = NoisePoint.objects.filter(path=path)
+        noise_bytes = sum(len(bytes(n)) for n in points.values_list("noise", flat=True))
+        jump_bytes = len(bytes(path.jumps)) if path.jumps is not None else 0
+        ms = np.array(times) * 1e3
+        tenth = max(1, buyers // 10)
+        report[name] = {
+            "buyers": buyers,
+            "distinct_levels": int(np.unique(levels).size),
+            "stored_points": points.count(),
+            "stored_bytes": noise_bytes + jump_bytes,
+            "jump_list_bytes": jump_bytes,
+            "bytes_per_buyer": (noise_bytes + jump_bytes) / buyers,
+            "release_ms_p50": float(np.percentile(ms, 50)),
+            "release_ms_p99": float(np.percentile(ms, 99)),
+            "release_ms_first_tenth": float(statistics.mean(ms[:tenth])),
+            "release_ms_last_tenth": float(statistics.mean(ms[-tenth:])),
+        }
+    return report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--buyers", type=int, default=10_000)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    setup_test_environment()
+    # its own throw-away database, never the test suite's
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = (
+        None if connection.vendor == "sqlite" else "bench_scale"
+    )
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        report = run(args.buyers)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+    print(f"database: {connection.vendor}; Python {platform.python_version()}; {os.cpu_count()} cores")
+    for name, r in report.items():
+        print(f"\n{name}: {r['buyers']} buyers, {r['distinct_levels']} distinct levels")
+        print(f"  stored: {r['stored_points']} points, {r['stored_bytes'] / 1024:.1f} KiB"
+              f" (jump list {r['jump_list_bytes']} B), {r['bytes_per_buyer']:.1f} B per buyer")
+        print(f"  release: p50 {r['release_ms_p50']:.2f} ms, p99 {r['release_ms_p99']:.2f} ms;"
+              f" first tenth {r['release_ms_first_tenth']:.2f} ms, last tenth {r['release_ms_last_tenth']:.2f} ms")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"database": connection.vendor, "report": report}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""Vector listings: l2 noise from one jump-list path per listing, sampled from the ceiling down."""
+
+from decimal import Decimal
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from market.catalog.services import dataset_create, listing_create
+from market.core.errors import InvalidInput
+from market.trading.services import purchase_create
+from releases.models import NoisePath, NoisePoint, Release
+from releases.postprocess import grid_step
+
+pytestmark = pytest.mark.django_db
+
+CEILING = Decimal("2")
+
+
+def locations_csv(rows=400, seed=3) -> bytes:
+    rng = np.random.default_rng(seed)
+    xy = rng.normal([1200.0, -350.0], [800.0, 500.0], (rows, 2))  # metres in a local projection
+    return ("east,north,visits\n" + "".join(f"{x:.1f},{y:.1f},{i % 7}\n" for i, (x, y) in enumerate(xy))).encode()
+
+
+@pytest.fixture
+def places(owner):
+    return dataset_create(owner=owner, name="places", data=locations_csv())
+
+
+def point_listing(owner, dataset, row, radius=50.0):
+    return listing_create(
+        owner=owner, dataset_id=dataset.pk, title=f"Where is entity {row}", ceiling=str(CEILING), price_per_epsilon="1",
+        statistics=[{"kind": "point", "columns": ["east", "north"], "row": row, "radius": radius}],
+    )
+
+
+def buy(buyer, listing, eps, capture):
+    with capture(execute=True):
+        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+    return purchase
+
+
+def test_three_levels_on_many_vector_listings_follow_the_l2_laws(
+    owner, places, users, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks
+):
+    """300 independent paths (one per listing), each bought at 1.0, then 2.0, then 0.5:
+    the first samples from the ceiling 2 down to 1 ("initial"), 2.0 is read off the
+    jump list ("lookup"), 0.5 extends it ("extend"). At every level the norm of the
+    unit noise is Gamma(2, 1/eps) and its direction uniform; no jump between two
+    levels has probability (lo/hi)^(dim+1) = 1/8."""
+    n = 300
+    buyers = {level: users(f"buyer-at-{level}") for level in ("1", "2", "0.5")}
+    for who in buyers.values():
+        fund(who, 10_000)
+    noise = {level: [] for level in ("0.5", "1", "2")}
+    methods = set()
+    for row in range(1, n + 1):
+        listing = point_listing(owner, places, row)
+        for level, who in buyers.items():  # in this order: 1, then 2, then 0.5
+            buy(who, listing, level, django_capture_on_commit_callbacks)
+        for point in NoisePoint.objects.filter(path__listing=listing):
+            noise[str(point.level.normalize())].append(point.vector())
+            methods.add(point.method)
+    assert methods == {"l2 initial", "l2 lookup", "l2 extend"}
+    for level, vectors in noise.items():
+        v = np.array(vectors)
+        assert stats.kstest(np.linalg.norm(v, axis=1), stats.gamma(2, scale=1 / float(level)).cdf).pvalue > 1e-3
+        assert stats.kstest(np.arctan2(v[:, 1], v[:, 0]), stats.uniform(-np.pi, 2 * np.pi).cdf).pvalue > 1e-3
+    for lo, hi in (("1", "2"), ("0.5", "1")):
+        same = int(np.sum(np.all(np.array(noise[lo]) == np.array(noise[hi]), axis=1)))
+        assert abs(same - n / 8) <= 5 * np.sqrt(n * (1 / 8) * (7 / 8))
+
+    # a release is the entity's point plus radius * noise, rounded to the grid
+    release = Release.objects.filter(level=Decimal("0.5")).select_related("point", "listing").first()
+    truth = release.listing.true_answer()
+    step = grid_step(release.noise_scales[0])
+    assert np.all(np.abs(np.array(release.values) - (truth + 50.0 * release.point.vector())) <= step / 2 + 1e-9)
+
+
+def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_celery, django_capture_on_commit_callbacks):
+    listing = point_listing(owner, places, 1)
+    sizes = []
+    for i in range(40):
+        who = users(f"b{i}")
+        fund(who, 100)
+        for level in ("0.25", "1", "2"):
+            buy(who, listing, level, django_capture_on_commit_callbacks)
+        path = NoisePath.objects.get(listing=listing)
+        sizes.append((len(bytes(path.jumps)), NoisePoint.objects.filter(path=path).count()))
+    assert Release.objects.filter(listing=listing).count() == 120
+    assert len(set(sizes)) == 1 and sizes[0][1] == 3  # after the first buyer nothing new is stored
+    answers = {tuple(r.values) for r in Release.objects.filter(listing=listing, level=Decimal("1"))}
+    assert len(answers) == 1  # every buyer of a level reads the same point
+
+
+def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_celery, client, django_capture_on_commit_callbacks):
+    listing = listing_create(
+        owner=owner, dataset_id=places.pk, title="Where visitors are", ceiling="4", price_per_epsilon="3",
+        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000, "min_records": 100}],
+    )
+    assert listing.labels == ["centroid(east)", "centroid(north)"]
+    assert listing.sensitivity == pytest.approx(2 * 3000 / 99)
+    assert listing.noise_path.norm == "l2"
+    fund(buyer, 100)
+    client.force_login(buyer)
+    page = client.get(f"/listings/{listing.pk}/").content.decode()
+    assert "Centroid of (east, north)" in page and "error radius of the centroid" in page
+    purchase = buy(buyer, listing, "2", django_capture_on_commit_callbacks)
+    status = client.get(f"/purchases/{purchase.pk}/status/").content.decode()
+    assert "<svg" in status and "95% error radius" in status
+    body = client.get(f"/api/v1/purchases/{purchase.pk}/").json()
+    radius = body["release"]["values"][0]["error_bound"]
+    assert radius == pytest.approx(stats.gamma(2, scale=listing.sensitivity / 2).ppf(0.95), rel=0.01)
+
+
+@pytest.mark.parametrize(
+    "statistics,message",
+    [
+        ([{"kind": "point", "columns": ["east"], "row": 1, "radius": 1}], "2 to 16"),
+        ([{"kind": "point", "columns": ["east", "north"], "row": 999, "radius": 1}], "no record 999"),
+        ([{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 0}], "radius must be positive"),
+        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0], "radius": 1, "min_records": 5}], "center must list 2"),
+        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1, "min_records": 999}], "at least 999"),
+        ([{"kind": "count"}, {"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 1}], "on its own"),
+    ],
+)
+def test_bad_vector_statistics_are_refused(owner, places, statistics, message):
+    with pytest.raises(InvalidInput, match=message):
+        listing_create(owner=owner, dataset_id=places.pk, title="x", ceiling="1", price_per_epsilon="1", statistics=statistics)
+
+
+def test_the_owner_form_lists_a_vector_statistic(client, owner, places):
+    from market.catalog.models import Listing
+
+    client.force_login(owner)
+    post = {
+        "dataset": places.pk, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear", "price_per_epsilon": "2",
+        "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
+        "vector_kind": "centroid", "vector_columns": "east, north", "vector_center": "1000, 0",
+        "vector_radius": "3000", "vector_min_records": "100",
+    }
+    bad = client.post("/owner/listings/new/", {**post, "vector_columns": "east, height"})
+    assert bad.status_code == 200 and "no column named &#x27;height&#x27;" in bad.content.decode()
+    assert client.post("/owner/listings/new/", post).status_code == 302
+    listing = Listing.objects.get()
+    assert listing.statistics[0]["kind"] == "centroid" and listing.noise_path.norm == "l2"
