@@ -108,7 +108,14 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 BROKER_DIR = BASE_DIR / ".broker"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "600"))}
+    {
+        # a task not acknowledged this long after delivery (its worker died) is
+        # delivered again; it must exceed the longest release (milliseconds here)
+        "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "600")),
+        # how often workers look for such tasks: every interval x throttle seconds
+        "unacked_restore_interval": float(os.environ.get("CELERY_UNACKED_RESTORE_INTERVAL", "10")),
+        "unacked_restore_throttle": int(os.environ.get("CELERY_UNACKED_RESTORE_THROTTLE", "6")),
+    }
     if REDIS_URL
     else {
         "data_folder_in": str(BROKER_DIR / "queue"),
@@ -178,6 +185,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"PurchaseStatusEnum": "market.trading.models.Purchase.Status"},
 }
 
 # --- marketplace limits

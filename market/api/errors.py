@@ -13,12 +13,34 @@ import logging
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
 from market.core.errors import DomainError
 
+from .serializers import ErrorSerializer
+
 log = logging.getLogger(__name__)
+
+
+#: what each error status means, as the schema documents it
+MEANINGS = {
+    400: "Invalid input: `fields` names each input at fault, with its messages.",
+    401: "Not signed in (this operation needs a token), or the token sent is not valid.",
+    402: "Not enough credits in your wallet for this step.",
+    403: "Not allowed: e.g. not an owner, demo top-ups are off, or a session request without its CSRF token.",
+    404: "Not found, or not yours (another user's rows do not exist for you); on a list, a page past the end.",
+    409: "Conflict: your previous purchase on this listing is still being released, "
+    "or the Idempotency-Key was used for a different purchase.",
+    429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
+}
+
+
+def documented(*statuses: int) -> dict[int, OpenApiResponse]:
+    """The error answers of one operation, for its schema (``extend_schema(responses=...)``):
+    ``statuses`` plus 401 and 429, which any request may get. All share the ``Error`` component."""
+    return {code: OpenApiResponse(ErrorSerializer, description=MEANINGS[code]) for code in sorted({401, 429, *statuses})}
 
 
 def body(status: int, code: str, message: str, fields: dict | None = None) -> dict:

@@ -1,13 +1,161 @@
 """Serializers: shapes of the API's answers and inputs. No business logic."""
 
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.trading.models import Purchase
 
 from releases.selectors import release_readings
+
+#: a privacy level as the API writes it and as buyers best send it: "0.5", at most 4 decimal places
+#: (the services also read numbers such as 0.5 and other decimal forms)
+LEVEL_PATTERN = r"^[0-9]{1,5}(\.[0-9]{1,4})?$"
+#: an amount of credits: "12.50", at most 2 decimal places
+MONEY_PATTERN = r"^[0-9]{1,16}(\.[0-9]{1,2})?$"
+#: the ledger's amounts are NUMERIC(18, 2): no amount of credits reaches 10^16
+LEDGER_LIMIT = Decimal(10) ** 16
+
+
+def within_ledger(value) -> None:
+    """Refuse a number that no amount of credits can be (it would fail deep in the ledger's
+    arithmetic); anything else is left to the services, which judge it with their own messages."""
+    try:
+        number = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError, TypeError):
+        return
+    if number.is_finite() and number.copy_abs() >= LEDGER_LIMIT:
+        raise serializers.ValidationError("At most 9999999999999999.99: the largest amount of credits there is.")
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "pattern": LEVEL_PATTERN, "example": "0.5"},
+            {"type": "number", "minimum": 0, "exclusiveMinimum": True, "example": 0.5},
+        ]
+    }
+)
+class LevelInputField(serializers.JSONField):
+    """A level as sent: a decimal string or a number (``market.core.levels.parse_level`` reads it)."""
+
+
+@extend_schema_field({"type": "string", "pattern": LEVEL_PATTERN, "example": "5"})
+class LevelTextField(serializers.CharField):
+    """A level as text; the services judge it (documented with its pattern)."""
+
+
+@extend_schema_field({"type": "string", "pattern": MONEY_PATTERN, "example": "10.00"})
+class MoneyTextField(serializers.CharField):
+    """An amount of credits as text, within the ledger's range; the services judge the rest."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.validators.append(within_ledger)
+
+
+def _object(kinds: list[str], required: dict, description: str) -> dict:
+    """An object schema of one kind of input, with no other properties."""
+    # (the enum inside allOf: drf-spectacular's enum hook would merge the variants' kinds into one)
+    properties = {"kind": {"allOf": [{"type": "string", "enum": kinds}]}, **required}
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": ["kind", *required],
+        "additionalProperties": False,
+    }
+
+
+_NUMBER = {"type": "number"}
+_COLUMNS = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 16}
+#: one statistic of a listing (``market/catalog/statistics.py``), as sent and as stored
+STATISTIC_SCHEMA = {
+    "oneOf": [
+        _object(["count"], {}, description="the number of records"),
+        _object(
+            ["sum", "mean"],
+            {"column": {"type": "string"}, "lower": _NUMBER, "upper": _NUMBER},
+            description="the sum or mean of a column, each value clamped to [lower, upper]",
+        ),
+        _object(
+            ["histogram"],
+            {"column": {"type": "string"}, "bins": {"type": "array", "items": _NUMBER, "minItems": 2, "maxItems": 51}},
+            description="counts per bin; bins lists 2 to 51 increasing edges",
+        ),
+        _object(
+            ["centroid"],
+            {"columns": _COLUMNS, "center": {"type": "array", "items": _NUMBER}, "radius": _NUMBER,
+             "min_records": {"type": "integer", "minimum": 2}},
+            description="a vector statistic, listed on its own: the centroid of the points pulled within radius of center",
+        ),
+        _object(
+            ["point"],
+            {"columns": _COLUMNS, "row": {"type": "integer", "minimum": 1}, "radius": _NUMBER},
+            description="a vector statistic, listed on its own: one record's point, protected within radius",
+        ),
+    ]
+}
+#: numbers in price curves and cost models are sent as decimal text (numbers are read too)
+_DECIMAL_TEXT = {"type": "string", "pattern": r"^[0-9]{1,16}(\.[0-9]{1,4})?$"}
+PRICE_CURVE_SCHEMA = {
+    "oneOf": [
+        _object(["linear"], {"c": _DECIMAL_TEXT}, description="P(eps) = c * eps"),
+        _object(["power"], {"c": _DECIMAL_TEXT, "p": _DECIMAL_TEXT}, description="P(eps) = c * eps^p, p at most 2"),
+        _object(
+            ["compensation"],
+            {"margin": _DECIMAL_TEXT},
+            description="margin * people * (E_min + E e^(-rate/eps)); needs compensation",
+        ),
+    ]
+}
+COMPENSATION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "E": _DECIMAL_TEXT,
+        "rate": _DECIMAL_TEXT,
+        "E_min": _DECIMAL_TEXT,
+        "people": {"type": "integer", "minimum": 1},
+    },
+    "required": ["E", "people"],
+    "additionalProperties": False,
+}
+
+
+@extend_schema_field(
+    {"type": "array", "items": STATISTIC_SCHEMA, "minItems": 1, "maxItems": 20}, component_name="Statistics"
+)
+class StatisticsField(serializers.JSONField):
+    """The list of statistics, as sent and as stored (validated by the catalogue's services)."""
+
+
+@extend_schema_field(PRICE_CURVE_SCHEMA, component_name="PriceCurveInput")
+class PriceCurveField(serializers.JSONField):
+    """The curve as sent, its price scale c within the ledger's range; the services judge the rest."""
+
+    def to_internal_value(self, data):
+        curve = super().to_internal_value(data)
+        if isinstance(curve, dict) and "c" in curve:
+            try:
+                within_ledger(curve["c"])
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"c": exc.detail}) from None
+        return curve
+
+
+@extend_schema_field(COMPENSATION_SCHEMA, component_name="Compensation")
+class CompensationField(serializers.JSONField):
+    pass
+
+
+class ListingQuerySerializer(serializers.Serializer):
+    # a CharField refuses NUL characters (PostgreSQL cannot compare text with them)
+    search = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, default="", help_text="text in the title or description"
+    )
 
 
 class ListingSerializer(serializers.Serializer):
@@ -15,7 +163,7 @@ class ListingSerializer(serializers.Serializer):
     title = serializers.CharField()
     description = serializers.CharField()
     owner = serializers.CharField(source="dataset.owner.username")
-    statistics = serializers.JSONField()
+    statistics = StatisticsField()
     labels = serializers.ListField(child=serializers.CharField())
     sensitivity = serializers.FloatField()
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
@@ -56,15 +204,17 @@ class ListingCreateSerializer(serializers.Serializer):
     dataset = serializers.IntegerField()
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    statistics = serializers.JSONField()
-    ceiling = serializers.CharField()
-    price_per_epsilon = serializers.CharField(required=False, help_text="c of the linear curve P(eps) = c * eps")
-    price_curve = serializers.JSONField(
+    statistics = StatisticsField(
+        help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}]'
+    )
+    ceiling = LevelTextField(help_text='the highest level sold, e.g. "5"')
+    price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")
+    price_curve = PriceCurveField(
         required=False,
         help_text='instead of price_per_epsilon: {"kind": "linear", "c"}, {"kind": "power", "c", "p" (at most 2)} '
         'or {"kind": "compensation", "margin"} (needs compensation)',
     )
-    compensation = serializers.JSONField(
+    compensation = CompensationField(
         required=False, help_text='the cost model {"E", "rate", "E_min", "people"}: per person E_min + E e^(-rate/eps)'
     )
 
@@ -83,7 +233,13 @@ class DatasetCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     file = serializers.FileField()
-    total_budget = serializers.CharField(required=False, allow_blank=True, allow_null=True, default=None)
+    total_budget = LevelTextField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text="the most all listings' ceilings may add up to",
+    )
 
 
 class AccuracySerializer(serializers.Serializer):
@@ -101,7 +257,8 @@ class QuoteSerializer(serializers.Serializer):
         max_digits=9, decimal_places=4, help_text="the highest level you may buy here: the ceiling unless capped by trust"
     )
     cap_reason = serializers.CharField(help_text="why the cap is what it is, in plain words")
-    price = serializers.DecimalField(max_digits=18, decimal_places=2)
+    # not bounded by the ledger's 18 digits: a quote may name a price no wallet can pay
+    price = serializers.DecimalField(max_digits=None, decimal_places=2)
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
 
 
@@ -134,13 +291,14 @@ class ReleaseSerializer(serializers.Serializer):
         figures = level_at_risk(release.listing, release.level)
         return PrivacyAtRiskSerializer({k: figures[k] for k in ("epsilon0", "epsilon", "risk", "dimension", "rate")}).data
 
+    @extend_schema_field(ReadingSerializer(many=True))
     def get_values(self, release) -> list[dict]:
         return ReadingSerializer(release_readings(release), many=True).data
 
 
 class PurchaseCreateSerializer(serializers.Serializer):
-    listing = serializers.JSONField(help_text="the listing's id")
-    epsilon = serializers.JSONField(help_text="the level to go up to, e.g. \"0.5\"")
+    listing = serializers.IntegerField(help_text="the listing's id")
+    epsilon = LevelInputField(help_text="the level to go up to, e.g. \"0.5\"")
 
 
 class PurchaseSerializer(serializers.Serializer):
@@ -149,14 +307,23 @@ class PurchaseSerializer(serializers.Serializer):
     level_from = serializers.DecimalField(max_digits=9, decimal_places=4)
     epsilon = serializers.DecimalField(source="level_to", max_digits=9, decimal_places=4)
     price = serializers.DecimalField(max_digits=18, decimal_places=2)
-    status = serializers.CharField()
-    failure_reason = serializers.CharField()
+    status = serializers.ChoiceField(choices=Purchase.Status.choices)
+    failure_reason = serializers.CharField(help_text="why a failed purchase failed (it was refunded); empty otherwise")
     created_at = serializers.DateTimeField()
     release = serializers.SerializerMethodField()
 
+    @extend_schema_field(ReleaseSerializer(allow_null=True, help_text="the release, once released; null before"))
     def get_release(self, purchase) -> dict | None:
         release = getattr(purchase, "release", None) if purchase.status == "released" else None
         return ReleaseSerializer(release).data if release else None
+
+
+class PurchaseAnswerSerializer(PurchaseSerializer):
+    """A purchase as ``POST purchases/`` answers it."""
+
+    note = serializers.CharField(
+        required=False, help_text="only when the release queue could not be reached: the release follows later"
+    )
 
 
 class LegSerializer(serializers.Serializer):
@@ -173,7 +340,8 @@ class WalletSerializer(serializers.Serializer):
 
 
 class TopUpSerializer(serializers.Serializer):
-    amount = serializers.CharField()
+    # a Decimal of bounded size: the ledger then judges the amount (its range, its cents)
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2, help_text="credits, e.g. \"25.00\"")
 
 
 class TokenRequestSerializer(serializers.Serializer):
@@ -183,3 +351,19 @@ class TokenRequestSerializer(serializers.Serializer):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    status = serializers.IntegerField(help_text="the HTTP status, repeated")
+    code = serializers.CharField(help_text="a stable code: invalid, not_found, conflict, insufficient_funds, ...")
+    message = serializers.CharField(help_text="what went wrong, in plain words")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="input name -> its messages; empty when the error is not about one input",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error answer of the API, from validation to 404 to throttling."""
+
+    error = ErrorDetailSerializer()

@@ -1,12 +1,15 @@
 """The buyer API (and the owner's upload endpoints). Views only translate
 HTTP to service and selector calls; errors take the shape of ``errors.py``."""
 
+from collections.abc import Mapping
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -19,11 +22,20 @@ from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
-from market.trading.services import purchase_create, purchase_quote
+from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trust.selectors import buyer_caps
 from releases import selectors as releases
 
 from . import serializers as s
+from .errors import documented
+
+
+def _fields(request) -> Mapping:
+    """The request's fields; a body that is not an object (a JSON list, a string) is refused
+    with a 400, in the words DRF's serializers use for it on the other operations."""
+    if not isinstance(request.data, Mapping):
+        raise ValidationError(f"Invalid data. Expected a dictionary, but got {type(request.data).__name__}.")
+    return request.data
 
 
 class TokenView(APIView):
@@ -33,7 +45,7 @@ class TokenView(APIView):
     throttle_scope = "auth"
     parser_classes = [JSONParser, FormParser]
 
-    @extend_schema(request=s.TokenRequestSerializer, responses=s.TokenSerializer)
+    @extend_schema(request=s.TokenRequestSerializer, responses={200: s.TokenSerializer, **documented(400, 403)})
     def post(self, request):
         form = AuthTokenSerializer(data=request.data, context={"request": request})
         form.is_valid(raise_exception=True)
@@ -47,18 +59,36 @@ class ListingListView(GenericAPIView):
     serializer_class = s.ListingSerializer
 
     @extend_schema(
-        parameters=[OpenApiParameter("search", str, description="text in the title or description")],
-        responses=s.ListingSerializer(many=True),
+        parameters=[s.ListingQuerySerializer],
+        responses={200: s.ListingSerializer(many=True), **documented(400, 404)},
     )
     def get(self, request):
-        page = self.paginate_queryset(catalog.listing_list(user=request.user, search=request.query_params.get("search", "")))
+        query = s.ListingQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page = self.paginate_queryset(catalog.listing_list(user=request.user, search=query.validated_data["search"]))
         held = catalog.levels_held(user=request.user, listing_ids=[l.pk for l in page]) if request.user.is_authenticated else None
         caps = buyer_caps(listings=page, buyer=request.user) if request.user.is_authenticated else None
         return self.get_paginated_response(
             s.ListingSerializer(page, many=True, context={"levels_held": held, "caps": caps}).data
         )
 
-    @extend_schema(request=s.ListingCreateSerializer, responses={201: s.ListingSerializer})
+    @extend_schema(
+        request={"application/json": s.ListingCreateSerializer},
+        responses={201: s.ListingSerializer, **documented(400, 403, 404)},
+        examples=[
+            OpenApiExample(
+                "a count and a mean, linear price",
+                request_only=True,
+                value={
+                    "dataset": 1,
+                    "title": "Clinic visits",
+                    "statistics": [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}],
+                    "ceiling": "5",
+                    "price_per_epsilon": "10.00",
+                },
+            )
+        ],
+    )
     def post(self, request):
         form = s.ListingCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -78,7 +108,7 @@ class ListingListView(GenericAPIView):
 
 
 class ListingDetailView(APIView):
-    @extend_schema(responses=s.ListingSerializer)
+    @extend_schema(responses={200: s.ListingSerializer, **documented(404)})
     def get(self, request, listing_id: int):
         listing = catalog.listing_get(user=request.user, listing_id=listing_id)
         held = catalog.levels_held(user=request.user, listing_ids=[listing.pk]) if request.user.is_authenticated else None
@@ -90,8 +120,16 @@ class QuoteView(APIView):
     """What going up to a level costs you now, and the noise it comes with."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("epsilon", OpenApiTypes.STR, required=True, description="the level to go up to")],
-        responses=s.QuoteSerializer,
+        parameters=[
+            OpenApiParameter(
+                "epsilon",
+                OpenApiTypes.STR,
+                required=True,
+                pattern=s.LEVEL_PATTERN,
+                description="the level to go up to, e.g. 0.5",
+            )
+        ],
+        responses={200: s.QuoteSerializer, **documented(400, 404)},
     )
     def get(self, request, listing_id: int):
         listing = catalog.listing_get(user=request.user, listing_id=listing_id)
@@ -106,12 +144,15 @@ class DatasetListView(GenericAPIView):
     serializer_class = s.DatasetSerializer
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(responses=s.DatasetSerializer(many=True))
+    @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(404)})
     def get(self, request):
         page = self.paginate_queryset(catalog.dataset_list(user=request.user))
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
 
-    @extend_schema(request=s.DatasetCreateSerializer, responses={201: s.DatasetSerializer})
+    @extend_schema(
+        request={"multipart/form-data": s.DatasetCreateSerializer},  # a file: multipart only
+        responses={201: s.DatasetSerializer, **documented(400, 403)},
+    )
     def post(self, request):
         form = s.DatasetCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -132,31 +173,45 @@ class PurchaseListView(GenericAPIView):
 
     throttle_scope = "purchases"
 
-    @extend_schema(responses=s.PurchaseSerializer(many=True))
+    @extend_schema(responses={200: s.PurchaseSerializer(many=True), **documented(404)})
     def get(self, request):
         page = self.paginate_queryset(trading.purchase_list(user=request.user))
         return self.get_paginated_response(s.PurchaseSerializer(page, many=True).data)
 
     @extend_schema(
         request=s.PurchaseCreateSerializer,
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description="repeat-safe key")],
-        responses={202: s.PurchaseSerializer, 200: s.PurchaseSerializer},
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
+                OpenApiParameter.HEADER,
+                description="repeat-safe key: a repeat answers 200 with the first purchase and charges nothing",
+            )
+        ],
+        responses={
+            202: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought: the release follows (poll the purchase)"),
+            200: OpenApiResponse(s.PurchaseAnswerSerializer, description="a repeated Idempotency-Key: the first purchase"),
+            **documented(400, 402, 403, 404, 409),
+        },
     )
     def post(self, request):
         purchase, created = purchase_create(
             buyer=request.user,
-            listing_id=request.data.get("listing"),
-            epsilon=request.data.get("epsilon"),
+            listing_id=_fields(request).get("listing"),
+            epsilon=_fields(request).get("epsilon"),
             idempotency_key=request.headers.get("Idempotency-Key"),
         )
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
-        return Response(s.PurchaseSerializer(purchase).data, status=code)
+        body = s.PurchaseSerializer(purchase).data
+        if getattr(purchase, "queued", True) is False:
+            body["note"] = QUEUE_DOWN_NOTE
+        return Response(body, status=code)
 
 
 class PurchaseDetailView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses=s.PurchaseSerializer)
+    @extend_schema(responses={200: s.PurchaseSerializer, **documented(404)})
     def get(self, request, purchase_id):
         return Response(s.PurchaseSerializer(trading.purchase_get(user=request.user, purchase_id=purchase_id)).data)
 
@@ -165,7 +220,7 @@ class ReleaseListView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.ReleaseSerializer
 
-    @extend_schema(responses=s.ReleaseSerializer(many=True))
+    @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(404)})
     def get(self, request):
         page = self.paginate_queryset(releases.release_list(user=request.user))
         return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
@@ -174,7 +229,7 @@ class ReleaseListView(GenericAPIView):
 class ReleaseDetailView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses=s.ReleaseSerializer)
+    @extend_schema(responses={200: s.ReleaseSerializer, **documented(404)})
     def get(self, request, release_id: int):
         return Response(s.ReleaseSerializer(releases.release_get(user=request.user, release_id=release_id)).data)
 
@@ -186,7 +241,7 @@ def _wallet(user) -> dict:
 class WalletView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses=s.WalletSerializer)
+    @extend_schema(responses={200: s.WalletSerializer, **documented()})
     def get(self, request):
         return Response(s.WalletSerializer(_wallet(request.user)).data)
 
@@ -197,7 +252,7 @@ class StatementView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.LegSerializer
 
-    @extend_schema(responses=s.LegSerializer(many=True))
+    @extend_schema(responses={200: s.LegSerializer(many=True), **documented(404)})
     def get(self, request):
         page = self.paginate_queryset(ledger.wallet_statement(user=request.user))
         return self.get_paginated_response(s.LegSerializer(page, many=True).data)
@@ -208,9 +263,11 @@ class TopUpView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=s.TopUpSerializer, responses={201: s.WalletSerializer})
+    @extend_schema(request=s.TopUpSerializer, responses={201: s.WalletSerializer, **documented(400, 403)})
     def post(self, request):
         if not settings.DEMO_MODE:
             raise Forbidden("top-ups are made by staff; the demo button is off on this marketplace")
-        provider().fund(user=request.user, amount=request.data.get("amount"), memo="demo top-up")
+        form = s.TopUpSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        provider().fund(user=request.user, amount=form.validated_data["amount"], memo="demo top-up")
         return Response(s.WalletSerializer(_wallet(request.user)).data, status=status.HTTP_201_CREATED)

@@ -7,9 +7,10 @@ from .models import Dataset, Listing
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "row_count", "total_budget", "created_at")
-    fields = ("owner", "name", "description", "columns", "row_count", "total_budget", "created_at")
-    readonly_fields = ("owner", "columns", "row_count", "created_at")
+    # the exact record count is private (the true answer of a count): not shown, even to staff
+    list_display = ("name", "owner", "total_budget", "created_at")
+    fields = ("owner", "name", "description", "columns", "total_budget", "created_at")
+    readonly_fields = ("owner", "columns", "created_at")
     search_fields = ("name", "owner__username")
 
     def has_add_permission(self, request):

@@ -167,6 +167,10 @@ def _is_blank(row: list[str]) -> bool:
     return all(not cell.strip() for cell in row)
 
 
+#: A text cell starting with one of these is a formula in a spreadsheet (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _check_header(row: list[str], max_columns: int) -> list[str]:
     """The stripped column names of the first line, or CsvError."""
     if _is_blank(row):
@@ -188,6 +192,10 @@ def _check_header(row: list[str], max_columns: int) -> list[str]:
         elif not name.isprintable():
             problems.add(
                 1, None, f"the name of column {number} contains a character that cannot be printed: {_quoted(name)}"
+            )
+        elif name[0] in FORMULA_STARTS:
+            problems.add(
+                1, None, f"the name of column {number} looks like a spreadsheet formula: {_quoted(name)}"
             )
         elif name in first_seen:
             problems.add(1, name, f"column {number} has the same name as column {first_seen[name]}")

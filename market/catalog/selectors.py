@@ -27,7 +27,7 @@ KINDS = ("count", "sum", "mean", "histogram")
 
 def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_ceiling=None, sort: str = "newest") -> QuerySet:
     """The catalogue: open listings by text, statistic kind, price per eps and ceiling, sorted."""
-    qs = listing_list(user=user, search=text.strip()).filter(is_open=True)
+    qs = listing_list(user=user, search=text.replace("\x00", "").strip()).filter(is_open=True)
     if kind in KINDS:
         qs = qs.filter(kinds__contains=f",{kind},")
     if max_price is not None:

@@ -11,7 +11,7 @@ from django.db import transaction
 from market.core.errors import InvalidInput, NotFound
 from market.core.levels import parse_level
 from market.ledger.models import Account
-from market.ledger.services import account_get, money
+from market.ledger.services import MAX_MONEY, account_get, money
 
 from .csvdata import CsvError, parse_csv
 from .models import Dataset, Listing
@@ -116,6 +116,11 @@ def listing_create(
         price_curve = {"kind": "linear", "c": str(price)}
     model = CompensationModel.parse(compensation) if compensation not in (None, {}) else None
     curve = PriceCurve.parse(price_curve, model.as_dict() if model else None)
+    if curve.price(ceiling) >= MAX_MONEY:
+        raise InvalidInput(
+            f"this curve prices the ceiling at {curve.price(ceiling):,} credits; prices must stay below {MAX_MONEY:,}",
+            fields={"price_curve": ["The price at the ceiling is too large."]},
+        )
     with transaction.atomic():
         # locking the dataset serialises listings on it, so the budget check holds
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, owner=owner).first()

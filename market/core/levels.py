@@ -21,6 +21,8 @@ def parse_level(value, *, field: str = "epsilon") -> Decimal:
 
     if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
         raise bad("This field is required: give a number such as 0.5.")
+    if isinstance(value, str) and not value.isascii():
+        raise bad(f"{value[:30]!r} is not a number: use the digits 0-9.")
     try:
         level = Decimal(value.strip() if isinstance(value, str) else str(value))
     except (InvalidOperation, ValueError, TypeError):

@@ -9,6 +9,9 @@ from django.db import IntegrityError, transaction
 from market.core.errors import InsufficientFunds, InvalidInput
 from market.core.fields import MONEY_QUANTUM
 
+#: what the NUMERIC(18, 2) money columns hold
+MAX_MONEY = Decimal(10) ** 16
+
 from .models import Account, Leg, Transfer
 
 
@@ -30,6 +33,8 @@ def money(value) -> Decimal:
         raise InvalidInput(f"not an amount: {value!r}", fields={"amount": ["Enter a number."]}) from None
     if not amount.is_finite():
         raise InvalidInput("amounts must be finite", fields={"amount": ["Enter a finite number."]})
+    if abs(amount) >= MAX_MONEY:
+        raise InvalidInput(f"amounts must be below {MAX_MONEY:,}", fields={"amount": [f"Below {MAX_MONEY:,}."]})
     if amount != amount.quantize(MONEY_QUANTUM):
         raise InvalidInput("amounts have at most two decimal places", fields={"amount": ["At most 2 decimal places."]})
     return amount.quantize(MONEY_QUANTUM)

@@ -25,6 +25,11 @@ from .models import Holding, Purchase
 
 log = logging.getLogger(__name__)
 
+QUEUE_DOWN_NOTE = (
+    "Paid and recorded. The release queue cannot be reached right now: your release will be made as soon as "
+    "it is back (pending purchases are sent again every minute). Nothing more will be charged."
+)
+
 
 @dataclass(frozen=True)
 class Quote:
@@ -172,7 +177,9 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
                 )
             holding.purchased = eps
             holding.save(update_fields=["purchased", "updated_at"])
-            transaction.on_commit(lambda: release_queue(purchase_id=purchase.pk))
+            # queued once committed; `purchase.queued` says whether the broker took it
+            # (if not, the purchase stays queued and the sweeper sends it later)
+            transaction.on_commit(lambda: setattr(purchase, "queued", release_queue(purchase_id=purchase.pk)))
     except IntegrityError:
         # a concurrent request with the same key won the race: answer with its purchase
         if idempotency_key is not None:

@@ -20,7 +20,7 @@ from market.core.errors import DomainError
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
-from market.trading.services import purchase_create, purchase_quote
+from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trust.selectors import buyer_cap
 from releases import selectors as releases
 
@@ -163,6 +163,8 @@ def listing_buy(request, listing_id):
         return listing_detail(request, listing_id, buy_form=form, status=exc.status)
     if created:
         messages.success(request, f"Bought up to ε = {purchase.level_to.normalize()} for {purchase.price} credits.")
+    if getattr(purchase, "queued", True) is False:
+        messages.warning(request, QUEUE_DOWN_NOTE)
     return redirect("web:purchase", purchase_id=purchase.pk)
 
 
@@ -206,6 +208,13 @@ def library(request):
     )
 
 
+def _text_cell(text: str) -> str:
+    """A text cell a spreadsheet will not run as a formula (OWASP's CSV-injection advice)."""
+    from market.catalog.csvdata import FORMULA_STARTS
+
+    return "'" + text if text[:1] in FORMULA_STARTS else text
+
+
 @login_required
 def release_download(request, release_id, fmt):
     if fmt not in ("csv", "json"):
@@ -231,7 +240,7 @@ def release_download(request, release_id, fmt):
         writer = csv.writer(out)
         writer.writerow(["label", "kind", "value", "noise_scale", "error_bound_95"])
         for r in readings:
-            writer.writerow([r["label"], r["kind"], repr(r["value"]), repr(r["noise_scale"]), repr(r["error_bound"])])
+            writer.writerow([_text_cell(r["label"]), r["kind"], repr(r["value"]), repr(r["noise_scale"]), repr(r["error_bound"])])
         response = HttpResponse(out.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

@@ -14,8 +14,10 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 #: set to a folder (e.g. docs/screenshots) to keep screenshots of the main pages
 SCREENSHOTS = os.environ.get("SCREENSHOT_DIR")
 
+
 # Playwright's synchronous API runs an event loop in this thread; the ORM calls the
-# tests make between page actions are synchronous and safe.
+# tests (and their fixtures) make between page actions are synchronous and safe.
+# Tests only: the deploy check refuses this variable, and its test drops it.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from tests.marketplace.conftest import STATISTICS, fund, make_csv, seeded_noise, users  # noqa: E402,F401

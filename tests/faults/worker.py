@@ -1,0 +1,52 @@
+"""A real Celery worker process with an injected fault, for the fault tests.
+
+    FAULT=sleep:SECONDS          stop SECONDS at the point after the noise step, inside
+                                 the release transaction (the test kills the process there)
+    FAULT=refuse-while:PATH      while PATH exists, make the database refuse a write at that
+                                 point (a CHECK constraint), so the release transaction fails
+
+The fault is installed by replacing ``releases.services._checkpoint`` in this
+process only; the product code has no fault switch of its own.
+"""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def install_fault(spec: str) -> None:
+    import releases.services
+
+    kind, _, arg = spec.partition(":")
+
+    def checkpoint(name: str) -> None:
+        if name != "after_noise":
+            return
+        if kind == "sleep":
+            time.sleep(float(arg))
+        elif kind == "refuse-while" and Path(arg).exists():
+            from django.db.models import F
+
+            from market.trading.models import Holding
+
+            # released above purchased: the database's CHECK refuses it
+            Holding.objects.filter(released__gte=0).update(released=F("purchased") + 1)
+
+    releases.services._checkpoint = checkpoint
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+    import django
+
+    django.setup()
+    if os.environ.get("FAULT"):
+        install_fault(os.environ["FAULT"])
+    from market.celery import app
+
+    app.worker_main(["worker", "--pool=solo", "--loglevel=INFO", "--without-mingle", "--without-gossip", *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""The API fuzzed from its own OpenAPI schema (schemathesis, in process).
+
+The schema is read from the app itself (``/api/schema/`` through the WSGI
+application, no network) and every operation is run with inputs generated
+from it, valid and invalid, as a seeded buyer (who is also an owner) and
+anonymously. Every answer must be:
+
+- never a 5xx;
+- a documented status code, with the documented content type and a body
+  that matches the documented schema;
+- for every 4xx, our one error shape ``{"error": {"status", "code",
+  "message", "fields"}}`` (``market/api/errors.py``).
+
+Bounded and deterministic for CI: a fixed number of examples per operation,
+derandomized, no example database. Each operation is one test, in one
+database transaction (the in-process WSGI app runs in the test's thread), with
+Celery eager so that purchases are released while the fuzzer runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from rest_framework.authtoken.models import Token
+from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+    unsupported_method,
+)
+
+from market.accounts.models import User
+from market.catalog.services import dataset_create, listing_create
+from market.ledger.payments import ManualFunding
+from market.trading.services import purchase_create
+from market.wsgi import application
+from tests.marketplace.conftest import STATISTICS, make_csv
+
+CSV = make_csv(50, seed=3)
+
+#: examples per operation in the fuzzing phase (the coverage phase adds its own
+#: deterministic boundary cases); the whole file runs in well under two minutes
+MAX_EXAMPLES = int(os.environ.get("FUZZ_MAX_EXAMPLES", "25"))  # more for a deeper run by hand
+
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "seed": 20261121,
+        "generation": {
+            "max-examples": MAX_EXAMPLES,
+            "deterministic": True,
+            "database": "none",
+            # credentials are ours (a real token, or none), not generated
+            "with-security-parameters": False,
+        },
+    }
+)
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application, config=CONFIG)
+
+FUZZ_SETTINGS = settings(
+    max_examples=MAX_EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    # one world per operation, shared by its examples: that is the point
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+@schemathesis.check
+def one_error_shape(ctx, response, case):
+    """Every 4xx answer has the API's one error shape, whatever its status."""
+    if not 400 <= response.status_code < 500:
+        return None
+    assert (response.headers.get("content-type") or [""])[0].startswith("application/json"), (
+        f"a {response.status_code} that is not JSON: {response.headers.get('content-type')}"
+    )
+    body = response.json()
+    assert isinstance(body, dict) and set(body) == {"error"}, f"not the error shape: {body!r}"
+    error = body["error"]
+    assert set(error) == {"status", "code", "message", "fields"}, f"not the error shape: {body!r}"
+    assert error["status"] == response.status_code, f"status {error['status']} in a {response.status_code}"
+    assert isinstance(error["code"], str) and error["code"], body
+    assert isinstance(error["message"], str) and error["message"], body
+    assert isinstance(error["fields"], dict), body
+    for name, messages in error["fields"].items():
+        assert isinstance(messages, list) and all(isinstance(m, str) for m in messages), (name, messages)
+    return True
+
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    unsupported_method,  # an undocumented method: 405 with an Allow header
+    one_error_shape,
+]
+
+
+@dataclass
+class World:
+    token: str
+    listing: int  # someone else's open listing, bought by the fuzzing user at 0.5 and released
+    dataset: int  # the fuzzing user's own dataset (they are an owner too)
+    purchase: str
+    release: int
+
+
+@pytest.fixture
+def in_process():
+    """Requests go through the real WSGI handler in the test's thread and transaction. Like
+    Django's test client, keep the handler from closing the connection at each request's
+    start and end (on PostgreSQL that would end the test's transaction)."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def world(db, in_process, django_capture_on_commit_callbacks) -> World:
+    from market.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        owner = User.objects.create_user("olivia", "olivia@example.com", "a-long-password-1", is_owner=True)
+        fuzz = User.objects.create_user("fuzz", "fuzz@example.com", "a-long-password-1", is_owner=True)
+        other = User.objects.create_user("otto", "otto@example.com", "a-long-password-1")
+        data = dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget=None)
+        listing = listing_create(
+            owner=owner,
+            dataset_id=data.pk,
+            title="Clinic visits",
+            statistics=STATISTICS,
+            # the highest ceiling there is, and cheap: any level the schema's pattern allows can be bought
+            ceiling="10000",
+            price_per_epsilon="0.01",
+        )
+        own = dataset_create(owner=fuzz, name="mine", data=make_csv(120, seed=2), total_budget="8")
+        funding = ManualFunding()
+        funding.fund(user=fuzz, amount=Decimal("100000"))
+        funding.fund(user=other, amount=Decimal("100"))
+        with django_capture_on_commit_callbacks(execute=True):
+            purchase, _ = purchase_create(buyer=fuzz, listing_id=listing.pk, epsilon="0.5")
+            purchase_create(buyer=other, listing_id=listing.pk, epsilon="0.25")  # rows that are not the fuzzer's
+        purchase.refresh_from_db()
+        assert purchase.status == "released", purchase.failure_reason
+        yield World(
+            token=Token.objects.create(user=fuzz).key,
+            listing=listing.pk,
+            dataset=own.pk,
+            purchase=str(purchase.pk),
+            release=purchase.release.pk,
+        )
+    finally:
+        app.conf.task_always_eager = before
+
+
+def _is_even(value) -> bool:
+    """An id the fuzzer generated (an int, or its text in the coverage phase) that is even."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    return isinstance(value, int) and not isinstance(value, bool) and value % 2 == 0
+
+
+def aim(case, world: World) -> None:
+    """Point about half of the valid cases (all of the schema's own examples) at rows
+    that exist, so that the fuzzer reaches past "not found" and "not a CSV": chosen
+    by the generated value itself, so that a run stays deterministic."""
+    if case.meta is None or case.meta.generation.mode is not GenerationMode.POSITIVE:
+        return
+    always = case.meta.phase.name.value == "examples"
+
+    def hit(value) -> bool:
+        return always or _is_even(value)
+
+    path = case.path_parameters or {}
+    for name, target in (("listing_id", world.listing), ("release_id", world.release)):
+        if hit(path.get(name)):
+            path[name] = target
+    if isinstance(path.get("purchase_id"), str) and (always or len(path["purchase_id"]) % 2 == 0):
+        path["purchase_id"] = world.purchase
+    if isinstance(case.body, dict):
+        for name, target in (("listing", world.listing), ("dataset", world.dataset)):
+            if hit(case.body.get(name)):
+                case.body[name] = target
+        if isinstance(case.body.get("file"), (bytes, str)) and (always or len(case.body["file"]) % 2 == 0):
+            case.body["file"] = CSV
+
+
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_api_as_a_signed_in_buyer(case, world, django_capture_on_commit_callbacks):
+    aim(case, world)
+    with django_capture_on_commit_callbacks(execute=True):  # a purchase's release runs at its commit
+        case.call_and_validate(headers={"Authorization": f"Token {world.token}"}, checks=CHECKS)
+
+
+@schema.parametrize()
+@settings(FUZZ_SETTINGS, max_examples=8)
+def test_api_anonymously(case, world):
+    case.call_and_validate(checks=CHECKS)

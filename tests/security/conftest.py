@@ -1,0 +1,106 @@
+"""The security tests reuse the marketplace's fixtures (users, listings, funding, eager Celery)
+and add one seeded world in which every actor of the authorization matrix has something of their own."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from market.catalog.services import dataset_create, listing_create
+from market.trading.services import purchase_create
+from releases.models import NoisePoint
+from tests.marketplace.conftest import (  # noqa: F401 - fixtures
+    STATISTICS,
+    api,
+    buyer,
+    eager_celery,
+    fund,
+    listing,
+    make_csv,
+    make_listing,
+    owner,
+    seeded_noise,
+    users,
+)
+
+PASSWORD = "a-long-password-1"  # what tests.marketplace.conftest.users gives everyone
+#: the six actors of the matrix, in the order of its columns
+ACTORS = ("anon", "buyer", "other_buyer", "owner", "other_owner", "staff")
+ROWS = 12345  # a count with five digits: distinctive enough to search every page for
+
+
+@dataclass
+class World:
+    """One marketplace: the owner's dataset and listing, the buyer's purchase and release
+    on it, and the other actors' own things (another owner's listing bought by another buyer)."""
+
+    people: dict  # actor -> User (None for anon)
+    dataset: object
+    listing: object
+    purchase: object
+    release: object
+    other_dataset: object
+    other_listing: object
+    other_purchase: object
+    csv_bytes: bytes
+    rows: list = field(default_factory=list)  # the uploaded CSV's data rows, as the strings uploaded
+
+    def user(self, actor):
+        return self.people[actor]
+
+
+def _buy(buyer, listing, eps, capture):
+    with capture(execute=True):
+        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+    purchase.refresh_from_db()
+    assert purchase.status == "released", purchase.failure_reason
+    return purchase
+
+
+@pytest.fixture
+def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks):
+    people = {
+        "anon": None,
+        "buyer": users("bob"),
+        "other_buyer": users("carol"),
+        "owner": users("olivia", owner=True),
+        "other_owner": users("oscar", owner=True),
+        "staff": users("sam"),
+    }
+    people["staff"].is_staff = people["staff"].is_superuser = True
+    people["staff"].save()
+    for actor in ("buyer", "other_buyer", "other_owner", "staff", "owner"):
+        fund(people[actor], 500)
+
+    data = make_csv(ROWS)
+    dataset = dataset_create(owner=people["owner"], name="visits", data=data)
+    listing = listing_create(
+        owner=people["owner"], dataset_id=dataset.pk, title="Clinic visits", statistics=STATISTICS,
+        ceiling="5", price_per_epsilon="10.00",
+    )
+    other_dataset = dataset_create(owner=people["other_owner"], name="heights", data=make_csv(120, seed=7))
+    other_listing = listing_create(
+        owner=people["other_owner"], dataset_id=other_dataset.pk, title="Heights", statistics=[{"kind": "count"}],
+        ceiling="3", price_per_epsilon="1.00",
+    )
+    purchase = _buy(people["buyer"], listing, "1", django_capture_on_commit_callbacks)
+    other_purchase = _buy(people["other_buyer"], other_listing, "1", django_capture_on_commit_callbacks)
+    rows = list(csv.reader(io.StringIO(data.decode())))[1:]
+    return World(
+        people=people, dataset=dataset, listing=listing, purchase=purchase, release=purchase.release,
+        other_dataset=other_dataset, other_listing=other_listing, other_purchase=other_purchase,
+        csv_bytes=data, rows=rows,
+    )
+
+
+@pytest.fixture
+def tokens(world):
+    return {actor: (Token.objects.create(user=user).key if user else None) for actor, user in world.people.items()}
+
+
+def noise_values(listing) -> list[float]:
+    return [float(v) for point in NoisePoint.objects.filter(path__listing=listing) for v in point.vector()]

@@ -1,0 +1,537 @@
+"""Who may do what: every API endpoint and every page, for six actors, in one table.
+
+The actors (columns), in one seeded world (``conftest.world``):
+
+- ``anon``:  not signed in;
+- ``buyer``: bob, who bought the owner's listing at ε 1 and holds its purchase P and release R;
+- ``other_buyer``: carol, a buyer with a purchase of her own (on the other owner's listing);
+- ``owner``: olivia, whose dataset D and listing L these are;
+- ``other_owner``: oscar, an owner with his own dataset and listing (bought by carol);
+- ``staff``: sam, staff and superuser (not an owner).
+
+Each row is one request; each cell the status that actor gets. The codes:
+
+- ``302L``: redirected to log in at ``/accounts/login/?next=…`` (pages needing a login);
+- ``302A``: redirected to the admin's log-in page ``/admin/login/?next=…``;
+- ``302``:  any other redirect (a form that worked);
+- anything else: that status exactly.
+
+The rules the table shows: anonymous API calls needing authentication are 401;
+anonymous pages needing a login are 302L; another user's purchase, release,
+dataset and owner listing do not exist for them (404, never 403); signed-in
+non-owners on owner pages get 403; only staff reach the admin.
+
+The API is called with each actor's token (``Authorization: Token …``), the
+pages with a signed-in session. Every request that writes runs in a savepoint
+rolled back afterwards, so each cell sees the same world.
+
+Beside the statuses, every response body, for every actor, is searched for what
+must never leave the server: the dataset's raw cells, the listing's true answer,
+the stored noise, and (for everyone but the buyer) the buyer's released values.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import uuid
+from dataclasses import dataclass
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.test import Client
+from rest_framework.test import APIClient
+
+from market.catalog.models import Listing
+from market.trading.models import Purchase
+
+from .conftest import ACTORS, PASSWORD, noise_values
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass(frozen=True)
+class Row:
+    method: str
+    path: str  # {L} {D} {P} {R}: the owner's listing and dataset, the buyer's purchase and release
+    expect: str  # one code per actor, in the order of ACTORS
+    body: str | None = None  # the name of a payload below (a function of the world and the actor)
+    api: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path}" + (f" [{self.body}]" if self.body else "")
+
+
+def api(method, path, expect, body=None):
+    return Row(method, path, expect, body, api=True)
+
+
+def page(method, path, expect, body=None):
+    return Row(method, path, expect, body)
+
+
+# fmt: off
+#                                                            anon  buyer other owner o-own staff
+API = [
+    api("POST",   "/api/v1/auth/token/",                    "400  200   200   200   200   200", "credentials"),
+    api("GET",    "/api/v1/listings/",                      "200  200   200   200   200   200"),
+    api("GET",    "/api/v1/listings/{L}/",                  "200  200   200   200   200   200"),
+    # the owner's 400s: "you own this listing: owners do not buy their own data"
+    api("GET",    "/api/v1/listings/{L}/quote/?epsilon=2",  "200  200   200   400   200   200"),
+    # creating a listing on D: non-owners 403 ("only owners can list data"), the other owner 404 (not his)
+    api("POST",   "/api/v1/listings/",                      "401  403   403   201   404   403", "listing"),
+    api("PUT",    "/api/v1/listings/{L}/",                  "401  405   405   405   405   405", "listing"),
+    api("DELETE", "/api/v1/listings/{L}/",                  "401  405   405   405   405   405"),
+    api("GET",    "/api/v1/datasets/",                      "401  200   200   200   200   200"),
+    api("POST",   "/api/v1/datasets/",                      "401  403   403   201   201   403", "dataset"),
+    api("GET",    "/api/v1/purchases/",                     "401  200   200   200   200   200"),
+    api("POST",   "/api/v1/purchases/",                     "401  202   202   400   202   202", "purchase"),
+    api("GET",    "/api/v1/purchases/{P}/",                 "401  200   404   404   404   404"),
+    api("DELETE", "/api/v1/purchases/{P}/",                 "401  405   405   405   405   405"),
+    api("GET",    "/api/v1/purchases/not-a-purchase/",      "401  404   404   404   404   404"),
+    api("GET",    "/api/v1/releases/",                      "401  200   200   200   200   200"),
+    api("GET",    "/api/v1/releases/{R}/",                  "401  200   404   404   404   404"),
+    api("DELETE", "/api/v1/releases/{R}/",                  "401  405   405   405   405   405"),
+    api("GET",    "/api/v1/wallet/",                        "401  200   200   200   200   200"),
+    api("GET",    "/api/v1/wallet/statement/",              "401  200   200   200   200   200"),
+    api("POST",   "/api/v1/wallet/top-up/",                 "401  201   201   201   201   201", "top_up"),
+    api("GET",    "/api/v1/wallet/top-up/",                 "401  405   405   405   405   405"),
+    api("GET",    "/api/v1/no-such-endpoint/",              "404  404   404   404   404   404"),
+    api("GET",    "/api/schema/",                           "200  200   200   200   200   200"),
+    api("GET",    "/api/docs/",                             "200  200   200   200   200   200"),
+]
+
+PAGES = [
+    page("GET",  "/",                                       "200  200   200   200   200   200"),
+    page("GET",  "/signup/",                                "200  200   200   200   200   200"),
+    page("POST", "/signup/",                                "302  302   302   302   302   302", "signup"),
+    page("GET",  "/listings/{L}/",                          "200  200   200   200   200   200"),
+    page("GET",  "/listings/{L}/?epsilon=2",                "200  200   200   400   200   200"),
+    page("POST", "/listings/{L}/buy/",                      "302L 302   302   400   302   302", "buy"),
+    page("GET",  "/listings/{L}/buy/",                      "302L 405   405   405   405   405"),
+    page("GET",  "/purchases/{P}/",                         "302L 200   404   404   404   404"),
+    page("GET",  "/purchases/{P}/status/",                  "302L 200   404   404   404   404"),
+    page("GET",  "/library/",                               "302L 200   200   200   200   200"),
+    page("GET",  "/library/releases/{R}.csv",               "302L 200   404   404   404   404"),
+    page("GET",  "/library/releases/{R}.json",              "302L 200   404   404   404   404"),
+    page("GET",  "/library/releases/{R}.xml",               "302L 404   404   404   404   404"),
+    page("POST", "/wallet/top-up/",                         "302L 302   302   302   302   302", "top_up"),
+    page("GET",  "/wallet/top-up/",                         "302L 405   405   405   405   405"),
+    # the owner's pages
+    page("GET",  "/owner/",                                 "302L 403   403   200   200   403"),
+    page("GET",  "/owner/datasets/new/",                    "302L 403   403   200   200   403"),
+    page("POST", "/owner/datasets/new/",                    "302L 403   403   302   302   403", "dataset"),
+    page("GET",  "/owner/listings/new/",                    "302L 403   403   200   200   403"),
+    page("GET",  "/owner/listings/new/?dataset={D}",        "302L 403   403   200   404   403"),
+    # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
+    page("POST", "/owner/listings/new/",                    "302L 403   403   302   200   403", "listing_form"),
+    page("GET",  "/owner/listings/{L}/",                    "302L 403   403   200   404   403"),
+    page("GET",  "/owner/trust/",                           "302L 403   403   200   200   403"),
+    page("GET",  "/owner/trust/?listing={L}",               "302L 403   403   200   404   403"),
+    page("POST", "/owner/trust/settings/",                  "302L 403   403   302   302   403", "trust_settings"),
+    page("GET",  "/owner/trust/settings/",                  "302L 403   403   405   405   403"),
+    # capping another owner's listing: "Choose among your listings." and nothing changes
+    page("POST", "/owner/trust/listings/",                  "302L 403   403   302   200   403", "trust_listings"),
+    page("POST", "/owner/trust/tiers/",                     "302L 403   403   302   302   403", "trust_tiers"),
+    page("POST", "/owner/trust/tiers/buyers/",              "302L 403   403   302   302   403", "tier_members"),
+    page("POST", "/owner/trust/graph/",                     "302L 403   403   302   302   403", "edges"),
+    page("POST", "/owner/trust/graph/buyers/",              "302L 403   403   302   302   403", "node_members"),
+    # accounts
+    page("GET",  "/accounts/login/",                        "200  200   200   200   200   200"),
+    page("POST", "/accounts/login/",                        "200  302   302   302   302   302", "login"),
+    page("POST", "/accounts/logout/",                       "302  302   302   302   302   302"),
+    page("GET",  "/accounts/logout/",                       "405  405   405   405   405   405"),
+    page("GET",  "/accounts/password/",                     "302L 200   200   200   200   200"),
+    page("POST", "/accounts/password/",                     "302L 200   200   200   200   200", "wrong_password"),
+    page("GET",  "/accounts/password/done/",                "302L 200   200   200   200   200"),
+    # the admin: staff only
+    page("GET",  "/admin/",                                 "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/login/",                           "200  200   200   200   200   302"),
+    page("GET",  "/admin/accounts/user/",                   "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/catalog/dataset/",                 "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/catalog/dataset/{D}/change/",      "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/catalog/listing/{L}/change/",      "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/ledger/transfer/",                 "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/ledger/transfer/add/",             "302A 302A  302A  302A  302A  200"),
+    # noise points and releases have no admin: they are not reachable even by staff
+    page("GET",  "/admin/releases/noisepoint/",             "302A 302A  302A  302A  302A  404"),
+    page("GET",  "/admin/releases/release/",                "302A 302A  302A  302A  302A  404"),
+]
+# fmt: on
+
+MATRIX = API + PAGES
+
+
+# --- the requests' payloads
+
+
+def _csv_file():
+    return SimpleUploadedFile("more.csv", b"height,weight\n170,60\n182,81\n", content_type="text/csv")
+
+
+def payload(name, world, actor):
+    L, D = world.listing.pk, world.dataset.pk
+    user = world.user(actor)
+    if name in ("credentials", "login"):
+        return {"username": user.username, "password": PASSWORD} if user else {"username": "bob", "password": "wrong"}
+    if name == "signup":
+        return {"username": f"new-{actor}", "email": "", "role": "buyer", "password1": "yet-another-pass-3",
+                "password2": "yet-another-pass-3"}
+    if name == "wrong_password":
+        return {"old_password": "not-it", "new_password1": "another-long-pass-2", "new_password2": "another-long-pass-2"}
+    if name == "listing":
+        return {"dataset": D, "title": "Again", "statistics": [{"kind": "count"}], "ceiling": "1", "price_per_epsilon": "1.00"}
+    if name == "dataset":
+        return {"name": "more", "description": "", "total_budget": "", "file": _csv_file()}
+    if name == "purchase":
+        return {"listing": L, "epsilon": "2"}
+    if name == "buy":
+        return {"epsilon": "2", "idempotency_key": uuid.uuid4().hex}
+    if name == "top_up":
+        return {"amount": "5"}
+    if name == "listing_form":
+        return {
+            "dataset": D, "title": "Again", "description": "", "ceiling": "1", "price_kind": "linear",
+            "price_per_epsilon": "1.00", "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
+            "stats-MIN_NUM_FORMS": "0", "stats-MAX_NUM_FORMS": "20",
+            "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
+        }
+    if name == "trust_settings":
+        return {"mode": "tiers", "metric": "shortest", "home": "", "map_kind": "exp", "lam": "0.5", "unknown_distance": "3"}
+    if name == "trust_listings":
+        return {"listings": [L]}
+    if name == "trust_tiers":
+        return {"tiers-TOTAL_FORMS": "1", "tiers-INITIAL_FORMS": "0", "tiers-MIN_NUM_FORMS": "0",
+                "tiers-MAX_NUM_FORMS": "20", "tiers-0-name": "partner", "tiers-0-distance": "1"}
+    if name == "tier_members":
+        return {"tier-members": ""}
+    if name == "edges":
+        return {"file": SimpleUploadedFile("edges.csv", b"home,partner\npartner,far,2\n", content_type="text/csv")}
+    if name == "node_members":
+        return {"node-members": ""}
+    raise AssertionError(f"no payload {name}")
+
+
+def client_for(world, tokens, actor, *, api: bool):
+    user = world.user(actor)
+    if api:
+        client = APIClient()
+        if user is not None:
+            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[actor]}")
+        return client
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def send(world, tokens, actor, row):
+    path = row.path.format(L=world.listing.pk, D=world.dataset.pk, P=world.purchase.pk, R=world.release.pk)
+    client = client_for(world, tokens, actor, api=row.api)
+    call = getattr(client, row.method.lower())
+    args = [] if row.body is None else [payload(row.body, world, actor)]
+    # the API takes JSON, except the dataset upload (multipart); the pages take forms
+    kwargs = {"format": "json"} if row.api and row.body not in (None, "dataset") else {}
+    with transaction.atomic():  # every cell sees the same world
+        response = call(path, *args, **kwargs)
+        transaction.set_rollback(True)
+    return response
+
+
+def observed(response) -> str:
+    if response.status_code != 302:
+        return str(response.status_code)
+    location = response["Location"]
+    if location.startswith("/accounts/login/?next="):
+        return "302L"
+    if location.startswith("/admin/login/?next="):
+        return "302A"
+    return "302"
+
+
+def body_text(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode(errors="replace")
+    return html.unescape(response.content.decode(errors="replace"))
+
+
+# --- what must never be in a response
+
+
+def _number_pattern(text: str) -> re.Pattern:
+    """``text`` as a number on its own: not inside a longer number or a word (e.g. a token);
+    a comma may stand either side (a CSV row, a JSON list)."""
+    return re.compile(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)")
+
+
+def _significant(text: str) -> int:
+    return len(text.lstrip("-").replace(".", "").replace(",", "").lstrip("0").rstrip("0"))
+
+
+def _renderings(value: float) -> set[str]:
+    """The ways a float is written out on the site: repr, 6 significant digits, 2 decimals
+    (the pages' ``floatformat:2``), a whole number with and without thousands separators.
+    Only those with 5 significant digits or more are searched for: shorter ones (a histogram
+    count of 12, a value of 2.125) turn up on any page by chance."""
+    value = float(value)
+    shown = {repr(value), f"{value:.6g}", f"{value:.2f}"}
+    if value.is_integer():
+        shown |= {str(int(value)), f"{int(value):,}"}
+    return {s for s in shown if _significant(s) >= 5}
+
+
+def _patterns(values) -> list[re.Pattern]:
+    return [_number_pattern(s) for v in values for s in sorted(_renderings(v))]
+
+
+def secrets(world) -> dict[str, list[re.Pattern]]:
+    """The patterns that no body may contain, by what they reveal."""
+    if getattr(world, "_secrets", None) is None:
+        income = sorted({row[1] for row in world.rows}, key=float)
+        low, high = income[0], income[-1]
+        # the owner's own listing form shows each column's min and max: never the cells in between
+        cells = {income[len(income) * k // 8] for k in range(1, 8)} | {row[1] for row in world.rows[:5]}
+        cells -= {low, high}
+        answer = world.listing.true_answer()
+        count, age_sum = answer[0], answer[1]
+        assert count == len(world.rows) == world.dataset.row_count
+        readings = world.release.values
+        world._secrets = {
+            "raw cells": [_number_pattern(c) for c in sorted(cells)],
+            "column min/max": [_number_pattern(low), _number_pattern(high)],
+            # the count statistic's true answer is the dataset's exact size
+            "exact record count": _patterns([count]),
+            # the sum, the histogram's counts, and the mean derived from the sum and the count
+            "true answer": _patterns([*answer[1:], age_sum / count]),
+            "stored noise": _patterns(noise_values(world.listing)),
+            "buyer's release": _patterns([*readings, readings[1] / readings[0]]),
+        }
+    return world._secrets
+
+
+#: where the owner sees their own dataset's exact number of records
+OWNERS_OWN_DATASET = ("/owner/", "/api/v1/datasets/")
+
+
+def leaks(world, actor, row, text: str) -> list[str]:
+    found = []
+    for what, patterns in secrets(world).items():
+        if what == "buyer's release" and actor == "buyer":
+            continue
+        if what == "column min/max" and actor == "owner" and row.path.startswith("/owner/listings/new/"):
+            continue  # the owner's own listing form: each column's min and max, to choose bounds by
+        if what == "exact record count" and actor == "owner" and row.path.startswith(OWNERS_OWN_DATASET):
+            continue  # the owner's dashboard, listing form and dataset list: their own dataset's size
+        found += [f"{what}: {p.pattern}" for p in patterns if p.search(text)]
+    return found
+
+
+# --- the tests
+
+
+def test_the_matrix_names_every_route():
+    """Every route of market/api/urls.py, market/web/urls.py, owner_urls.py (trust too), the
+    accounts and the admin has a row: a new route without one makes this fail."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def walk(patterns, prefix=""):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                if "admin" in str(p.pattern):
+                    yield "admin/"
+                    continue
+                yield from walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                yield prefix + str(p.pattern)
+
+    routes = {r for r in walk(get_resolver().url_patterns) if r != "^api/"}
+
+    def as_route(path: str) -> str:
+        path = path.split("?")[0].lstrip("/")
+        path = re.sub(r"\{[LDR]\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
+        return path
+
+    from django.urls import resolve
+
+    covered = set()
+    for row in MATRIX:
+        match = resolve("/" + as_route(row.path))
+        covered.add(match.route)
+    named = {re.sub(r"<[^>]+>", "*", r) for r in routes}
+    reached = {re.sub(r"<[^>]+>", "*", r) for r in covered}
+    missing = {r for r in named if r != "admin/" and r not in reached}
+    assert not missing, f"routes without a row in the matrix: {sorted(missing)}"
+    assert any(r.path.startswith("/admin/") for r in MATRIX)
+
+
+@pytest.mark.parametrize("row", MATRIX, ids=[row.id for row in MATRIX])
+def test_authorization_matrix(row, world, tokens):
+    expected = dict(zip(ACTORS, row.expect.split()))
+    assert len(expected) == len(ACTORS) == len(row.expect.split())
+    got, leaked = {}, {}
+    for actor in ACTORS:
+        response = send(world, tokens, actor, row)
+        got[actor] = observed(response)
+        found = leaks(world, actor, row, body_text(response))
+        if found:
+            leaked[actor] = found
+    assert got == expected, f"{row.id}: got {got}"
+    assert not leaked, f"{row.id}: secrets in the body: {leaked}"
+
+
+# --- the detectors above do find what they look for (so a clean body means something)
+
+
+def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tokens):
+    """The buyer's own release, as the buyer downloads it, matches the release patterns; the owner's
+    own listing form shows the column min/max and the dataset's size; the stored values match the
+    noise patterns. Without this, a detector that never matches would pass the matrix."""
+    found = secrets(world)
+    buyer = client_for(world, tokens, "buyer", api=False)
+    download = body_text(buyer.get(f"/library/releases/{world.release.pk}.json"))
+    assert sum(bool(p.search(download)) for p in found["buyer's release"]) >= 3
+    shown = body_text(buyer.get(f"/purchases/{world.purchase.pk}/"))  # values with 2 decimals
+    assert any(p.search(shown) for p in found["buyer's release"])
+    api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.pk}/"))
+    assert any(p.search(api_release) for p in found["buyer's release"])
+
+    form = body_text(client_for(world, tokens, "owner", api=False).get("/owner/listings/new/"))
+    assert all(p.search(form) for p in found["column min/max"])
+    assert any(p.search(form) for p in found["exact record count"])
+    assert not any(p.search(form) for p in found["raw cells"])
+    income = sorted(float(row[1]) for row in world.rows)
+    assert f"{income[0]:g}" in form or repr(income[0]) in form
+
+    # each secret has at least one searchable rendering
+    assert all(found[what] for what in found), {what: len(p) for what, p in found.items()}
+    noise = noise_values(world.listing)
+    text_of_noise = " ".join(repr(v) for v in noise)
+    assert sum(bool(p.search(text_of_noise)) for p in found["stored noise"]) >= len(noise) == world.listing.dim
+    raw = world.csv_bytes.decode()  # the rows as uploaded, e.g. "76,76490.69,3"
+    assert all(p.search(raw) for p in found["raw cells"])
+    as_json = json.dumps([[float(cell) for cell in row] for row in world.rows[:5]])  # or as a JSON list
+    assert sum(bool(p.search(as_json)) for p in found["raw cells"]) >= 4
+
+
+# --- lists hold one's own things only
+
+
+def test_every_list_holds_only_the_actors_own_things(world, tokens):
+    P, OP = str(world.purchase.pk), str(world.other_purchase.pk)
+    R, OR = world.release.pk, world.other_purchase.release.pk
+    D, OD = world.dataset.pk, world.other_dataset.pk
+    expected = {
+        #               purchases  releases   datasets   wallet statement amounts
+        "buyer":       ({P},       {R},       set(),     {"500.00", "-10.00"}),
+        "other_buyer": ({OP},      {OR},      set(),     {"500.00", "-1.00"}),
+        "owner":       (set(),     set(),     {D},       {"500.00"}),
+        "other_owner": (set(),     set(),     {OD},      {"500.00"}),
+        "staff":       (set(),     set(),     set(),     {"500.00"}),
+    }
+    for actor, (purchases, releases, datasets, amounts) in expected.items():
+        client = client_for(world, tokens, actor, api=True)
+        got = (
+            {item["id"] for item in client.get("/api/v1/purchases/").json()["results"]},
+            {item["id"] for item in client.get("/api/v1/releases/").json()["results"]},
+            {item["id"] for item in client.get("/api/v1/datasets/").json()["results"]},
+            {item["amount"] for item in client.get("/api/v1/wallet/statement/").json()["results"]},
+        )
+        assert got == (purchases, releases, datasets, amounts), actor
+        listed = {item["id"]: item["your_level"] for item in client.get("/api/v1/listings/").json()["results"]}
+        assert listed == {
+            world.listing.pk: "1.0000" if actor == "buyer" else "0.0000",
+            world.other_listing.pk: "1.0000" if actor == "other_buyer" else "0.0000",
+        }, actor
+
+        page = body_text(client_for(world, tokens, actor, api=False).get("/library/"))
+        assert (f"/library/releases/{R}.csv" in page) == (actor == "buyer"), actor
+        assert (f"/library/releases/{OR}.csv" in page) == (actor == "other_buyer"), actor
+    for actor, mine, theirs in (("owner", world.listing, world.other_listing), ("other_owner", world.other_listing, world.listing)):
+        page = body_text(client_for(world, tokens, actor, api=False).get("/owner/"))
+        assert f"/owner/listings/{mine.pk}/" in page and mine.title in page
+        assert f"/owner/listings/{theirs.pk}/" not in page and theirs.title not in page
+
+
+# --- 404 for someone else's is the same 404 as for nothing at all
+
+
+@pytest.mark.parametrize(
+    "actor,method,path,nothing,api,data",
+    [
+        ("other_buyer", "get", "/api/v1/purchases/{P}/", f"/api/v1/purchases/{uuid.uuid4()}/", True, None),
+        ("owner", "get", "/api/v1/purchases/{P}/", f"/api/v1/purchases/{uuid.uuid4()}/", True, None),
+        ("other_buyer", "get", "/api/v1/releases/{R}/", "/api/v1/releases/987654/", True, None),
+        ("staff", "get", "/api/v1/releases/{R}/", "/api/v1/releases/987654/", True, None),
+        ("other_buyer", "get", "/purchases/{P}/", f"/purchases/{uuid.uuid4()}/", False, None),
+        ("other_buyer", "get", "/library/releases/{R}.csv", "/library/releases/987654.csv", False, None),
+        ("other_owner", "get", "/owner/listings/{L}/", "/owner/listings/987654/", False, None),
+        ("other_owner", "get", "/owner/listings/new/?dataset={D}", "/owner/listings/new/?dataset=987654", False, None),
+        ("other_owner", "get", "/owner/trust/?listing={L}", "/owner/trust/?listing=987654", False, None),
+    ],
+)
+def test_someone_elses_thing_is_indistinguishable_from_nothing(world, tokens, actor, method, path, nothing, api, data):
+    fill = dict(L=world.listing.pk, D=world.dataset.pk, P=world.purchase.pk, R=world.release.pk)
+    client = client_for(world, tokens, actor, api=api)
+    theirs = getattr(client, method)(path.format(**fill))
+    missing = getattr(client, method)(nothing)
+    assert theirs.status_code == missing.status_code == 404
+    strip = lambda r, p: body_text(r).replace(p.split("?")[0], "")  # noqa: E731 - a page may name its own path
+    assert strip(theirs, path.format(**fill)) == strip(missing, nothing)
+
+
+def test_creating_a_listing_on_someone_elses_dataset_reads_as_no_such_dataset(world, tokens):
+    client = client_for(world, tokens, "other_owner", api=True)
+    spec = {"title": "Mine now", "statistics": [{"kind": "count"}], "ceiling": "1", "price_per_epsilon": "1.00"}
+    theirs = client.post("/api/v1/listings/", {**spec, "dataset": world.dataset.pk}, format="json")
+    missing = client.post("/api/v1/listings/", {**spec, "dataset": 987654}, format="json")
+    assert theirs.status_code == missing.status_code == 404
+    assert theirs.json() == missing.json()
+    assert Listing.objects.filter(dataset=world.dataset).count() == 1
+
+
+def test_a_closed_listing_exists_for_its_owner_only(world, tokens):
+    Listing.objects.filter(pk=world.listing.pk).update(is_open=False)
+    L = world.listing.pk
+    for actor in ACTORS:
+        api_client, pages = client_for(world, tokens, actor, api=True), client_for(world, tokens, actor, api=False)
+        expected = 200 if actor == "owner" else 404
+        assert api_client.get(f"/api/v1/listings/{L}/").status_code == expected, actor
+        assert pages.get(f"/listings/{L}/").status_code == expected, actor
+        listed = [item["id"] for item in api_client.get("/api/v1/listings/").json()["results"]]
+        assert (L in listed) == (actor == "owner"), actor
+    # nobody buys it, its buyer included
+    buyer = client_for(world, tokens, "buyer", api=True)
+    assert buyer.post("/api/v1/purchases/", {"listing": L, "epsilon": "2"}, format="json").status_code == 404
+    assert Purchase.objects.filter(listing_id=L).count() == 1
+
+
+def test_the_admin_never_shows_a_datasets_exact_record_count(world, tokens):
+    staff = client_for(world, tokens, "staff", api=False)
+    count = secrets(world)["exact record count"]
+    for url in ("/admin/catalog/dataset/", f"/admin/catalog/dataset/{world.dataset.pk}/change/"):
+        page = body_text(staff.get(url))
+        assert world.dataset.name in page  # the page is the dataset's
+        assert not any(p.search(page) for p in count), url
+
+
+# --- cross-site requests: a signed-in browser's session does not buy without the CSRF token
+
+
+def test_a_session_cannot_be_used_across_sites(world):
+    buyer = world.user("buyer")
+    before = Purchase.objects.count()
+    api_client = APIClient(enforce_csrf_checks=True)
+    api_client.force_login(buyer)  # a browser session, not a token
+    refused = api_client.post("/api/v1/purchases/", {"listing": world.listing.pk, "epsilon": "2"}, format="json")
+    assert refused.status_code == 403 and "CSRF" in refused.json()["error"]["message"]
+    assert api_client.post("/api/v1/wallet/top-up/", {"amount": "5"}, format="json").status_code == 403
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(buyer)
+    assert browser.post(f"/listings/{world.listing.pk}/buy/", {"epsilon": "2"}).status_code == 403
+    assert browser.post("/wallet/top-up/", {"amount": "5"}).status_code == 403
+    assert Purchase.objects.count() == before
+    # reading needs no token, and a token (no cookie) needs none either
+    assert api_client.get("/api/v1/wallet/").status_code == 200
