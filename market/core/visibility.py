@@ -20,7 +20,8 @@ def listings(user) -> QuerySet:
 
     from market.catalog.models import Listing
 
-    qs = Listing.objects.select_related("dataset__owner")
+    # never load the raw table (up to the upload limit) or the true answer to show a listing
+    qs = Listing.objects.select_related("dataset__owner").defer("dataset__data", "answer")
     if _authenticated(user):
         return qs.filter(Q(is_open=True) | Q(dataset__owner=user))
     return qs.filter(is_open=True)

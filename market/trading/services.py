@@ -142,6 +142,7 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
             listing = (
                 Listing.objects.select_for_update(of=("self",))
                 .select_related("dataset")
+                .defer("dataset__data", "answer")
                 .filter(pk=listing_id, is_open=True)
                 .first()
             )
