@@ -272,10 +272,14 @@ class ReadingSerializer(serializers.Serializer):
 
 class PrivacyAtRiskSerializer(serializers.Serializer):
     epsilon0 = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the level released")
-    epsilon = serializers.FloatField(help_text="the finer level the release also meets, with the risk below")
+    epsilon = serializers.DecimalField(
+        max_digits=12, decimal_places=6, help_text="the finer level the release also meets, with the risk below"
+    )
     risk = serializers.FloatField(help_text="gamma: the release is epsilon-DP with this probability (Theorem 12)")
     dimension = serializers.IntegerField(help_text="k, the number of released values")
-    rate = serializers.FloatField(help_text="c of the cost model E_min + E e^(-c/eps) whose budget epsilon minimises")
+    rate = serializers.DecimalField(
+        max_digits=12, decimal_places=6, help_text="c of the cost model E_min + E e^(-c/eps) whose budget epsilon minimises"
+    )
 
 
 class ReleaseSerializer(serializers.Serializer):
