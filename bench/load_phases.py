@@ -42,6 +42,8 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+from bench.load_profile import _SqlCounter
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
 
 import django  # noqa: E402
@@ -50,20 +52,6 @@ django.setup()
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ["quote", "purchase", "poll queued", "release", "poll released (first)", "poll released (again)"]
-
-
-class SqlCounter:
-    def __init__(self):
-        self.statements = 0
-        self.seconds = 0.0
-
-    def __call__(self, execute, sql, params, many, context):
-        start = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            self.statements += 1
-            self.seconds += time.perf_counter() - start
 
 
 class Phase:
@@ -79,7 +67,7 @@ class Phase:
 
         if profile:
             count, self.profiled = False, self.profiled + 1
-        counter = SqlCounter()
+        counter = _SqlCounter()
         wall, cpu = time.perf_counter(), time.thread_time()
         with connection.execute_wrapper(counter):
             if profile:
