@@ -25,6 +25,7 @@ import os
 import platform
 import statistics
 import time
+from decimal import Decimal
 from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
@@ -38,6 +39,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 CEILING = "5"
+PRICE = "100"  # credits per eps: the smallest step (0.0001) costs 0.01, since no step is free
 
 
 def csv_bytes(rows: int = 2000) -> bytes:
@@ -52,6 +54,7 @@ def run(buyers: int) -> dict:
 
     import releases.services as release_services
     from market.catalog.services import dataset_create, listing_create
+    from market.ledger.payments import ManualFunding
     from market.trading.services import purchase_create
     from releases.models import NoisePath, NoisePoint
 
@@ -63,12 +66,14 @@ def run(buyers: int) -> dict:
         "l2 (one entity's 2-d point)": [{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}],
     }
     people = User.objects.bulk_create(User(username=f"bench-buyer-{i}", is_buyer=True) for i in range(buyers))
+    for person in people:  # steps are never free: 100 credits per eps makes the smallest step (0.0001) cost 0.01
+        ManualFunding().fund(user=person, amount=Decimal(PRICE) * Decimal(CEILING) * len(specs))
     release_services.release_queue = lambda **kw: True  # releases are run and timed below, not queued
     rng = np.random.default_rng()
     report = {}
     for name, spec in specs.items():
         listing = listing_create(
-            owner=owner, dataset_id=dataset.pk, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon="0"
+            owner=owner, dataset_id=dataset.pk, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon=PRICE
         )
         levels = rng.integers(1, int(float(CEILING) * 10_000) + 1, buyers) / 10_000
         times = []

@@ -5,6 +5,7 @@
 ``DATABASE_URL``      e.g. ``postgres://user@host:5432/name``; default: SQLite in the project folder
 ``REDIS_URL``         Celery broker and shared cache; default: a broker on the file system
 ``DJANGO_ALLOWED_HOSTS`` comma-separated, production only
+``DB_LOCK_TIMEOUT_MS`` PostgreSQL: the longest wait for a row lock (default 3000)
 """
 
 import os
@@ -98,6 +99,11 @@ DATABASES = {
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}", conn_max_age=60, conn_health_checks=True
     )
 }
+#: how long a statement waits for a row lock before giving up (PostgreSQL); the services run a
+#: transaction that gave up again (market.core.locks.retrying), then answer 409 with Retry-After
+DB_LOCK_TIMEOUT_MS = int(os.environ.get("DB_LOCK_TIMEOUT_MS", "3000"))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = f"-c lock_timeout={DB_LOCK_TIMEOUT_MS}"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # one writer at a time, waiting instead of failing, so web and worker can share the file
     DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}

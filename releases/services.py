@@ -19,9 +19,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from market.trading.models import Holding, Purchase
+from market.core.locks import retrying
+from market.trading.locks import holding_lock, purchase_lock
+from market.trading.models import Purchase
 from market.trading.services import purchase_fail
 
+from .locks import path_lock
 from .mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import NoisePath, NoisePoint, Release
 from .path import NoisePath as EnginePath
@@ -93,54 +96,62 @@ def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
 
 def release_compute(*, purchase_id, rng: np.random.Generator | None = None) -> Release | None:
     """Make the release of one purchase (idempotent). Returns it, or None if it failed."""
-    purchase = Purchase.objects.filter(pk=purchase_id).first()
+    purchase = Purchase.objects.filter(pk=purchase_id).only("pk", "buyer_id", "listing_id", "status").first()
     if purchase is None or not purchase.in_flight:
         return Release.objects.filter(purchase_id=purchase_id).first()
     Purchase.objects.filter(pk=purchase_id, status__in=Purchase.IN_FLIGHT).update(
         status=Purchase.Status.COMPUTING, attempts=F("attempts") + 1, updated_at=timezone.now()
     )
     try:
-        with transaction.atomic():
-            path = NoisePath.objects.select_for_update().get(listing_id=purchase.listing_id)
-            holding = Holding.objects.select_for_update().get(buyer_id=purchase.buyer_id, listing_id=purchase.listing_id)
-            purchase = Purchase.objects.select_for_update(of=("self",)).select_related("listing").get(pk=purchase_id)
-            if not purchase.in_flight:
-                return Release.objects.filter(purchase=purchase).first()
-            listing, level = purchase.listing, purchase.level_to
-            answer = listing.true_answer()
-            if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
-                raise ReleaseImpossible("the listing's stored answer is damaged")
-            rng = rng if rng is not None else new_rng()
-            if path.norm == "l2":
-                point = _l2_point_at(path, level, listing.ceiling, rng)
-            else:
-                point = _point_at(path, level, rng)
-            _checkpoint("after_noise")
-            scales = listing.noise_scales(level)
-            noisy = answer + np.asarray(listing.weights, dtype=np.float64) * point.vector()
-            values = snap(noisy, scales, listing.lower, listing.upper)
-            release = Release.objects.create(
-                purchase=purchase,
-                listing=listing,
-                buyer_id=purchase.buyer_id,
-                point=point,
-                level=level,
-                values=[float(v) for v in np.atleast_1d(values)],
-                noise_scales=[float(b) for b in scales],
-            )
-            if level > path.released_max:
-                path.released_max = level
-                path.save(update_fields=["released_max", "updated_at"])
-            if level > holding.released:
-                holding.released = level
-                holding.save(update_fields=["released", "updated_at"])
-            purchase.status = Purchase.Status.RELEASED
-            purchase.save(update_fields=["status", "updated_at"])
-            _checkpoint("before_commit")
-        return release
+        return retrying(
+            lambda: _release_make(purchase_id=purchase_id, buyer_id=purchase.buyer_id, listing_id=purchase.listing_id, rng=rng),
+            what="release",
+        )
     except ReleaseImpossible as exc:
         purchase_fail(purchase_id=purchase_id, reason=f"{exc}; the price was refunded")
         return None
+
+
+def _release_make(*, purchase_id, buyer_id, listing_id, rng: np.random.Generator | None) -> Release | None:
+    """One attempt at :func:`release_compute`'s transaction, its locks in the product's order."""
+    with transaction.atomic():
+        path = path_lock(listing_id=listing_id)
+        holding = holding_lock(buyer_id=buyer_id, listing_id=listing_id)
+        purchase = purchase_lock(purchase_id=purchase_id, with_listing=True)
+        if not purchase.in_flight:
+            return Release.objects.filter(purchase=purchase).first()
+        listing, level = purchase.listing, purchase.level_to
+        answer = listing.true_answer()
+        if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
+            raise ReleaseImpossible("the listing's stored answer is damaged")
+        rng = rng if rng is not None else new_rng()
+        if path.norm == "l2":
+            point = _l2_point_at(path, level, listing.ceiling, rng)
+        else:
+            point = _point_at(path, level, rng)
+        _checkpoint("after_noise")
+        scales = listing.noise_scales(level)
+        noisy = answer + np.asarray(listing.weights, dtype=np.float64) * point.vector()
+        values = snap(noisy, scales, listing.lower, listing.upper)
+        release = Release.objects.create(
+            purchase=purchase,
+            listing=listing,
+            buyer_id=purchase.buyer_id,
+            point=point,
+            level=level,
+            values=[float(v) for v in np.atleast_1d(values)],
+            noise_scales=[float(b) for b in scales],
+        )
+        if level > path.released_max:
+            path.released_max = level
+            path.save(update_fields=["released_max", "updated_at"])
+        if level > holding.released:
+            holding.released = level
+            holding.save(update_fields=["released", "updated_at"])
+        purchase.status = Purchase.Status.RELEASED
+        purchase.save(update_fields=["status", "updated_at"])
+        _checkpoint("before_commit")
+    return release
 
 
 def release_queue(*, purchase_id) -> bool:

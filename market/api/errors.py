@@ -31,8 +31,9 @@ MEANINGS = {
     402: "Not enough credits in your wallet for this step.",
     403: "Not allowed: e.g. not an owner, demo top-ups are off, or a session request without its CSRF token.",
     404: "Not found, or not yours (another user's rows do not exist for you); on a list, a page past the end.",
-    409: "Conflict: your previous purchase on this listing is still being released, "
-    "or the Idempotency-Key was used for a different purchase.",
+    409: "Conflict. `busy`: your previous purchase on this listing is still being released, or the marketplace "
+    "is busy with this listing; nothing was changed, try again after the `Retry-After` seconds. `conflict`: the "
+    "Idempotency-Key was used for a different purchase.",
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
 }
 
@@ -71,7 +72,10 @@ def _flatten(detail) -> tuple[str, dict]:
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        return Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        response = Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        if exc.retry_after is not None:
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -14,6 +14,7 @@ from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 
 from .csvdata import CsvError, parse_csv
+from .locks import dataset_lock
 from .models import Dataset, Listing
 from .pricing import CompensationModel, PriceCurve
 from .statistics import SpecError, build_plan, compute
@@ -116,6 +117,11 @@ def listing_create(
         price_curve = {"kind": "linear", "c": str(price)}
     model = CompensationModel.parse(compensation) if compensation not in (None, {}) else None
     curve = PriceCurve.parse(price_curve, model.as_dict() if model else None)
+    if curve.price(ceiling) <= 0:
+        raise InvalidInput(
+            "this price gives every level away for 0.00 credits; releases are always paid for and recorded",
+            fields={"price_curve" if price_per_epsilon is None else "price_per_epsilon": ["Charge at least 0.01 at the ceiling."]},
+        )
     if curve.price(ceiling) >= MAX_MONEY:
         raise InvalidInput(
             f"this curve prices the ceiling at {curve.price(ceiling):,} credits; prices must stay below {MAX_MONEY:,}",
@@ -123,7 +129,7 @@ def listing_create(
         )
     with transaction.atomic():
         # locking the dataset serialises listings on it, so the budget check holds
-        dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, owner=owner).first()
+        dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
         if dataset is None:
             raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
         try:

@@ -10,13 +10,24 @@ from __future__ import annotations
 class DomainError(Exception):
     status = 400
     code = "invalid"
+    #: seconds after which trying again may succeed (sent as ``Retry-After``); None: not a matter of time
+    retry_after: int | None = None
 
-    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None, code: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        fields: dict[str, list[str]] | None = None,
+        code: str | None = None,
+        retry_after: int | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.fields = fields or {}
         if code:
             self.code = code
+        if retry_after is not None:
+            self.retry_after = retry_after
 
 
 class InvalidInput(DomainError):
@@ -34,6 +45,14 @@ class NotFound(DomainError):
 class Conflict(DomainError):
     status = 409
     code = "conflict"
+
+
+class Busy(Conflict):
+    """A step that cannot be taken right now (a purchase still being released, a lost lock race):
+    409 with ``Retry-After``; nothing was changed."""
+
+    code = "busy"
+    retry_after = 1
 
 
 class InsufficientFunds(DomainError):

@@ -12,17 +12,21 @@ from market.core.fields import MONEY_QUANTUM
 #: what the NUMERIC(18, 2) money columns hold
 MAX_MONEY = Decimal(10) ** 16
 
+from .locks import accounts_lock
 from .models import Account, Leg, Transfer
 
 
-def account_get(*, user, kind: str) -> Account:
-    """The user's account of ``kind`` (the marketplace's when ``user`` is None), created on first use."""
+def account_get(*, user=None, user_id=None, kind: str) -> Account:
+    """The account of ``kind`` of ``user`` (or of the user whose id is ``user_id``; the
+    marketplace's when neither is given), created on first use."""
+    if user is not None:
+        user_id = user.pk
     try:
         with transaction.atomic():
-            account, _ = Account.objects.get_or_create(user=user, kind=kind)
+            account, _ = Account.objects.get_or_create(user_id=user_id, kind=kind)
             return account
     except IntegrityError:  # created concurrently: it exists now
-        return Account.objects.get(user=user, kind=kind)
+        return Account.objects.get(user_id=user_id, kind=kind)
 
 
 def money(value) -> Decimal:
@@ -54,8 +58,7 @@ def transfer_create(
     if any(amount == 0 for _, amount in legs) or sum(amount for _, amount in legs) != 0:
         raise ValueError(f"transfer legs must be non-zero and sum to zero: {legs}")
     with transaction.atomic():
-        ids = sorted({account.pk for account, _ in legs})
-        locked = {a.pk: a for a in Account.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
+        locked = accounts_lock(ids=[account.pk for account, _ in legs])
         change: dict[int, Decimal] = {}
         for account, amount in legs:
             change[account.pk] = change.get(account.pk, Decimal(0)) + amount

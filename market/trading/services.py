@@ -1,8 +1,9 @@
 """Buying: one atomic step per purchase, and its refund if no release can be made.
 
-Lock order, everywhere: listing, then holding, then purchase, then accounts
-(by id). The release task locks path, holding, purchase; it never locks a
-listing, so the two orders cannot deadlock.
+Locks follow the product's one order (``market.core.locks``): a purchase
+share-locks its listing, then locks the holding, then the accounts; a refund
+locks the holding, the purchase, then the accounts; the release task locks
+the path, the holding, then the purchase.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
-from market.catalog.pricing import price_increment
-from market.core.errors import Conflict, InvalidInput, NotFound
+from market.catalog.pricing import curve_of, price_increment
+from market.core.errors import Busy, Conflict, InvalidInput, NotFound
+from market.core.locks import retrying
+from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import parse_level
 from market.ledger.models import Account, Transfer
 from market.ledger.services import account_get, transfer_create
 from market.trust.selectors import Cap, buyer_cap
 
+from .locks import holding_lock, purchase_lock
 from .models import Holding, Purchase
 
 log = logging.getLogger(__name__)
@@ -81,8 +86,35 @@ def purchase_quote(*, buyer, listing: Listing, epsilon) -> Quote:
         ceiling=listing.ceiling,
         cap=cap.level,
         cap_reason=cap.reason,
-        price=price_increment(listing, current, eps),
+        price=_step_price(listing, current, eps),
         accuracy=listing_accuracy(listing, eps),
+    )
+
+
+def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
+    """P(eps) - P(current). A step that rounds to 0.00 credits is refused: every release is paid
+    for and leaves a ledger record; the message names the smallest step that costs something."""
+    price = price_increment(listing, current, eps)
+    if price > 0:
+        return price
+    curve = curve_of(listing)
+    paid_from = curve.price(current) + MONEY_QUANTUM
+    lo, hi = eps, listing.ceiling  # the smallest level in (lo, hi] priced at least paid_from
+    if curve.price(hi) < paid_from:
+        raise InvalidInput(
+            f"epsilon: every step above {current} up to the ceiling costs 0.00 credits on this listing, "
+            "and releases are never given away",
+            fields={"epsilon": ["This listing sells nothing above your level."]},
+        )
+    while hi - lo > LEVEL_QUANTUM:
+        mid = (lo + (hi - lo) / 2).quantize(LEVEL_QUANTUM)
+        if curve.price(mid) >= paid_from:
+            hi = mid
+        else:
+            lo = mid
+    raise InvalidInput(
+        f"epsilon: the step from {current} to {eps} costs 0.00 credits; the smallest paid step goes up to {hi}",
+        fields={"epsilon": [f"At least {hi}: smaller steps round to 0.00 credits."]},
     )
 
 
@@ -117,14 +149,14 @@ def _existing_for_key(buyer, key: str, listing_id, eps: Decimal) -> Purchase | N
 def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> tuple[Purchase, bool]:
     """Buy ``listing`` up to level ``epsilon``: returns ``(purchase, created)``.
 
-    In one transaction: lock the listing and the buyer's holding, check the
-    level and the wallet, move P(eps) - P(held) from the buyer's wallet to the
-    owner's earnings, raise the holding, record the purchase, and queue its
-    release when the transaction commits. With an idempotency key, a repeat
-    returns the first purchase and charges nothing.
+    In one transaction: share-lock the listing and lock the buyer's holding
+    (``market.core.locks``), check the level and the wallet, move
+    P(eps) - P(held) from the buyer's wallet to the owner's earnings, raise
+    the holding, record the purchase, and queue its release when the
+    transaction commits. With an idempotency key, a repeat returns the first
+    purchase and charges nothing. A lost lock race is run again; a step that
+    cannot be taken now is :class:`~market.core.errors.Busy` (409).
     """
-    from releases.services import release_queue
-
     eps = parse_level(epsilon)
     try:
         listing_id = int(listing_id)
@@ -138,56 +170,63 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
         if found:
             return found, False
     try:
-        with transaction.atomic():
-            listing = (
-                Listing.objects.select_for_update(of=("self",))
-                .select_related("dataset")
-                .defer("dataset__data", "answer")
-                .filter(pk=listing_id, is_open=True)
-                .first()
-            )
-            if listing is None:
-                raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
-            if idempotency_key is not None:
-                # a request with this key may have committed while we waited for the lock
-                found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
-                if found:
-                    return found, False
-            holding, _ = Holding.objects.get_or_create(buyer=buyer, listing=listing)
-            holding = Holding.objects.select_for_update().get(pk=holding.pk)
-            _check_step(listing, buyer, holding.purchased, eps)
-            if Purchase.objects.filter(buyer=buyer, listing=listing, status__in=Purchase.IN_FLIGHT).exists():
-                raise Conflict("your previous purchase on this listing is still being released; try again in a moment")
-            price = price_increment(listing, holding.purchased, eps)
-            purchase = Purchase.objects.create(
-                buyer=buyer,
-                listing=listing,
-                level_from=holding.purchased,
-                level_to=eps,
-                price=price,
-                idempotency_key=idempotency_key,
-            )
-            if price > 0:
-                wallet = account_get(user=buyer, kind=Account.Kind.WALLET)
-                earnings = account_get(user=listing.dataset.owner, kind=Account.Kind.EARNINGS)
-                transfer_create(
-                    kind=Transfer.Kind.PURCHASE,
-                    legs=[(wallet, -price), (earnings, price)],
-                    memo=f"{listing.title}: eps {holding.purchased} -> {eps}",
-                    purchase=purchase,
-                )
-            holding.purchased = eps
-            holding.save(update_fields=["purchased", "updated_at"])
-            # queued once committed; `purchase.queued` says whether the broker took it
-            # (if not, the purchase stays queued and the sweeper sends it later)
-            transaction.on_commit(lambda: setattr(purchase, "queued", release_queue(purchase_id=purchase.pk)))
-    except IntegrityError:
+        return retrying(
+            lambda: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key),
+            what="purchase",
+        )
+    except IntegrityError as exc:
         # a concurrent request with the same key won the race: answer with its purchase
         if idempotency_key is not None:
             found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
             if found:
                 return found, False
+        if "one_purchase_in_flight_per_buyer_and_listing" in str(exc):
+            raise Busy(IN_FLIGHT_MESSAGE) from exc
         raise
+
+
+IN_FLIGHT_MESSAGE = "your previous purchase on this listing is still being released; try again in a moment"
+
+
+def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None) -> tuple[Purchase, bool]:
+    """One attempt at :func:`purchase_create`'s transaction."""
+    from releases.services import release_queue
+
+    with transaction.atomic():
+        listing = listing_share_lock(listing_id=listing_id)
+        if listing is None:
+            raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
+        holding = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk, create=True)
+        if idempotency_key is not None:
+            # a request with this key may have committed while we waited for the holding
+            found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
+            if found:
+                return found, False
+        _check_step(listing, buyer, holding.purchased, eps)
+        if Purchase.objects.filter(buyer=buyer, listing=listing, status__in=Purchase.IN_FLIGHT).exists():
+            raise Busy(IN_FLIGHT_MESSAGE)
+        price = _step_price(listing, holding.purchased, eps)
+        purchase = Purchase.objects.create(
+            buyer=buyer,
+            listing=listing,
+            level_from=holding.purchased,
+            level_to=eps,
+            price=price,
+            idempotency_key=idempotency_key,
+        )
+        wallet = account_get(user=buyer, kind=Account.Kind.WALLET)
+        earnings = account_get(user_id=listing.dataset.owner_id, kind=Account.Kind.EARNINGS)
+        transfer_create(
+            kind=Transfer.Kind.PURCHASE,
+            legs=[(wallet, -price), (earnings, price)],
+            memo=f"{listing.title}: eps {holding.purchased} -> {eps}",
+            purchase=purchase,
+        )
+        holding.purchased = eps
+        holding.save(update_fields=["purchased", "updated_at"])
+        # queued once committed; `purchase.queued` says whether the broker took it
+        # (if not, the purchase stays queued and the sweeper sends it later)
+        transaction.on_commit(lambda: setattr(purchase, "queued", release_queue(purchase_id=purchase.pk)))
     return purchase, True
 
 
@@ -199,16 +238,16 @@ def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
     purchase that is no longer in flight is left as it is.
     """
     with transaction.atomic():
-        purchase = Purchase.objects.filter(pk=purchase_id).select_related("listing__dataset").first()
-        if purchase is None:
+        found = Purchase.objects.filter(pk=purchase_id).values("buyer_id", "listing_id").first()
+        if found is None:
             return None
-        holding = Holding.objects.select_for_update().get(buyer_id=purchase.buyer_id, listing_id=purchase.listing_id)
-        purchase = Purchase.objects.select_for_update().get(pk=purchase_id)
+        holding = holding_lock(buyer_id=found["buyer_id"], listing_id=found["listing_id"])
+        purchase = purchase_lock(purchase_id=purchase_id, with_listing=True)
         if not purchase.in_flight:
             return purchase
         if purchase.price > 0:
-            wallet = account_get(user=purchase.buyer, kind=Account.Kind.WALLET)
-            earnings = account_get(user=purchase.listing.dataset.owner, kind=Account.Kind.EARNINGS)
+            wallet = account_get(user_id=purchase.buyer_id, kind=Account.Kind.WALLET)
+            earnings = account_get(user_id=purchase.listing.dataset.owner_id, kind=Account.Kind.EARNINGS)
             transfer_create(
                 kind=Transfer.Kind.REFUND,
                 legs=[(earnings, -purchase.price), (wallet, purchase.price)],

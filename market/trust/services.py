@@ -27,6 +27,9 @@ from market.core.fields import LEVEL_PLACES, LEVEL_QUANTUM
 
 from .edgelist import MAX_NAME_LENGTH, MAX_REPORTED, EdgeListError, parse_edge_list
 from .graph import resistance_distances, shortest_distances
+from market.catalog.locks import owned_listings_lock
+
+from .locks import network_lock
 from .models import Edge, NodeMember, Tier, TierMember, TrustNetwork
 
 #: The most tiers a network may have.
@@ -42,12 +45,6 @@ MAX_TIER_NAME = Tier._meta.get_field("name").max_length
 def _require_owner(user) -> None:
     if not (user and user.is_authenticated and user.is_owner):
         raise Forbidden("only owners have a trust network: turn on 'owner' in your account")
-
-
-def _locked_network(owner) -> TrustNetwork:
-    """The owner's network, created with the defaults if need be, locked for update."""
-    network, _ = TrustNetwork.objects.get_or_create(owner=owner)
-    return visibility.trust_networks(owner).select_for_update().get(pk=network.pk)
 
 
 def _number(value, *, positive: bool) -> tuple[Decimal | None, str | None]:
@@ -122,7 +119,7 @@ def trust_network_update(*, owner, mode, metric, map_kind, lam, unknown_distance
     if errors:
         first, messages = next(iter(errors.items()))
         raise InvalidInput(f"{first}: {messages[0]}", fields=errors)
-    network = _locked_network(owner)
+    network = network_lock(owner=owner)
     remeasure = (network.home, network.metric) != (home, metric)
     network.mode, network.metric, network.map_kind = mode, metric, map_kind
     network.lam, network.unknown_distance, network.home = lam, unknown_distance, home
@@ -169,7 +166,7 @@ def trust_tiers_set(*, owner, tiers) -> list[Tier]:
             wanted[name] = value
     if errors:
         raise _line_errors(errors, "tiers")
-    network = _locked_network(owner)
+    network = network_lock(owner=owner)
     existing = {tier.name: tier for tier in network.tiers.all()}
     dropped = [tier for name, tier in existing.items() if name not in wanted]
     for tier in dropped:
@@ -202,7 +199,7 @@ def trust_edges_upload(*, owner, data: bytes) -> TrustNetwork:
         edges = parse_edge_list(data)
     except EdgeListError as exc:
         raise _line_errors(exc.errors, "file") from None
-    network = _locked_network(owner)
+    network = network_lock(owner=owner)
     network.edges.all().delete()
     Edge.objects.bulk_create(
         [Edge(network=network, line=edge.line, a=edge.a, b=edge.b, weight=edge.weight) for edge in edges]
@@ -260,7 +257,7 @@ def trust_tier_members_set(*, owner, text: str) -> int:
     """Place buyers in tiers: ``username,tier`` per line (blank lines skipped);
     everyone not listed leaves their tier. Returns how many are placed."""
     _require_owner(owner)
-    network = _locked_network(owner)
+    network = network_lock(owner=owner)
     tiers = {tier.name: tier for tier in network.tiers.all()}
     hint = f"your tiers: {', '.join(tiers)}" if tiers else "define your tiers first"
     placed = _assignments(text, what="tier", targets=set(tiers), hint=hint, owner=owner)
@@ -279,7 +276,7 @@ def trust_node_members_set(*, owner, text: str) -> int:
     uploaded edge list or the owner's own. Everyone not listed leaves the
     graph. Returns how many are placed."""
     _require_owner(owner)
-    network = _locked_network(owner)
+    network = network_lock(owner=owner)
     nodes = {name for edge in network.edges.values_list("a", "b") for name in edge}
     if network.home:
         nodes.add(network.home)
@@ -301,6 +298,7 @@ def trust_listings_set(*, owner, listing_ids) -> int:
         wanted = {int(listing_id) for listing_id in listing_ids}
     except (TypeError, ValueError):
         raise InvalidInput("listings: give listing ids", fields={"listings": ["Choose among your listings."]}) from None
+    owned_listings_lock(owner=owner)  # two such edits by one owner apply one after the other
     owned = visibility.owned_listings(owner)
     if len(wanted) != owned.filter(pk__in=wanted).count():
         raise InvalidInput("listings: not all of these are yours", fields={"listings": ["Choose among your listings."]})

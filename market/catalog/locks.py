@@ -1,0 +1,41 @@
+"""Row locks on the catalogue's rows, in the product's lock order (``market.core.locks``)."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from market.core.locks import Rank, taken
+
+from .models import Dataset, Listing
+
+
+def dataset_lock(*, owner, dataset_id) -> Dataset | None:
+    """The owner's dataset, locked for update (listings on it are then created one at a time)."""
+    taken(Rank.DATASET, f"dataset {dataset_id}")
+    return Dataset.objects.select_for_update().filter(pk=dataset_id, owner=owner).first()
+
+
+def listing_share_lock(*, listing_id: int) -> Listing | None:
+    """The open listing ``listing_id`` (with its dataset, without the raw data
+    or the true answer), under a SHARE lock: any number of purchases hold it
+    at once, while an owner's change to the ceiling or to ``is_open`` waits
+    for them. None if there is no open listing of that id."""
+    taken(Rank.LISTING, f"listing {listing_id}")
+    queryset = Listing.objects.select_related("dataset").defer("dataset__data", "answer").filter(pk=listing_id, is_open=True)
+    if connection.vendor == "postgresql":
+        # Django's select_for_update() cannot say FOR SHARE: lock first, then load
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM catalog_listing WHERE id = %s AND is_open FOR SHARE", [listing_id])
+            if cursor.fetchone() is None:
+                return None
+    # SQLite: IMMEDIATE transactions already serialise every writer
+    return queryset.first()
+
+
+def owned_listings_lock(*, owner) -> list[int]:
+    """Every listing of ``owner``, locked for update in id order (before changing them together);
+    waits for the purchases that hold them. Returns their ids."""
+    taken(Rank.LISTING, f"listings of owner {owner.pk}")
+    return list(
+        Listing.objects.select_for_update(of=("self",)).filter(dataset__owner=owner).order_by("pk").values_list("pk", flat=True)
+    )

@@ -1,0 +1,134 @@
+"""The product's one lock order, and the retry that keeps a lost race away from clients.
+
+Every row lock is taken through a helper in a ``locks.py`` module of the app
+that owns the row (``market/catalog/locks.py``, ``market/trust/locks.py``,
+``market/trading/locks.py``, ``market/ledger/locks.py``,
+``releases/locks.py``). Each helper announces its :class:`Rank` to
+:func:`taken`; within one transaction locks are taken in increasing rank,
+never back down, so no two transactions can each hold what the other waits
+for. Rows of one rank are locked in id order.
+
+=========  ==========================================  =====================
+rank       rows                                        mode
+=========  ==========================================  =====================
+NETWORK    an owner's trust network                    FOR UPDATE
+DATASET    a dataset (its listings' budget)            FOR UPDATE
+LISTING    a listing (ceiling, open)                   FOR SHARE in purchases
+PATH       a listing's noise path                      FOR UPDATE
+HOLDING    a buyer's holding on a listing              FOR UPDATE
+PURCHASE   a purchase                                  FOR UPDATE
+ACCOUNT    ledger accounts, in id order                FOR UPDATE
+=========  ==========================================  =====================
+
+A purchase takes only a *share* lock on its listing: purchases on one listing
+run side by side, and the listing's ceiling and ``is_open`` cannot change
+under them (an owner's change waits for them, then the database triggers
+check it against what was sold). Foreign-key checks, which PostgreSQL makes
+at commit with ``FOR KEY SHARE``, never conflict with a share lock, so a
+release committing while a purchase waits for the same holding cannot
+deadlock with it.
+
+Whatever still loses a race (a deadlock the database breaks, a serialization
+failure, a lock not granted within the connection's ``lock_timeout``) is run
+again by :func:`retrying`, a few times with jittered back-off; if it keeps
+losing, the caller gets :class:`~market.core.errors.Busy` (409 with
+``Retry-After``), never a 5xx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from django.db import OperationalError, connection
+
+from .errors import Busy
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Rank(enum.IntEnum):
+    NETWORK = 10
+    DATASET = 20
+    LISTING = 30
+    PATH = 40
+    HOLDING = 50
+    PURCHASE = 60
+    ACCOUNT = 70
+
+
+class LockOrderError(AssertionError):
+    """A lock was taken below one already held in the same transaction (a recorder is watching)."""
+
+
+_local = threading.local()
+
+
+def taken(rank: Rank, what: str) -> None:
+    """Called by every lock helper just before it locks. Free unless a :func:`recording` is active."""
+    log_ = getattr(_local, "log", None)
+    if log_ is not None:
+        log_.append((rank, what))
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[tuple[Rank, str]]]:
+    """Record the locks the code inside takes, in order (tests check the order with :func:`check_order`)."""
+    previous = getattr(_local, "log", None)
+    _local.log = []
+    try:
+        yield _local.log
+    finally:
+        _local.log = previous
+
+
+def check_order(locks: list[tuple[Rank, str]]) -> None:
+    """Raise :class:`LockOrderError` unless ``locks`` never goes down in rank."""
+    for (r1, w1), (r2, w2) in zip(locks, locks[1:]):
+        if r2 < r1:
+            raise LockOrderError(f"{w2} ({r2.name}) locked after {w1} ({r1.name}): against the lock order")
+
+
+#: SQLSTATEs of a lost race: deadlock_detected, serialization_failure, lock_not_available
+RETRYABLE_SQLSTATES = {"40P01", "40001", "55P03"}
+
+
+def lost_race(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database breaking a lock conflict (worth running the transaction again)."""
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES:
+        return True
+    return connection.vendor == "sqlite" and "database is locked" in str(exc)
+
+
+def retrying(work: Callable[[], T], *, attempts: int = 5, base_delay: float = 0.02, what: str = "request") -> T:
+    """Run ``work`` (which opens its own transaction) until it does not lose a race.
+
+    Up to ``attempts`` runs with full-jitter exponential back-off between
+    them. Inside an enclosing transaction a lost race cannot be retried (the
+    outer transaction is broken), so it is reported as :class:`Busy` at once.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except OperationalError as exc:
+            if not lost_race(exc):
+                raise
+            if connection.in_atomic_block or attempt == attempts:
+                log.warning("%s lost a lock race %d time(s); answering busy: %s", what, attempt, exc)
+                raise Busy(
+                    "the marketplace is busy with this listing right now; nothing was charged, try again in a moment",
+                    retry_after=1,
+                ) from exc
+            log.info("%s lost a lock race (attempt %d), running it again: %s", what, attempt, exc)
+            time.sleep(random.uniform(0, base_delay * 2**attempt))
+    raise AssertionError("unreachable")

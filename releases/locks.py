@@ -1,0 +1,13 @@
+"""Row locks on noise paths, in the product's lock order (``market.core.locks``)."""
+
+from __future__ import annotations
+
+from market.core.locks import Rank, taken
+
+from .models import NoisePath
+
+
+def path_lock(*, listing_id) -> NoisePath:
+    """The listing's noise path, locked for update: a path is extended only under this lock."""
+    taken(Rank.PATH, f"path of listing {listing_id}")
+    return NoisePath.objects.select_for_update().get(listing_id=listing_id)
