@@ -144,8 +144,19 @@ class TopUpAmountField(_DecimalInput):
     }
 
 
+class TextField(serializers.CharField):
+    """Text that is a JSON string: a number is not text (DRF's CharField would take 2 as "2")."""
+
+    default_error_messages = {"invalid": "Give this as text (a JSON string)."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 @extend_schema_field({"type": "string", "pattern": LEVEL_PATTERN, "example": "5"})
-class LevelTextField(serializers.CharField):
+class LevelTextField(TextField):
     """A level as text: above 0, at most 10000, at most 4 decimal places."""
 
     def __init__(self, **kwargs):
@@ -157,7 +168,7 @@ class LevelTextField(serializers.CharField):
 
 
 @extend_schema_field({"type": "string", "pattern": MONEY_PATTERN, "example": "10.00"})
-class MoneyTextField(serializers.CharField):
+class MoneyTextField(TextField):
     """An amount of credits as text, within the ledger's range, at most 2 decimal places."""
 
     def __init__(self, **kwargs):
@@ -171,13 +182,13 @@ TEXT_PATTERN = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 OPTIONAL_TEXT_PATTERN = r"^[^\u0000]*$"
 
 
-def text_field(*, max_length: int, required: bool = True, **kwargs) -> serializers.CharField:
+def text_field(*, max_length: int, required: bool = True, **kwargs) -> TextField:
     """Text judged as sent (no trimming: the schema's lengths are the accepted lengths)."""
     pattern, message = (
         (TEXT_PATTERN, "Must contain a visible character.") if required else (OPTIONAL_TEXT_PATTERN, "No NUL characters.")
     )
     extra = {} if required else {"required": False, "allow_blank": True, "default": ""}
-    return serializers.CharField(
+    return TextField(
         max_length=max_length, trim_whitespace=False, validators=[RegexValidator(pattern, message)], **extra, **kwargs
     )
 
@@ -514,8 +525,8 @@ class TopUpSerializer(StrictSerializer):
 
 
 class TokenRequestSerializer(StrictSerializer):
-    username = serializers.CharField(max_length=150, trim_whitespace=False)
-    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+    username = TextField(max_length=150, trim_whitespace=False)
+    password = TextField(max_length=4096, trim_whitespace=False)
 
 
 class TokenSerializer(serializers.Serializer):
