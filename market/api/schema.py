@@ -9,4 +9,8 @@ def strict_inputs(result, generator, request, public):
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request") and component.get("type") == "object":
             component["additionalProperties"] = False
+    listing = result.get("components", {}).get("schemas", {}).get("ListingCreateRequest")
+    if listing is not None:  # one price: price_per_epsilon or price_curve, never both
+        listing["not"] = {"required": ["price_per_epsilon", "price_curve"]}
+        listing["anyOf"] = [{"required": ["price_per_epsilon"]}, {"required": ["price_curve"]}]
     return result

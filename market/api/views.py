@@ -127,7 +127,7 @@ class DatasetListView(GenericAPIView):
     serializer_class = s.DatasetSerializer
     parser_classes = [LimitedMultiPartParser]  # a file: multipart only
 
-    @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(catalog.dataset_list(user=request.user))
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
@@ -156,7 +156,7 @@ class PurchaseListView(GenericAPIView):
 
     throttle_scope = "purchases"
 
-    @extend_schema(responses={200: s.PurchaseSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.PurchaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(trading.purchase_list(user=request.user))
         return self.get_paginated_response(s.PurchaseSerializer(page, many=True).data)
@@ -205,7 +205,7 @@ class ReleaseListView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.ReleaseSerializer
 
-    @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(releases.release_list(user=request.user))
         return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
@@ -237,7 +237,7 @@ class StatementView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.LegSerializer
 
-    @extend_schema(responses={200: s.LegSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.LegSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(ledger.wallet_statement(user=request.user))
         return self.get_paginated_response(s.LegSerializer(page, many=True).data)
