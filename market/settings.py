@@ -188,7 +188,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"PurchaseStatusEnum": "market.trading.models.Purchase.Status"},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "market.api.schema.strict_inputs"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "market.api.schema.strict_inputs",
+        "market.api.schema.operation_links",  # stateful fuzzing follows these
+    ],
 }
 
 # --- marketplace limits

@@ -221,3 +221,31 @@ def test_api_as_a_signed_in_buyer(case, world, django_capture_on_commit_callback
 @settings(FUZZ_SETTINGS, max_examples=8)
 def test_api_anonymously(case, world):
     case.call_and_validate(checks=CHECKS)
+
+
+#: steps per stateful scenario, and scenarios per run (FUZZ_MAX_EXAMPLES raises both)
+STATEFUL_SCENARIOS = max(5, MAX_EXAMPLES // 2)
+
+
+@pytest.mark.parametrize("signed_in", [True, False], ids=["signed-in", "anonymous"])
+def test_api_statefully_through_the_schemas_links(world, signed_in, django_capture_on_commit_callbacks):
+    """Scenarios that follow the schema's links (market/api/schema.py): list listings, read one,
+    quote it, buy it, poll the purchase, read the release; every step under every check."""
+    headers = {"Authorization": f"Token {world.token}"} if signed_in else {}
+
+    class Workflow(schema.as_state_machine()):
+        def get_call_kwargs(self, case):
+            return {"headers": headers}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            # the credentials are ours, given explicitly: the auth checks probe without them
+            case.validate_response(
+                response,
+                checks=CHECKS,
+                headers=kwargs.get("headers"),
+                transport_kwargs=kwargs or None,
+                recorder=getattr(self, "recorder", None),
+            )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        Workflow.run(settings=settings(FUZZ_SETTINGS, max_examples=STATEFUL_SCENARIOS, stateful_step_count=8))
