@@ -310,7 +310,16 @@ class StatisticsField(serializers.JSONField):
 class PriceCurveField(serializers.JSONField):
     """The curve as sent, held to its schema; the services judge the rest."""
 
-    to_internal_value = _schema_checked(PRICE_CURVE_SCHEMA)
+    _checked = _schema_checked(PRICE_CURVE_SCHEMA)
+
+    def to_internal_value(self, data):
+        # a power above 2 is refused by the pricing itself, with its reason (arbitrage): the
+        # schema's bound and the service's agree, the service explains it better
+        if isinstance(data, dict) and data.get("kind") == "power" and isinstance(data.get("p"), str):
+            if re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,4})?", data["p"]) and Decimal(data["p"]) > 2:
+                self._checked({**data, "p": "2"})
+                return data
+        return self._checked(data)
 
 
 @extend_schema_field(COMPENSATION_SCHEMA, component_name="Compensation")
