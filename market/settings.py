@@ -178,6 +178,8 @@ REST_FRAMEWORK = {
         "purchases": os.environ.get("THROTTLE_PURCHASES", "120/minute"),
         "auth": os.environ.get("THROTTLE_AUTH", "20/minute"),
     },
+    # JSON bodies only, within size and depth limits; the views that take forms say so
+    "DEFAULT_PARSER_CLASSES": ["market.api.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "market.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -192,6 +194,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"PurchaseStatusEnum": "market.trading.models.Purchase.Status"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "market.api.schema.strict_inputs",
+        "market.api.schema.operation_links",  # stateful fuzzing follows these
+    ],
 }
 
 # --- marketplace limits
@@ -200,6 +207,9 @@ UPLOAD_MAX_ROWS = int(os.environ.get("UPLOAD_MAX_ROWS", "100000"))
 UPLOAD_MAX_COLUMNS = int(os.environ.get("UPLOAD_MAX_COLUMNS", "50"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
+#: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)
+API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
+API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
 #: the demo "top up" button exists only when this is on
 DEMO_MODE = env_bool("DEMO_MODE", not PRODUCTION)
 #: how buyers' wallets are funded (see market/ledger/payments.py)

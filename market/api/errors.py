@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from drf_spectacular.utils import OpenApiResponse
@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from market.core.errors import DomainError
 
+from .parsers import PayloadTooLarge
 from .serializers import ErrorSerializer
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,8 @@ MEANINGS = {
     409: "Conflict. `busy`: your previous purchase on this listing is still being released, or the marketplace "
     "is busy with this listing; nothing was changed, try again after the `Retry-After` seconds. `conflict`: the "
     "Idempotency-Key was used for a different purchase.",
+    413: "The request body is too large (JSON bodies: API_JSON_MAX_BYTES; uploads: UPLOAD_MAX_BYTES).",
+    415: "Unsupported media type: send the Content-Type this operation documents.",
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
 }
 
@@ -76,7 +79,9 @@ def exception_handler(exc, context):
         if exc.retry_after is not None:
             response["Retry-After"] = str(exc.retry_after)
         return response
-    if isinstance(exc, Http404):
+    if isinstance(exc, RequestDataTooBig):  # Django's own limit, met before a parser could judge
+        exc = PayloadTooLarge()
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()

@@ -1,23 +1,37 @@
 """Serializers: shapes of the API's answers and inputs. No business logic."""
 
+import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
+from jsonschema import Draft4Validator
+from jsonschema.exceptions import best_match
 from rest_framework import serializers
 
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.core.levels import MAX_LEVEL
 from market.trading.models import Purchase
 
 from releases.selectors import release_readings
 
-#: a privacy level as the API writes it and as buyers best send it: "0.5", at most 4 decimal places
-#: (the services also read numbers such as 0.5 and other decimal forms)
-LEVEL_PATTERN = r"^[0-9]{1,5}(\.[0-9]{1,4})?$"
+#: a positive decimal below 1 with at most four places: 0.0001 .. 0.9999
+_FRACTION = r"0\.(?:[1-9][0-9]{0,3}|0[1-9][0-9]{0,2}|00[1-9][0-9]?|000[1-9])"
+_PLACES4 = r"(?:\.[0-9]{1,4})?"
+#: a privacy level as the API reads it: 0 < eps <= 10000 (``MAX_LEVEL``) with at most 4 decimal
+#: places, e.g. "0.5"; the pattern states the whole range, so the schema says what is accepted
+LEVEL_PATTERN = rf"^(?:10000(?:\.0{{1,4}})?|[1-9][0-9]{{0,3}}{_PLACES4}|{_FRACTION})$"
 #: an amount of credits: "12.50", at most 2 decimal places
 MONEY_PATTERN = r"^[0-9]{1,16}(\.[0-9]{1,2})?$"
+#: a top-up: 0.01 .. 100000.00 credits (``ManualFunding``'s bounds), at most 2 decimal places
+TOP_UP_MIN, TOP_UP_MAX = Decimal("0.01"), Decimal("100000.00")
+TOP_UP_PATTERN = r"^(?:100000(?:\.0{1,2})?|[1-9][0-9]{0,4}(?:\.[0-9]{1,2})?|0\.(?:[1-9][0-9]?|0[1-9]))$"
 #: the ledger's amounts are NUMERIC(18, 2): no amount of credits reaches 10^16
 LEDGER_LIMIT = Decimal(10) ** 16
+#: the largest id a row can have (BIGINT)
+MAX_ID = 2**63 - 1
 
 
 def within_ledger(value) -> None:
@@ -31,30 +45,152 @@ def within_ledger(value) -> None:
         raise serializers.ValidationError("At most 9999999999999999.99: the largest amount of credits there is.")
 
 
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "string", "pattern": LEVEL_PATTERN, "example": "0.5"},
-            {"type": "number", "minimum": 0, "exclusiveMinimum": True, "example": 0.5},
-        ]
+class StrictSerializer(serializers.Serializer):
+    # An input that is exactly what its schema documents: an object, with no field the
+    # serializer does not know (each unknown one is named in the error's ``fields``).
+    # Its request component says ``additionalProperties: false`` (``schema.strict_inputs``).
+    # (Comments, not a docstring: a docstring would describe every input in the schema.)
+
+    def to_internal_value(self, data):
+        unknown = sorted(str(k) for k in data if k not in self.fields) if isinstance(data, Mapping) else []
+        errors = {name: ["Unknown field: this operation does not take it."] for name in unknown}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            raise serializers.ValidationError({**exc.detail, **errors}) from None
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_ID, "example": 1})
+class IdField(serializers.Field):
+    """A row's id, as a JSON integer: no booleans, floats or strings (``true`` is not 1)."""
+
+    default_error_messages = {
+        "invalid": "Give the id as a whole number, e.g. 12 (not text, a decimal or true/false).",
+        "range": f"Not an id: ids are between 1 and {MAX_ID}.",
     }
-)
-class LevelInputField(serializers.JSONField):
-    """A level as sent: a decimal string or a number (``market.core.levels.parse_level`` reads it)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        if not 1 <= data <= MAX_ID:
+            self.fail("range")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class _DecimalInput(serializers.Field):
+    """A decimal sent as text matching ``pattern`` or as a JSON number in the same range:
+    both forms are judged alike and read exactly (a number through its shortest decimal form)."""
+
+    pattern = ""
+    places = 0
+    minimum = maximum = Decimal(0)
+    exclusive_minimum = False
+    default_error_messages = {"invalid": "", "type": "Give a decimal number, as text such as \"0.5\" or as a number."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if not re.fullmatch(self.pattern, data):
+                self.fail("invalid")
+            return Decimal(data)
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("type")
+        try:
+            number = Decimal(repr(data)) if isinstance(data, float) else Decimal(data)
+        except InvalidOperation:
+            self.fail("invalid")
+        low_ok = number > self.minimum if self.exclusive_minimum else number >= self.minimum
+        if not (number.is_finite() and low_ok and number <= self.maximum) or number != round(number, self.places):
+            self.fail("invalid")
+        return number
+
+    def to_representation(self, value):
+        return str(value)
+
+
+def _decimal_schema(pattern: str, minimum, maximum, places: int, exclusive: bool, example: str) -> dict:
+    number = {"type": "number", "minimum": float(minimum), "maximum": float(maximum), "multipleOf": float(Decimal(1).scaleb(-places))}
+    if exclusive:
+        number["exclusiveMinimum"] = True
+    return {"oneOf": [{"type": "string", "pattern": pattern, "example": example}, number]}
+
+
+@extend_schema_field(_decimal_schema(LEVEL_PATTERN, 0, MAX_LEVEL, 4, True, "0.5"))
+class LevelInputField(_DecimalInput):
+    """A privacy level: 0 < eps <= 10000 with at most 4 decimal places, as text or a number."""
+
+    pattern, places, minimum, maximum, exclusive_minimum = LEVEL_PATTERN, 4, Decimal(0), MAX_LEVEL, True
+    default_error_messages = {
+        **_DecimalInput.default_error_messages,
+        "invalid": f"A level above 0 and at most {MAX_LEVEL}, with at most 4 decimal places, e.g. \"0.5\".",
+    }
+
+
+@extend_schema_field(_decimal_schema(TOP_UP_PATTERN, TOP_UP_MIN, TOP_UP_MAX, 2, False, "25.00"))
+class TopUpAmountField(_DecimalInput):
+    """An amount to top up: 0.01 .. 100000.00 credits with at most 2 decimal places."""
+
+    pattern, places, minimum, maximum = TOP_UP_PATTERN, 2, TOP_UP_MIN, TOP_UP_MAX
+    default_error_messages = {
+        **_DecimalInput.default_error_messages,
+        "invalid": f"Enter an amount between {TOP_UP_MIN} and {TOP_UP_MAX}, with at most 2 decimal places.",
+    }
+
+
+class TextField(serializers.CharField):
+    """Text that is a JSON string: a number is not text (DRF's CharField would take 2 as "2")."""
+
+    default_error_messages = {"invalid": "Give this as text (a JSON string)."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 @extend_schema_field({"type": "string", "pattern": LEVEL_PATTERN, "example": "5"})
-class LevelTextField(serializers.CharField):
-    """A level as text; the services judge it (documented with its pattern)."""
+class LevelTextField(TextField):
+    """A level as text: above 0, at most 10000, at most 4 decimal places."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+        self.validators.append(
+            RegexValidator(LEVEL_PATTERN, f"A level above 0 and at most {MAX_LEVEL}, with at most 4 decimal places.")
+        )
 
 
 @extend_schema_field({"type": "string", "pattern": MONEY_PATTERN, "example": "10.00"})
-class MoneyTextField(serializers.CharField):
-    """An amount of credits as text, within the ledger's range; the services judge the rest."""
+class MoneyTextField(TextField):
+    """An amount of credits as text, within the ledger's range, at most 2 decimal places."""
 
     def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
-        self.validators.append(within_ledger)
+        self.validators += [RegexValidator(MONEY_PATTERN, "An amount such as 10.00: at most 2 decimal places."), within_ledger]
+
+
+#: text with a visible character and no NUL (which PostgreSQL cannot store)
+TEXT_PATTERN = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+OPTIONAL_TEXT_PATTERN = r"^[^\u0000]*$"
+
+
+def text_field(*, max_length: int, required: bool = True, **kwargs) -> TextField:
+    """Text judged as sent (no trimming: the schema's lengths are the accepted lengths)."""
+    pattern, message = (
+        (TEXT_PATTERN, "Must contain a visible character.") if required else (OPTIONAL_TEXT_PATTERN, "No NUL characters.")
+    )
+    extra = {} if required else {"required": False, "allow_blank": True, "default": ""}
+    return TextField(
+        max_length=max_length, trim_whitespace=False, validators=[RegexValidator(pattern, message)], **extra, **kwargs
+    )
 
 
 def _object(kinds: list[str], required: dict, description: str) -> dict:
@@ -99,56 +235,100 @@ STATISTIC_SCHEMA = {
         ),
     ]
 }
-#: numbers in price curves and cost models are sent as decimal text (numbers are read too)
-_DECIMAL_TEXT = {"type": "string", "pattern": r"^[0-9]{1,16}(\.[0-9]{1,4})?$"}
+
+
+def _positive(whole: str, top: str | None = None) -> dict:
+    """Decimal text above 0 with at most 4 places: below 1, or a whole part matching ``whole``,
+    or exactly ``top`` (the largest value: "1000", "1000.0", ...)."""
+    top = rf"{top}(?:\.0{{1,4}})?|" if top else ""
+    return {"type": "string", "pattern": rf"^(?:{top}(?:{whole}){_PLACES4}|{_FRACTION})$"}
+
+
+#: numbers in price curves and cost models are decimal text, in the ranges the pricing accepts
+_PRICE_SCALE = {"type": "string", "pattern": MONEY_PATTERN}  # c: credits, at most 2 places
+_UP_TO_1000 = _positive(r"[1-9][0-9]{0,2}", top="1000")
 PRICE_CURVE_SCHEMA = {
     "oneOf": [
-        _object(["linear"], {"c": _DECIMAL_TEXT}, description="P(eps) = c * eps"),
-        _object(["power"], {"c": _DECIMAL_TEXT, "p": _DECIMAL_TEXT}, description="P(eps) = c * eps^p, p at most 2"),
+        _object(["linear"], {"c": _PRICE_SCALE}, description="P(eps) = c * eps"),
+        _object(
+            ["power"],
+            {"c": _PRICE_SCALE, "p": _positive("1", top="2")},
+            description="P(eps) = c * eps^p, 0 < p <= 2",
+        ),
         _object(
             ["compensation"],
-            {"margin": _DECIMAL_TEXT},
-            description="margin * people * (E_min + E e^(-rate/eps)); needs compensation",
+            {"margin": _UP_TO_1000},
+            description="margin * people * (E_min + E e^(-rate/eps)), 0 < margin <= 1000; needs compensation",
         ),
     ]
 }
 COMPENSATION_SCHEMA = {
     "type": "object",
     "properties": {
-        "E": _DECIMAL_TEXT,
-        "rate": _DECIMAL_TEXT,
-        "E_min": _DECIMAL_TEXT,
-        "people": {"type": "integer", "minimum": 1},
+        "E": _positive(r"[1-9][0-9]{0,8}"),
+        "rate": _UP_TO_1000,
+        "E_min": {"type": "string", "pattern": rf"^[0-9]{{1,9}}{_PLACES4}$"},
+        "people": {"type": "integer", "minimum": 1, "maximum": 10**9},
     },
     "required": ["E", "people"],
     "additionalProperties": False,
 }
+
+#: JSON Schema as OpenAPI 3.0 reads it (draft 4: a boolean exclusiveMinimum, 1.0 is no integer)
+_Validator = Draft4Validator
+
+
+def _where(error) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+
+
+def _schema_checked(schema: dict):
+    """A JSON field's ``to_internal_value`` that holds the value to its documented schema."""
+    validator = _Validator(schema)
+
+    def to_internal_value(self, data):
+        data = serializers.JSONField.to_internal_value(self, data)
+        error = best_match(validator.iter_errors(data))
+        if error is not None:
+            where = _where(error)
+            raise serializers.ValidationError(f"{where + ': ' if where else ''}{error.message[:300]}")
+        return data
+
+    return to_internal_value
 
 
 @extend_schema_field(
     {"type": "array", "items": STATISTIC_SCHEMA, "minItems": 1, "maxItems": 20}, component_name="Statistics"
 )
 class StatisticsField(serializers.JSONField):
-    """The list of statistics, as sent and as stored (validated by the catalogue's services)."""
+    """The list of statistics, as sent and as stored (the catalogue's services judge columns and bounds)."""
+
+    to_internal_value = _schema_checked({"type": "array", "items": STATISTIC_SCHEMA, "minItems": 1, "maxItems": 20})
 
 
 @extend_schema_field(PRICE_CURVE_SCHEMA, component_name="PriceCurveInput")
 class PriceCurveField(serializers.JSONField):
-    """The curve as sent, its price scale c within the ledger's range; the services judge the rest."""
+    """The curve as sent, held to its schema; the services judge the rest."""
+
+    _checked = _schema_checked(PRICE_CURVE_SCHEMA)
 
     def to_internal_value(self, data):
-        curve = super().to_internal_value(data)
-        if isinstance(curve, dict) and "c" in curve:
-            try:
-                within_ledger(curve["c"])
-            except serializers.ValidationError as exc:
-                raise serializers.ValidationError({"c": exc.detail}) from None
-        return curve
+        # a power above 2 is refused by the pricing itself, with its reason (arbitrage): the
+        # schema's bound and the service's agree, the service explains it better
+        if isinstance(data, dict) and data.get("kind") == "power" and isinstance(data.get("p"), str):
+            if re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,4})?", data["p"]) and Decimal(data["p"]) > 2:
+                self._checked({**data, "p": "2"})
+                return data
+        return self._checked(data)
 
 
 @extend_schema_field(COMPENSATION_SCHEMA, component_name="Compensation")
 class CompensationField(serializers.JSONField):
-    pass
+    to_internal_value = _schema_checked(COMPENSATION_SCHEMA)
+
+
+class QuoteQuerySerializer(serializers.Serializer):
+    epsilon = LevelTextField(help_text="the level to go up to, e.g. 0.5")
 
 
 class ListingQuerySerializer(serializers.Serializer):
@@ -200,10 +380,10 @@ class ListingSerializer(serializers.Serializer):
         return str(caps[listing.pk].level)
 
 
-class ListingCreateSerializer(serializers.Serializer):
-    dataset = serializers.IntegerField()
-    title = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+class ListingCreateSerializer(StrictSerializer):
+    dataset = IdField(help_text="your dataset's id")
+    title = text_field(max_length=200)
+    description = text_field(max_length=5000, required=False)
     statistics = StatisticsField(
         help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}]'
     )
@@ -218,6 +398,14 @@ class ListingCreateSerializer(serializers.Serializer):
         required=False, help_text='the cost model {"E", "rate", "E_min", "people"}: per person E_min + E e^(-rate/eps)'
     )
 
+    def validate(self, attrs):
+        if "price_per_epsilon" in attrs and "price_curve" in attrs:
+            message = "Give either price_per_epsilon or price_curve, not both."
+            raise serializers.ValidationError({"price_per_epsilon": [message], "price_curve": [message]})
+        if "price_per_epsilon" not in attrs and "price_curve" not in attrs:
+            raise serializers.ValidationError({"price_per_epsilon": ["Give price_per_epsilon or price_curve."]})
+        return attrs
+
 
 class DatasetSerializer(serializers.Serializer):
     id = serializers.IntegerField()
@@ -229,16 +417,14 @@ class DatasetSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class DatasetCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+class DatasetCreateSerializer(StrictSerializer):
+    name = text_field(max_length=200)
+    description = text_field(max_length=5000, required=False)
     file = serializers.FileField()
     total_budget = LevelTextField(
         required=False,
-        allow_blank=True,
-        allow_null=True,
         default=None,
-        help_text="the most all listings' ceilings may add up to",
+        help_text="the most all listings' ceilings may add up to (leave it out for no limit)",
     )
 
 
@@ -300,8 +486,8 @@ class ReleaseSerializer(serializers.Serializer):
         return ReadingSerializer(release_readings(release), many=True).data
 
 
-class PurchaseCreateSerializer(serializers.Serializer):
-    listing = serializers.IntegerField(help_text="the listing's id")
+class PurchaseCreateSerializer(StrictSerializer):
+    listing = IdField(help_text="the listing's id")
     epsilon = LevelInputField(help_text="the level to go up to, e.g. \"0.5\"")
 
 
@@ -343,14 +529,13 @@ class WalletSerializer(serializers.Serializer):
     currency = serializers.CharField()
 
 
-class TopUpSerializer(serializers.Serializer):
-    # a Decimal of bounded size: the ledger then judges the amount (its range, its cents)
-    amount = serializers.DecimalField(max_digits=12, decimal_places=2, help_text="credits, e.g. \"25.00\"")
+class TopUpSerializer(StrictSerializer):
+    amount = TopUpAmountField(help_text=f"credits, {TOP_UP_MIN} to {TOP_UP_MAX}, e.g. \"25.00\"")
 
 
-class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField()
+class TokenRequestSerializer(StrictSerializer):
+    username = TextField(max_length=150, trim_whitespace=False)
+    password = TextField(max_length=4096, trim_whitespace=False)
 
 
 class TokenSerializer(serializers.Serializer):

@@ -1,17 +1,12 @@
 """The buyer API (and the owner's upload endpoints). Views only translate
 HTTP to service and selector calls; errors take the shape of ``errors.py``."""
 
-from collections.abc import Mapping
-
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
-from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,14 +23,7 @@ from releases import selectors as releases
 
 from . import serializers as s
 from .errors import documented
-
-
-def _fields(request) -> Mapping:
-    """The request's fields; a body that is not an object (a JSON list, a string) is refused
-    with a 400, in the words DRF's serializers use for it on the other operations."""
-    if not isinstance(request.data, Mapping):
-        raise ValidationError(f"Invalid data. Expected a dictionary, but got {type(request.data).__name__}.")
-    return request.data
+from .parsers import LimitedFormParser, LimitedMultiPartParser, StrictJSONParser
 
 
 class TokenView(APIView):
@@ -43,10 +31,11 @@ class TokenView(APIView):
 
     permission_classes = [AllowAny]
     throttle_scope = "auth"
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [StrictJSONParser, LimitedFormParser]
 
-    @extend_schema(request=s.TokenRequestSerializer, responses={200: s.TokenSerializer, **documented(400, 403)})
+    @extend_schema(request=s.TokenRequestSerializer, responses={200: s.TokenSerializer, **documented(400, 403, 413, 415)})
     def post(self, request):
+        s.TokenRequestSerializer(data=request.data).is_valid(raise_exception=True)  # exactly the documented fields
         form = AuthTokenSerializer(data=request.data, context={"request": request})
         form.is_valid(raise_exception=True)
         token, _ = Token.objects.get_or_create(user=form.validated_data["user"])
@@ -74,7 +63,7 @@ class ListingListView(GenericAPIView):
 
     @extend_schema(
         request={"application/json": s.ListingCreateSerializer},
-        responses={201: s.ListingSerializer, **documented(400, 403, 404)},
+        responses={201: s.ListingSerializer, **documented(400, 403, 404, 413, 415)},
         examples=[
             OpenApiExample(
                 "a count and a mean, linear price",
@@ -120,20 +109,14 @@ class QuoteView(APIView):
     """What going up to a level costs you now, and the noise it comes with."""
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "epsilon",
-                OpenApiTypes.STR,
-                required=True,
-                pattern=s.LEVEL_PATTERN,
-                description="the level to go up to, e.g. 0.5",
-            )
-        ],
+        parameters=[s.QuoteQuerySerializer],
         responses={200: s.QuoteSerializer, **documented(400, 404)},
     )
     def get(self, request, listing_id: int):
+        query = s.QuoteQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         listing = catalog.listing_get(user=request.user, listing_id=listing_id)
-        quote = purchase_quote(buyer=request.user, listing=listing, epsilon=request.query_params.get("epsilon"))
+        quote = purchase_quote(buyer=request.user, listing=listing, epsilon=query.validated_data["epsilon"])
         return Response(s.QuoteSerializer(quote).data)
 
 
@@ -142,16 +125,16 @@ class DatasetListView(GenericAPIView):
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.DatasetSerializer
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [LimitedMultiPartParser]  # a file: multipart only
 
-    @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(catalog.dataset_list(user=request.user))
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
 
     @extend_schema(
         request={"multipart/form-data": s.DatasetCreateSerializer},  # a file: multipart only
-        responses={201: s.DatasetSerializer, **documented(400, 403)},
+        responses={201: s.DatasetSerializer, **documented(400, 403, 413, 415)},
     )
     def post(self, request):
         form = s.DatasetCreateSerializer(data=request.data)
@@ -173,7 +156,7 @@ class PurchaseListView(GenericAPIView):
 
     throttle_scope = "purchases"
 
-    @extend_schema(responses={200: s.PurchaseSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.PurchaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(trading.purchase_list(user=request.user))
         return self.get_paginated_response(s.PurchaseSerializer(page, many=True).data)
@@ -191,14 +174,16 @@ class PurchaseListView(GenericAPIView):
         responses={
             202: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought: the release follows (poll the purchase)"),
             200: OpenApiResponse(s.PurchaseAnswerSerializer, description="a repeated Idempotency-Key: the first purchase"),
-            **documented(400, 402, 403, 404, 409),
+            **documented(400, 402, 403, 404, 409, 413, 415),
         },
     )
     def post(self, request):
+        form = s.PurchaseCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
         purchase, created = purchase_create(
             buyer=request.user,
-            listing_id=_fields(request).get("listing"),
-            epsilon=_fields(request).get("epsilon"),
+            listing_id=form.validated_data["listing"],
+            epsilon=form.validated_data["epsilon"],
             idempotency_key=request.headers.get("Idempotency-Key"),
         )
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
@@ -220,7 +205,7 @@ class ReleaseListView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.ReleaseSerializer
 
-    @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(releases.release_list(user=request.user))
         return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
@@ -252,7 +237,7 @@ class StatementView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.LegSerializer
 
-    @extend_schema(responses={200: s.LegSerializer(many=True), **documented(404)})
+    @extend_schema(responses={200: s.LegSerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(ledger.wallet_statement(user=request.user))
         return self.get_paginated_response(s.LegSerializer(page, many=True).data)
@@ -263,7 +248,7 @@ class TopUpView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=s.TopUpSerializer, responses={201: s.WalletSerializer, **documented(400, 403)})
+    @extend_schema(request=s.TopUpSerializer, responses={201: s.WalletSerializer, **documented(400, 403, 413, 415)})
     def post(self, request):
         if not settings.DEMO_MODE:
             raise Forbidden("top-ups are made by staff; the demo button is off on this marketplace")

@@ -29,15 +29,9 @@ from django.core import signals
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import CHECKS as REGISTERED_CHECKS
+from schemathesis.checks import load_all_checks
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-    unsupported_method,
-)
 
 from market.accounts.models import User
 from market.catalog.services import dataset_create, listing_create
@@ -61,7 +55,25 @@ CONFIG = schemathesis.Config.from_dict(
             "database": "none",
             # credentials are ours (a real token, or none), not generated
             "with-security-parameters": False,
+            # valid data (positive) and invalid data (negative): what the schema refuses, the server refuses
+            "mode": "all",
         },
+        "checks": {
+            # valid data may still meet the marketplace's rules: not enough credits (402), a purchase
+            # in flight (409); nothing else excuses refusing what the schema documents as valid
+            "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "402", "403", "404", "409"]},
+        },
+        "operations": [
+            {
+                # rules no schema can state: a level above the one you hold and within the listing's cap,
+                # columns of your own dataset, a CSV's content, the right password. Their inputs' shapes
+                # are still checked (negative data refused; tests/security/test_strict_input.py)
+                "include-path-regex": "^/api/v1/(purchases/|listings/(\\{listing_id\\}/quote/)?|datasets/|auth/token/)$",
+                "checks": {
+                    "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
+                },
+            }
+        ],
     }
 )
 
@@ -98,15 +110,10 @@ def one_error_shape(ctx, response, case):
     return True
 
 
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    unsupported_method,  # an undocumented method: 405 with an Allow header
-    one_error_shape,
-]
+load_all_checks()
+#: every check schemathesis has (server errors, status codes, content types, headers, bodies,
+#: positive data accepted, negative data refused, undocumented methods, auth, ...) and ours
+CHECKS = [*REGISTERED_CHECKS.get_all(), one_error_shape]
 
 
 @dataclass
@@ -196,7 +203,7 @@ def aim(case, world: World) -> None:
         path["purchase_id"] = world.purchase
     if isinstance(case.body, dict):
         for name, target in (("listing", world.listing), ("dataset", world.dataset)):
-            if hit(case.body.get(name)):
+            if name in case.body and hit(case.body[name]):
                 case.body[name] = target
         if isinstance(case.body.get("file"), (bytes, str)) and (always or len(case.body["file"]) % 2 == 0):
             case.body["file"] = CSV
@@ -214,3 +221,31 @@ def test_api_as_a_signed_in_buyer(case, world, django_capture_on_commit_callback
 @settings(FUZZ_SETTINGS, max_examples=8)
 def test_api_anonymously(case, world):
     case.call_and_validate(checks=CHECKS)
+
+
+#: steps per stateful scenario, and scenarios per run (FUZZ_MAX_EXAMPLES raises both)
+STATEFUL_SCENARIOS = max(5, MAX_EXAMPLES // 2)
+
+
+@pytest.mark.parametrize("signed_in", [True, False], ids=["signed-in", "anonymous"])
+def test_api_statefully_through_the_schemas_links(world, signed_in, django_capture_on_commit_callbacks):
+    """Scenarios that follow the schema's links (market/api/schema.py): list listings, read one,
+    quote it, buy it, poll the purchase, read the release; every step under every check."""
+    headers = {"Authorization": f"Token {world.token}"} if signed_in else {}
+
+    class Workflow(schema.as_state_machine()):
+        def get_call_kwargs(self, case):
+            return {"headers": headers}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            # the credentials are ours, given explicitly: the auth checks probe without them
+            case.validate_response(
+                response,
+                checks=CHECKS,
+                headers=kwargs.get("headers"),
+                transport_kwargs=kwargs or None,
+                recorder=getattr(self, "recorder", None),
+            )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        Workflow.run(settings=settings(FUZZ_SETTINGS, max_examples=STATEFUL_SCENARIOS, stateful_step_count=8))
