@@ -255,7 +255,8 @@ def test_top_up_bounds_in_the_schema_are_the_accepted_bounds(api, buyer, schema,
     "level", ["0.0001", "0.5", "1", "9999.9999", "10000", "10000.0000", "0", "0.0000", "0.00001", "10000.0001", "10001", "-1", "01", ".5", "5 "]
 )
 def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, buyer, schema, level):
-    listing = make_listing(ceiling="10000", price="0.01", rows=50)
+    # 100 credits per eps: the smallest level (0.0001) costs 0.01, so no valid level is refused as free
+    listing = make_listing(ceiling="10000", price="100", rows=50)
     quote = schema["paths"]["/api/v1/listings/{listing_id}/quote/"]["get"]["parameters"]
     pattern = re.compile(next(p for p in quote if p["name"] == "epsilon")["schema"]["pattern"])
     body_pattern, number = _string_and_number(_body_schema(schema, "/api/v1/purchases/")["properties"]["epsilon"])
