@@ -353,10 +353,6 @@ class TokenRequestSerializer(serializers.Serializer):
     password = serializers.CharField()
 
 
-class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField()
-
-
 class ErrorDetailSerializer(serializers.Serializer):
     status = serializers.IntegerField(help_text="the HTTP status, repeated")
     code = serializers.CharField(help_text="a stable code: invalid, not_found, conflict, insufficient_funds, ...")

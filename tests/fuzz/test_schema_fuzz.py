@@ -28,7 +28,6 @@ import schemathesis
 from django.core import signals
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
@@ -40,6 +39,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from market.accounts.models import User
+from market.accounts.services import api_key_create
 from market.catalog.services import dataset_create, listing_create
 from market.ledger.payments import ManualFunding
 from market.trading.services import purchase_create
@@ -160,7 +160,7 @@ def world(db, in_process, django_capture_on_commit_callbacks) -> World:
         purchase.refresh_from_db()
         assert purchase.status == "released", purchase.failure_reason
         yield World(
-            token=Token.objects.create(user=fuzz).key,
+            token=api_key_create(user=fuzz, name="fuzz")[1],
             listing=listing.pk,
             dataset=own.pk,
             purchase=str(purchase.pk),
@@ -207,7 +207,7 @@ def aim(case, world: World) -> None:
 def test_api_as_a_signed_in_buyer(case, world, django_capture_on_commit_callbacks):
     aim(case, world)
     with django_capture_on_commit_callbacks(execute=True):  # a purchase's release runs at its commit
-        case.call_and_validate(headers={"Authorization": f"Token {world.token}"}, checks=CHECKS)
+        case.call_and_validate(headers={"Authorization": f"Bearer {world.token}"}, checks=CHECKS)
 
 
 @schema.parametrize()
