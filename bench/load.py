@@ -451,7 +451,7 @@ class Client:
         self.port, self.timeout = port, timeout
         self.headers = {"Accept": "application/json"}
         if token:
-            self.headers["Authorization"] = f"Token {token}"
+            self.headers["Authorization"] = f"Bearer {token}"
         self.conn: http.client.HTTPConnection | None = None
         self.reconnects = 0
 

@@ -133,8 +133,8 @@ def main(argv=None) -> int:
 
     from django.contrib.auth import get_user_model
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
+    from market.accounts.services import api_key_create
     from market.catalog.models import Listing
     from market.ledger.payments import ManualFunding
     from releases.services import release_compute
@@ -148,8 +148,8 @@ def main(argv=None) -> int:
     def new_buyer() -> tuple[Client, dict]:
         user = User.objects.create_user(f"load-phases-{len(buyers)}", password=None, is_buyer=True)
         ManualFunding().fund(user=user, amount=Decimal("10000.00"), reference=f"load-phases-{user.pk}")
-        token = Token.objects.create(user=user)
-        client = Client(HTTP_AUTHORIZATION=f"Token {token.key}", SERVER_NAME="127.0.0.1", HTTP_HOST="127.0.0.1")
+        _, secret = api_key_create(user=user, name="load phases")
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}", SERVER_NAME="127.0.0.1", HTTP_HOST="127.0.0.1")
         buyer = (client, {l.pk: Decimal(0) for l in listings})
         buyers.append(buyer)
         return buyer

@@ -57,8 +57,8 @@ SPECS = [
 def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import transaction
-    from rest_framework.authtoken.models import Token
 
+    from market.accounts.services import api_key_create
     from market.catalog.services import dataset_create, listing_create
     from market.ledger.payments import ManualFunding
 
@@ -83,10 +83,10 @@ def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) ->
         users = User.objects.bulk_create(
             User(username=f"load-buyer-{i}" if i >= 0 else "load-canary", is_buyer=True) for i in range(-1, buyers)
         )
-        tokens = Token.objects.bulk_create(Token(key=Token.generate_key(), user=u) for u in users)
+        tokens = [api_key_create(user=u, name="load benchmark")[1] for u in users]
     for user, token in zip(users, tokens):
         funding.fund(user=user, amount=Decimal(funds), reference=f"load-seed-{user.pk}", memo="load benchmark credits")
-        people.append({"id": user.pk, "username": user.username, "token": token.key})
+        people.append({"id": user.pk, "username": user.username, "token": token})
     return {"owner": owner.pk, "dataset": dataset.pk, "listings": made, "canary": people[0], "buyers": people[1:],
             "funds": funds}
 

@@ -45,7 +45,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -161,7 +160,7 @@ CACHES = {
 # --- the API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "market.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -193,13 +192,22 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"PurchaseStatusEnum": "market.trading.models.Purchase.Status"},
+    "ENUM_NAME_OVERRIDES": {
+        "PurchaseStatusEnum": "market.trading.models.Purchase.Status",
+        "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "market.api.schema.strict_inputs",
         "market.api.schema.operation_links",  # stateful fuzzing follows these
     ],
 }
+
+# --- API keys (market/accounts/keys.py): only an HMAC of each secret is stored, under this pepper
+API_KEY_PEPPER = os.environ.get("API_KEY_PEPPER", "")
+API_KEY_MAX_ACTIVE = int(os.environ.get("API_KEY_MAX_ACTIVE", "100"))
+#: a key made by POST auth/token/ (username + password) expires after this many days; 0 = never
+API_KEY_SIGN_IN_DAYS = int(os.environ.get("API_KEY_SIGN_IN_DAYS", "90"))
 
 # --- marketplace limits
 UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_BYTES", str(5 * 1024 * 1024)))

@@ -538,10 +538,6 @@ class TokenRequestSerializer(StrictSerializer):
     password = TextField(max_length=4096, trim_whitespace=False)
 
 
-class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField()
-
-
 class ErrorDetailSerializer(serializers.Serializer):
     status = serializers.IntegerField(help_text="the HTTP status, repeated")
     code = serializers.CharField(help_text="a stable code: invalid, not_found, conflict, insufficient_funds, ...")

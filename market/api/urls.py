@@ -1,10 +1,13 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import views
+from . import keys, views
 
 v1 = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
+    path("keys/", keys.ApiKeyListView.as_view(), name="api-keys"),
+    path("keys/<str:key_id>/", keys.ApiKeyDetailView.as_view(), name="api-key"),
+    path("keys/<str:key_id>/rotate/", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
     path("listings/", views.ListingListView.as_view(), name="api-listings"),
     path("listings/<int:listing_id>/", views.ListingDetailView.as_view(), name="api-listing"),
     path("listings/<int:listing_id>/quote/", views.QuoteView.as_view(), name="api-quote"),

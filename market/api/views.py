@@ -2,10 +2,10 @@
 HTTP to service and selector calls; errors take the shape of ``errors.py``."""
 
 from django.conf import settings
+from django.contrib.auth import authenticate
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.authtoken.models import Token
-from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
@@ -23,23 +23,27 @@ from releases import selectors as releases
 
 from . import serializers as s
 from .errors import documented
+from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
 from .parsers import LimitedFormParser, LimitedMultiPartParser, StrictJSONParser
 
 
 class TokenView(APIView):
-    """Exchange a username and password for an API token."""
+    """Exchange a username and password for a new API key (``token``: shown once; ``key``: its
+    details). Each exchange makes a new key, which expires after ``API_KEY_SIGN_IN_DAYS`` days."""
 
     permission_classes = [AllowAny]
     throttle_scope = "auth"
     parser_classes = [StrictJSONParser, LimitedFormParser]
 
-    @extend_schema(request=s.TokenRequestSerializer, responses={200: s.TokenSerializer, **documented(400, 403, 413, 415)})
+    @extend_schema(request=s.TokenRequestSerializer, responses={200: SignInSerializer, **documented(400, 403, 413, 415)})
     def post(self, request):
-        s.TokenRequestSerializer(data=request.data).is_valid(raise_exception=True)  # exactly the documented fields
-        form = AuthTokenSerializer(data=request.data, context={"request": request})
+        form = s.TokenRequestSerializer(data=request.data)  # exactly the documented fields
         form.is_valid(raise_exception=True)
-        token, _ = Token.objects.get_or_create(user=form.validated_data["user"])
-        return Response({"token": token.key})
+        user = authenticate(request=request, **form.validated_data)
+        if user is None:
+            raise ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]}, code="authorization")
+        key, secret = sign_in_key(user)
+        return Response({"token": secret, "key": ApiKeySerializer(key).data})
 
 
 class ListingListView(GenericAPIView):

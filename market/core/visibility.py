@@ -142,3 +142,12 @@ def trust_places(user) -> tuple[QuerySet, QuerySet]:
     if not _authenticated(user):
         return TierMember.objects.none(), NodeMember.objects.none()
     return TierMember.objects.select_related("tier").filter(buyer=user), NodeMember.objects.filter(buyer=user)
+
+
+def api_keys(user) -> QuerySet:
+    """A user's own API keys (market.accounts); anyone else's do not exist for them."""
+    from market.accounts.models import ApiKey
+
+    if not _authenticated(user):
+        return ApiKey.objects.none()
+    return ApiKey.objects.filter(user=user)

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from . import views
+from . import account_views, views
 
 app_name = "web"
 
@@ -15,4 +15,9 @@ urlpatterns = [
     path("library/releases/<int:release_id>.<str:fmt>", views.release_download, name="release-download"),
     path("wallet/top-up/", views.top_up, name="top-up"),
     path("owner/", include("market.web.owner_urls")),
+    path("account/", account_views.account, name="account"),
+    path("account/roles/", account_views.role_add, name="account-role-add"),
+    path("account/keys/", account_views.key_create, name="account-key-create"),
+    path("account/keys/<str:key_id>/revoke/", account_views.key_revoke, name="account-key-revoke"),
+    path("account/keys/<str:key_id>/rotate/", account_views.key_rotate, name="account-key-rotate"),
 ]

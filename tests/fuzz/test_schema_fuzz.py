@@ -28,12 +28,12 @@ import schemathesis
 from django.core import signals
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import CHECKS as REGISTERED_CHECKS
 from schemathesis.checks import load_all_checks
 from schemathesis.generation import GenerationMode
 
 from market.accounts.models import User
+from market.accounts.services import api_key_create
 from market.catalog.services import dataset_create, listing_create
 from market.ledger.payments import ManualFunding
 from market.trading.services import purchase_create
@@ -167,7 +167,7 @@ def world(db, in_process, django_capture_on_commit_callbacks) -> World:
         purchase.refresh_from_db()
         assert purchase.status == "released", purchase.failure_reason
         yield World(
-            token=Token.objects.create(user=fuzz).key,
+            token=api_key_create(user=fuzz, name="fuzz")[1],
             listing=listing.pk,
             dataset=own.pk,
             purchase=str(purchase.pk),
@@ -214,7 +214,7 @@ def aim(case, world: World) -> None:
 def test_api_as_a_signed_in_buyer(case, world, django_capture_on_commit_callbacks):
     aim(case, world)
     with django_capture_on_commit_callbacks(execute=True):  # a purchase's release runs at its commit
-        case.call_and_validate(headers={"Authorization": f"Token {world.token}"}, checks=CHECKS)
+        case.call_and_validate(headers={"Authorization": f"Bearer {world.token}"}, checks=CHECKS)
 
 
 @schema.parametrize()

@@ -26,7 +26,7 @@ def token_client(api, username):
     client = api()
     answer = client.post("/api/v1/auth/token/", {"username": username, "password": "a-long-password-1"}, format="json")
     assert answer.status_code == 200, answer.content
-    client.credentials(HTTP_AUTHORIZATION=f"Token {answer.json()['token']}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {answer.json()['token']}")
     return client
 
 

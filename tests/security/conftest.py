@@ -8,8 +8,8 @@ import io
 from dataclasses import dataclass, field
 
 import pytest
-from rest_framework.authtoken.models import Token
 
+from market.accounts.services import api_key_create
 from market.catalog.services import dataset_create, listing_create
 from market.trading.services import purchase_create
 from releases.models import NoisePoint
@@ -99,7 +99,7 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
 
 @pytest.fixture
 def tokens(world):
-    return {actor: (Token.objects.create(user=user).key if user else None) for actor, user in world.people.items()}
+    return {actor: (api_key_create(user=user, name="matrix")[1] if user else None) for actor, user in world.people.items()}
 
 
 def noise_values(listing) -> list[float]:

@@ -21,7 +21,7 @@ anonymous pages needing a login are 302L; another user's purchase, release,
 dataset and owner listing do not exist for them (404, never 403); signed-in
 non-owners on owner pages get 403; only staff reach the admin.
 
-The API is called with each actor's token (``Authorization: Token …``), the
+The API is called with each actor's token (``Authorization: Bearer …``), the
 pages with a signed-in session. Every request that writes runs in a savepoint
 rolled back afterwards, so each cell sees the same world.
 
@@ -99,6 +99,13 @@ API = [
     api("GET",    "/api/v1/wallet/statement/",              "401  200   200   200   200   200"),
     api("POST",   "/api/v1/wallet/top-up/",                 "401  201   201   201   201   201", "top_up"),
     api("GET",    "/api/v1/wallet/top-up/",                 "401  405   405   405   405   405"),
+    # API keys: {K} is the buyer's key; another user's key does not exist for them
+    api("GET",    "/api/v1/keys/",                          "401  200   200   200   200   200"),
+    api("POST",   "/api/v1/keys/",                          "401  201   201   201   201   201", "api_key"),
+    api("GET",    "/api/v1/keys/{K}/",                      "401  200   404   404   404   404"),
+    api("PUT",    "/api/v1/keys/{K}/",                      "401  405   405   405   405   405", "api_key"),
+    api("DELETE", "/api/v1/keys/{K}/",                      "401  204   404   404   404   404"),
+    api("POST",   "/api/v1/keys/{K}/rotate/",               "401  201   404   404   404   404", "rotate"),
     api("GET",    "/api/v1/no-such-endpoint/",              "404  404   404   404   404   404"),
     api("GET",    "/api/schema/",                           "200  200   200   200   200   200"),
     api("GET",    "/api/docs/",                             "200  200   200   200   200   200"),
@@ -147,6 +154,11 @@ PAGES = [
     page("GET",  "/accounts/password/",                     "302L 200   200   200   200   200"),
     page("POST", "/accounts/password/",                     "302L 200   200   200   200   200", "wrong_password"),
     page("GET",  "/accounts/password/done/",                "302L 200   200   200   200   200"),
+    page("GET",  "/account/",                               "302L 200   200   200   200   200"),
+    page("POST", "/account/roles/",                         "302L 302   302   302   302   302", "role"),
+    page("POST", "/account/keys/",                          "302L 302   302   302   302   302", "key_form"),
+    page("POST", "/account/keys/{K}/revoke/",               "302L 302   404   404   404   404"),
+    page("POST", "/account/keys/{K}/rotate/",               "302L 302   404   404   404   404"),
     # the admin: staff only
     page("GET",  "/admin/",                                 "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/login/",                           "200  200   200   200   200   302"),
@@ -199,6 +211,14 @@ def payload(name, world, actor):
             "stats-MIN_NUM_FORMS": "0", "stats-MAX_NUM_FORMS": "20",
             "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
         }
+    if name == "api_key":
+        return {"name": "matrix"}
+    if name == "rotate":
+        return {"grace_seconds": 60}
+    if name == "role":
+        return {"role": "owner"}
+    if name == "key_form":
+        return {"name": "matrix", "expires_in_days": "30"}
     if name == "trust_settings":
         return {"mode": "tiers", "metric": "shortest", "home": "", "map_kind": "exp", "lam": "0.5", "unknown_distance": "3"}
     if name == "trust_listings":
@@ -220,7 +240,7 @@ def client_for(world, tokens, actor, *, api: bool):
     if api:
         client = APIClient()
         if user is not None:
-            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[actor]}")
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {tokens[actor]}")
         return client
     client = Client()
     if user is not None:
@@ -229,7 +249,8 @@ def client_for(world, tokens, actor, *, api: bool):
 
 
 def send(world, tokens, actor, row):
-    path = row.path.format(L=world.listing.pk, D=world.dataset.pk, P=world.purchase.pk, R=world.release.pk)
+    K = world.people["buyer"].api_keys.order_by("created_at").first().pk if "{K}" in row.path else None
+    path = row.path.format(L=world.listing.pk, D=world.dataset.pk, P=world.purchase.pk, R=world.release.pk, K=K)
     client = client_for(world, tokens, actor, api=row.api)
     call = getattr(client, row.method.lower())
     args = [] if row.body is None else [payload(row.body, world, actor)]
