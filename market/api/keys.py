@@ -6,7 +6,6 @@ else, ever: the server keeps only its hash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
 
 from django.conf import settings
@@ -14,7 +13,6 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,6 +22,7 @@ from market.accounts.models import KEY_STATUSES
 from market.accounts.services import EXPIRY_MAX, ROTATION_GRACE_MAX, api_key_create, api_key_revoke, api_key_rotate
 
 from .errors import documented
+from .serializers import StrictSerializer, TextField
 
 
 class StrictInteger(serializers.IntegerField):
@@ -32,17 +31,6 @@ class StrictInteger(serializers.IntegerField):
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses a body that is not an object, and names any field it does not know (400)."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, Mapping):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         return super().to_internal_value(data)
 
 
@@ -62,7 +50,7 @@ class ApiKeyCreatedSerializer(ApiKeySerializer):
 
 
 class ApiKeyCreateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=100, help_text="what the key is for, e.g. \"nightly report\"")
+    name = TextField(max_length=100, help_text="what the key is for, e.g. \"nightly report\"")
     expires_in_days = StrictInteger(required=False, min_value=1, max_value=EXPIRY_MAX.days, help_text="the key stops working after this many days")
     expires_at = serializers.DateTimeField(required=False, help_text="or: the moment the key stops working (not with expires_in_days)")
 
@@ -110,10 +98,9 @@ class ApiKeyListView(GenericAPIView):
     """Your API keys (newest first); create one here."""
 
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
     serializer_class = ApiKeySerializer
 
-    @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **documented(404)})
+    @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **documented(400, 404)})
     def get(self, request):
         page = self.paginate_queryset(selectors.api_key_list(user=request.user))
         return self.get_paginated_response(ApiKeySerializer(page, many=True).data)
@@ -121,7 +108,7 @@ class ApiKeyListView(GenericAPIView):
     @extend_schema(
         operation_id="keys_create",
         request={"application/json": ApiKeyCreateSerializer},
-        responses={201: ApiKeyCreatedSerializer, **documented(400, 409)},
+        responses={201: ApiKeyCreatedSerializer, **documented(400, 409, 413, 415)},
         examples=[OpenApiExample("a key for 90 days", request_only=True, value={"name": "nightly report", "expires_in_days": 90})],
     )
     def post(self, request):
@@ -137,7 +124,6 @@ class ApiKeyListView(GenericAPIView):
 
 class ApiKeyDetailView(APIView):
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
 
     @extend_schema(operation_id="keys_retrieve", responses={200: ApiKeySerializer, **documented(404)})
     def get(self, request, key_id: str):
@@ -155,12 +141,11 @@ class ApiKeyRotateView(APIView):
     working after ``grace_seconds`` (at most 24 hours; default at once)."""
 
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
 
     @extend_schema(
         operation_id="keys_rotate",
         request={"application/json": ApiKeyRotateSerializer},
-        responses={201: ApiKeyCreatedSerializer, **documented(400, 404, 409)},
+        responses={201: ApiKeyCreatedSerializer, **documented(400, 404, 409, 413, 415)},
     )
     def post(self, request, key_id: str):
         form = ApiKeyRotateSerializer(data=request.data)

@@ -13,6 +13,9 @@ def strict_inputs(result, generator, request, public):
     if listing is not None:  # one price: price_per_epsilon or price_curve, never both
         listing["not"] = {"required": ["price_per_epsilon", "price_curve"]}
         listing["anyOf"] = [{"required": ["price_per_epsilon"]}, {"required": ["price_curve"]}]
+    key = result.get("components", {}).get("schemas", {}).get("ApiKeyCreateRequest")
+    if key is not None:  # one expiry at most: in days or at a moment
+        key["not"] = {"required": ["expires_in_days", "expires_at"]}
     return result
 
 
