@@ -71,7 +71,10 @@ def _flatten(detail) -> tuple[str, dict]:
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        return Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        response = Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        if getattr(exc, "retry_after", None):
+            response["Retry-After"] = str(int(exc.retry_after))
+        return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

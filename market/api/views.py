@@ -8,7 +8,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authtoken.models import Token
-from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -28,6 +27,7 @@ from releases import selectors as releases
 
 from . import serializers as s
 from .errors import documented
+from .signin import CredentialsSerializer
 
 
 def _fields(request) -> Mapping:
@@ -47,7 +47,7 @@ class TokenView(APIView):
 
     @extend_schema(request=s.TokenRequestSerializer, responses={200: s.TokenSerializer, **documented(400, 403)})
     def post(self, request):
-        form = AuthTokenSerializer(data=request.data, context={"request": request})
+        form = CredentialsSerializer(data=request.data, context={"request": request})  # limited per account
         form.is_valid(raise_exception=True)
         token, _ = Token.objects.get_or_create(user=form.validated_data["user"])
         return Response({"token": token.key})

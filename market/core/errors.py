@@ -44,3 +44,14 @@ class InsufficientFunds(DomainError):
 class Forbidden(DomainError):
     status = 403
     code = "forbidden"
+
+
+class TooManyAttempts(DomainError):
+    """Refused for a while (e.g. a locked sign-in): ``retry_after`` is the seconds to wait."""
+
+    status = 429
+    code = "too_many_attempts"
+
+    def __init__(self, message: str, *, retry_after: int, **kwargs):
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
