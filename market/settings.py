@@ -60,6 +60,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "market.core.csp.ContentSecurityPolicyMiddleware",  # on every response, static files included
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -157,6 +158,19 @@ CACHES = {
     )
 }
 
+# --- who is asking: proxies of our own in front of the app, each appending to
+# X-Forwarded-For; 0 = none, the client is the socket's address (market/core/clients.py)
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
+if TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (no proxy) or the number of trusted proxies")
+# --- sign-ins limited per account, across addresses (market/accounts/signin.py): this many
+# failures within the window lock the account for the lockout's seconds
+LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
+LOGIN_FAILURE_WINDOW = int(os.environ.get("LOGIN_FAILURE_WINDOW", "900"))
+LOGIN_LOCKOUT_SECONDS = int(os.environ.get("LOGIN_LOCKOUT_SECONDS", "900"))
+if min(LOGIN_FAILURE_LIMIT, LOGIN_FAILURE_WINDOW, LOGIN_LOCKOUT_SECONDS) < 1:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT, LOGIN_FAILURE_WINDOW and LOGIN_LOCKOUT_SECONDS must be at least 1")
+
 # --- the API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -167,10 +181,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "market.api.pagination.Pagination",
     "PAGE_SIZE": 20,
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",  # views with a throttle_scope
+        "market.api.throttling.AnonRateThrottle",  # DRF's, keyed on market.core.clients.client_address
+        "market.api.throttling.UserRateThrottle",
+        "market.api.throttling.ScopedRateThrottle",  # views with a throttle_scope
     ],
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # for any DRF code that still reads it
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("THROTTLE_ANON", "60/minute"),
         "user": os.environ.get("THROTTLE_USER", "600/minute"),

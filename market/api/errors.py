@@ -77,7 +77,7 @@ def exception_handler(exc, context):
     if isinstance(exc, DomainError):
         response = Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
         if exc.retry_after is not None:
-            response["Retry-After"] = str(exc.retry_after)
+            response["Retry-After"] = str(int(exc.retry_after))
         return response
     if isinstance(exc, RequestDataTooBig):  # Django's own limit, met before a parser could judge
         exc = PayloadTooLarge()

@@ -2,7 +2,6 @@
 HTTP to service and selector calls; errors take the shape of ``errors.py``."""
 
 from django.conf import settings
-from django.contrib.auth import authenticate
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -11,6 +10,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from market.accounts.signin import signin_authenticate
 from market.catalog import selectors as catalog
 from market.catalog.services import dataset_create, listing_create
 from market.core.errors import Forbidden
@@ -39,7 +39,7 @@ class TokenView(APIView):
     def post(self, request):
         form = s.TokenRequestSerializer(data=request.data)  # exactly the documented fields
         form.is_valid(raise_exception=True)
-        user = authenticate(request=request, **form.validated_data)
+        user = signin_authenticate(request=request, **form.validated_data)  # limited per account (429)
         if user is None:
             raise ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]}, code="authorization")
         key, secret = sign_in_key(user)

@@ -63,3 +63,13 @@ class InsufficientFunds(DomainError):
 class Forbidden(DomainError):
     status = 403
     code = "forbidden"
+
+
+class TooManyAttempts(DomainError):
+    """Refused for a while (e.g. a locked sign-in): ``retry_after`` is the seconds to wait."""
+
+    status = 429
+    code = "too_many_attempts"
+
+    def __init__(self, message: str, *, retry_after: int, **kwargs):
+        super().__init__(message, retry_after=retry_after, **kwargs)
