@@ -99,6 +99,11 @@ def test_every_kind_of_page_works_under_the_policy(visit, marketplace, live_serv
     for path in ("/", "/library/", f"/purchases/{purchase.pk}/", "/accounts/password/"):
         check(buyer, path)
     check(buyer, f"/listings/{listing.pk}/", charts=2)
+    check(buyer, "/account/")
+    buyer.locator("input[name=name]").fill("nightly report")
+    buyer.get_by_role("button", name="Create key").click()  # the page that shows the new secret once
+    expect(buyer.locator("input.secret")).to_have_value(re.compile(r"^gradual_"))
+    assert buyer.evaluate("window.__csp") == [] and buyer.violations == []
 
     owner = visit("olivia")
     for path in ("/owner/", "/owner/trust/"):
