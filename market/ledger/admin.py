@@ -41,7 +41,8 @@ class LegInline(admin.TabularInline):
 class TopUpForm(forms.ModelForm):
     """Adding a transfer in the admin is a top-up of a user's wallet."""
 
-    user = forms.ModelChoiceField(queryset=get_user_model().objects.order_by("username"))
+    # only a buyer has a wallet to fund (market.accounts.roles)
+    user = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_buyer=True).order_by("username"))
     amount = forms.DecimalField(max_digits=18, decimal_places=2, min_value=0.01)
 
     class Meta:

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from market.accounts.roles import require_role
 from market.catalog.models import Listing
 from market.catalog.pricing import price_increment
 from market.core.errors import Conflict, InvalidInput, NotFound
@@ -123,6 +124,7 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     release when the transaction commits. With an idempotency key, a repeat
     returns the first purchase and charges nothing.
     """
+    require_role(buyer, "buyer")
     from releases.services import release_queue
 
     eps = parse_level(epsilon)
