@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.core import ids
 from market.trading.models import Purchase
 
 from releases.selectors import release_readings
@@ -201,7 +202,7 @@ class ListingSerializer(serializers.Serializer):
 
 
 class ListingCreateSerializer(serializers.Serializer):
-    dataset = serializers.IntegerField()
+    dataset = serializers.CharField(max_length=ids.MAX_LENGTH, help_text='the dataset\'s id, e.g. "ds_4mGz2QpXk8RbT1vLwYc7Na"')
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     statistics = StatisticsField(
@@ -220,7 +221,7 @@ class ListingCreateSerializer(serializers.Serializer):
 
 
 class DatasetSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.CharField(source="public_id", help_text='opaque, e.g. "ds_4mGz2QpXk8RbT1vLwYc7Na"')
     name = serializers.CharField()
     description = serializers.CharField()
     columns = serializers.ListField(child=serializers.CharField())
@@ -283,7 +284,7 @@ class PrivacyAtRiskSerializer(serializers.Serializer):
 
 
 class ReleaseSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.CharField(source="public_id", help_text='opaque, e.g. "rel_9QeT5wXr2LpZ0aKcVn3sHd"')
     listing = serializers.IntegerField(source="listing_id")
     purchase = serializers.UUIDField(source="purchase_id")
     level = serializers.DecimalField(max_digits=9, decimal_places=4)
@@ -331,7 +332,7 @@ class PurchaseAnswerSerializer(PurchaseSerializer):
 
 
 class LegSerializer(serializers.Serializer):
-    transfer = serializers.IntegerField(source="transfer_id")
+    transfer = serializers.CharField(source="transfer.public_id", help_text='opaque, e.g. "tr_7JbN1xQs4MvC8eRtUy2oPk"')
     kind = serializers.CharField(source="transfer.kind")
     memo = serializers.CharField(source="transfer.memo")
     amount = serializers.DecimalField(max_digits=18, decimal_places=2)

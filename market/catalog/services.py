@@ -8,6 +8,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from market.core import visibility
 from market.core.errors import InvalidInput, NotFound
 from market.core.levels import parse_level
 from market.ledger.models import Account
@@ -83,7 +84,7 @@ def dataset_create(
 def listing_create(
     *,
     owner,
-    dataset_id: int,
+    dataset_id: str,
     title: str,
     statistics,
     ceiling,
@@ -92,7 +93,7 @@ def listing_create(
     price_curve: dict | None = None,
     compensation: dict | None = None,
 ) -> Listing:
-    """Offer statistics over one of the owner's datasets.
+    """Offer statistics over one of the owner's datasets, named by its public id (``dataset.public_id``).
 
     The price is ``price_curve`` (see ``market.catalog.pricing``), or the
     linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min,
@@ -123,7 +124,7 @@ def listing_create(
         )
     with transaction.atomic():
         # locking the dataset serialises listings on it, so the budget check holds
-        dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, owner=owner).first()
+        dataset = visibility.owned_datasets(owner).select_for_update().filter(public_id=str(dataset_id)).first()
         if dataset is None:
             raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
         try:

@@ -52,8 +52,9 @@ class TopUpForm(forms.ModelForm):
 
 @admin.register(Transfer)
 class TransferAdmin(ReadOnlyAdmin):
-    list_display = ("id", "kind", "memo", "purchase", "created_at")
+    list_display = ("public_id", "kind", "memo", "purchase", "created_at")
     list_filter = ("kind",)
+    search_fields = ("=public_id", "=reference", "memo")
     inlines = [LegInline]
 
     def get_form(self, request, obj=None, **kwargs):
@@ -62,7 +63,7 @@ class TransferAdmin(ReadOnlyAdmin):
         return super().get_form(request, obj, **kwargs)
 
     def get_fields(self, request, obj=None):
-        return ("user", "amount", "memo", "reference") if obj is None else ("kind", "memo", "purchase", "reference", "created_at")
+        return ("user", "amount", "memo", "reference") if obj is None else ("public_id", "kind", "memo", "purchase", "reference", "created_at")
 
     def get_readonly_fields(self, request, obj=None):
         return () if obj is None else self.get_fields(request, obj)
