@@ -71,7 +71,7 @@ def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) ->
         if spec[0]["kind"] == "point":
             spec = [{**spec[0], "row": 1 + i}]
         listing = listing_create(
-            owner=owner, dataset_id=dataset.pk, title=f"load {i}: {name}", statistics=spec,
+            owner=owner, dataset_id=dataset.public_id, title=f"load {i}: {name}", statistics=spec,
             ceiling=ceiling, price_per_epsilon=price,
         )
         made.append({"id": listing.pk, "title": listing.title, "ceiling": str(listing.ceiling),
@@ -87,7 +87,7 @@ def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) ->
     for user, token in zip(users, tokens):
         funding.fund(user=user, amount=Decimal(funds), reference=f"load-seed-{user.pk}", memo="load benchmark credits")
         people.append({"id": user.pk, "username": user.username, "token": token})
-    return {"owner": owner.pk, "dataset": dataset.pk, "listings": made, "canary": people[0], "buyers": people[1:],
+    return {"owner": owner.pk, "dataset": dataset.public_id, "listings": made, "canary": people[0], "buyers": people[1:],
             "funds": funds}
 
 

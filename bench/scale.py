@@ -73,7 +73,7 @@ def run(buyers: int) -> dict:
     report = {}
     for name, spec in specs.items():
         listing = listing_create(
-            owner=owner, dataset_id=dataset.pk, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon=PRICE
+            owner=owner, dataset_id=dataset.public_id, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon=PRICE
         )
         levels = rng.integers(1, int(float(CEILING) * 10_000) + 1, buyers) / 10_000
         times = []

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from market.core import ids
 from market.core.fields import LevelField
 
 
@@ -50,6 +51,10 @@ class NoisePoint(models.Model):
 
 
 class Release(models.Model):
+    public_id = models.CharField(
+        max_length=ids.MAX_LENGTH, unique=True, editable=False, default=ids.new_release_id,
+        help_text="the opaque id URLs and answers use (rel_...); the integer pk stays internal",
+    )
     purchase = models.OneToOneField("trading.Purchase", on_delete=models.PROTECT, related_name="release")
     listing = models.ForeignKey("catalog.Listing", on_delete=models.PROTECT, related_name="releases")
     buyer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases")

@@ -12,8 +12,9 @@ def release_list(*, user) -> QuerySet:
     return visibility.releases(user).select_related("listing__dataset").order_by("-created_at", "-id")
 
 
-def release_get(*, user, release_id) -> "Release":  # noqa: F821
-    release = release_list(user=user).filter(pk=release_id).first()
+def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
+    """One of the user's releases by its public id ("rel_..."); anything else is 404."""
+    release = release_list(user=user).filter(public_id=str(release_id)).first()
     if release is None:
         raise NotFound("no such release")
     return release

@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.core import ids
 from market.core.levels import MAX_LEVEL
 from market.trading.models import Purchase
 
@@ -381,7 +382,7 @@ class ListingSerializer(serializers.Serializer):
 
 
 class ListingCreateSerializer(StrictSerializer):
-    dataset = IdField(help_text="your dataset's id")
+    dataset = text_field(max_length=ids.MAX_LENGTH, help_text='your dataset\'s id, e.g. "ds_4mGz2QpXk8RbT1vLwYc7Na"')
     title = text_field(max_length=200)
     description = text_field(max_length=5000, required=False)
     statistics = StatisticsField(
@@ -408,7 +409,7 @@ class ListingCreateSerializer(StrictSerializer):
 
 
 class DatasetSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.CharField(source="public_id", help_text='opaque, e.g. "ds_4mGz2QpXk8RbT1vLwYc7Na"')
     name = serializers.CharField()
     description = serializers.CharField()
     columns = serializers.ListField(child=serializers.CharField())
@@ -469,7 +470,7 @@ class PrivacyAtRiskSerializer(serializers.Serializer):
 
 
 class ReleaseSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.CharField(source="public_id", help_text='opaque, e.g. "rel_9QeT5wXr2LpZ0aKcVn3sHd"')
     listing = serializers.IntegerField(source="listing_id")
     purchase = serializers.UUIDField(source="purchase_id")
     level = serializers.DecimalField(max_digits=9, decimal_places=4)
@@ -517,7 +518,7 @@ class PurchaseAnswerSerializer(PurchaseSerializer):
 
 
 class LegSerializer(serializers.Serializer):
-    transfer = serializers.IntegerField(source="transfer_id")
+    transfer = serializers.CharField(source="transfer.public_id", help_text='opaque, e.g. "tr_7JbN1xQs4MvC8eRtUy2oPk"')
     kind = serializers.CharField(source="transfer.kind")
     memo = serializers.CharField(source="transfer.memo")
     amount = serializers.DecimalField(max_digits=18, decimal_places=2)

@@ -73,7 +73,7 @@ class ListingListView(GenericAPIView):
                 "a count and a mean, linear price",
                 request_only=True,
                 value={
-                    "dataset": 1,
+                    "dataset": "ds_4mGz2QpXk8RbT1vLwYc7Na",
                     "title": "Clinic visits",
                     "statistics": [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}],
                     "ceiling": "5",
@@ -219,7 +219,7 @@ class ReleaseDetailView(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={200: s.ReleaseSerializer, **documented(404)})
-    def get(self, request, release_id: int):
+    def get(self, request, release_id: str):
         return Response(s.ReleaseSerializer(releases.release_get(user=request.user, release_id=release_id)).data)
 
 

@@ -8,10 +8,10 @@ from .models import Dataset, Listing
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     # the exact record count is private (the true answer of a count): not shown, even to staff
-    list_display = ("name", "owner", "total_budget", "created_at")
-    fields = ("owner", "name", "description", "columns", "total_budget", "created_at")
-    readonly_fields = ("owner", "columns", "created_at")
-    search_fields = ("name", "owner__username")
+    list_display = ("public_id", "name", "owner", "total_budget", "created_at")
+    fields = ("public_id", "owner", "name", "description", "columns", "total_budget", "created_at")
+    readonly_fields = ("public_id", "owner", "columns", "created_at")
+    search_fields = ("=public_id", "name", "owner__username")
 
     def has_add_permission(self, request):
         return False  # datasets are uploaded by their owners, where they are validated

@@ -87,7 +87,7 @@ def owner_overview(*, user) -> dict:
         {
             "id": listing.pk,
             "title": listing.title,
-            "dataset_id": listing.dataset_id,
+            "dataset_id": listing.dataset.public_id,
             "dataset": listing.dataset.name,
             "is_open": listing.is_open,
             "ceiling": _eps(listing.ceiling),
@@ -102,7 +102,7 @@ def owner_overview(*, user) -> dict:
     return {
         "datasets": [
             {
-                "id": dataset.pk,
+                "id": dataset.public_id,
                 "name": dataset.name,
                 "records": dataset.row_count,
                 "columns": list(dataset.columns),
@@ -123,7 +123,10 @@ def owner_overview(*, user) -> dict:
 
 def dataset_options(*, user) -> list[dict]:
     """The owner's datasets to choose from, newest first: ``[{"id", "name"}]``."""
-    return list(visibility.owned_datasets(user).order_by("-created_at", "-id").values("id", "name"))
+    return [
+        {"id": public_id, "name": name}
+        for public_id, name in visibility.owned_datasets(user).order_by("-created_at", "-id").values_list("public_id", "name")
+    ]
 
 
 def dataset_summary(*, user, dataset_id) -> dict:
@@ -134,13 +137,16 @@ def dataset_summary(*, user, dataset_id) -> dict:
     them only. Raises NotFound for a dataset that is not theirs.
     """
     dataset = (
-        visibility.owned_datasets(user).filter(pk=dataset_id).annotate(allotted=Sum("listings__ceiling")).first()
+        visibility.owned_datasets(user)
+        .filter(public_id=str(dataset_id))
+        .annotate(allotted=Sum("listings__ceiling"))
+        .first()
     )
     if dataset is None:
         raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
     values = dataset.matrix()
     return {
-        "id": dataset.pk,
+        "id": dataset.public_id,
         "name": dataset.name,
         "records": dataset.row_count,
         "columns": [
@@ -218,7 +224,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "id": listing.pk,
             "title": listing.title,
             "description": listing.description,
-            "dataset_id": listing.dataset_id,
+            "dataset_id": listing.dataset.public_id,
             "dataset": listing.dataset.name,
             "is_open": listing.is_open,
             "ceiling": ceiling,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from django.db import connection
 
+from market.core import visibility
 from market.core.locks import Rank, taken
 
 from .models import Dataset, Listing
 
 
-def dataset_lock(*, owner, dataset_id) -> Dataset | None:
-    """The owner's dataset, locked for update (listings on it are then created one at a time)."""
+def dataset_lock(*, owner, dataset_id: str) -> Dataset | None:
+    """The owner's dataset of public id ``dataset_id``, locked for update (listings on it are
+    then created one at a time); None if the owner has no such dataset."""
     taken(Rank.DATASET, f"dataset {dataset_id}")
-    return Dataset.objects.select_for_update().filter(pk=dataset_id, owner=owner).first()
+    return visibility.owned_datasets(owner).select_for_update().filter(public_id=str(dataset_id)).first()
 
 
 def listing_share_lock(*, listing_id: int) -> Listing | None:

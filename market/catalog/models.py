@@ -5,12 +5,17 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from market.core import ids
 from market.core.fields import LevelField, MoneyField
 
 
 class Dataset(models.Model):
     """An owner's uploaded table of numeric columns. Its data is never shown to anyone else."""
 
+    public_id = models.CharField(
+        max_length=ids.MAX_LENGTH, unique=True, editable=False, default=ids.new_dataset_id,
+        help_text="the opaque id URLs and answers use (ds_...); the integer pk stays internal",
+    )
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)

@@ -84,7 +84,7 @@ def dataset_create(
 def listing_create(
     *,
     owner,
-    dataset_id: int,
+    dataset_id: str,
     title: str,
     statistics,
     ceiling,
@@ -93,7 +93,7 @@ def listing_create(
     price_curve: dict | None = None,
     compensation: dict | None = None,
 ) -> Listing:
-    """Offer statistics over one of the owner's datasets.
+    """Offer statistics over one of the owner's datasets, named by its public id (``dataset.public_id``).
 
     The price is ``price_curve`` (see ``market.catalog.pricing``), or the
     linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min,

@@ -41,7 +41,8 @@ class LegInline(admin.TabularInline):
 class TopUpForm(forms.ModelForm):
     """Adding a transfer in the admin is a top-up of a user's wallet."""
 
-    user = forms.ModelChoiceField(queryset=get_user_model().objects.order_by("username"))
+    # only a buyer has a wallet to fund (market.accounts.roles)
+    user = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_buyer=True).order_by("username"))
     amount = forms.DecimalField(max_digits=18, decimal_places=2, min_value=0.01)
 
     class Meta:
@@ -51,8 +52,9 @@ class TopUpForm(forms.ModelForm):
 
 @admin.register(Transfer)
 class TransferAdmin(ReadOnlyAdmin):
-    list_display = ("id", "kind", "memo", "purchase", "created_at")
+    list_display = ("public_id", "kind", "memo", "purchase", "created_at")
     list_filter = ("kind",)
+    search_fields = ("=public_id", "=reference", "memo")
     inlines = [LegInline]
 
     def get_form(self, request, obj=None, **kwargs):
@@ -61,7 +63,7 @@ class TransferAdmin(ReadOnlyAdmin):
         return super().get_form(request, obj, **kwargs)
 
     def get_fields(self, request, obj=None):
-        return ("user", "amount", "memo", "reference") if obj is None else ("kind", "memo", "purchase", "reference", "created_at")
+        return ("user", "amount", "memo", "reference") if obj is None else ("public_id", "kind", "memo", "purchase", "reference", "created_at")
 
     def get_readonly_fields(self, request, obj=None):
         return () if obj is None else self.get_fields(request, obj)

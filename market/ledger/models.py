@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from market.core import ids
 from market.core.fields import MoneyField
 
 
@@ -54,6 +55,10 @@ class Transfer(models.Model):
         REFUND = "refund", "refund"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
+    public_id = models.CharField(
+        max_length=ids.MAX_LENGTH, unique=True, editable=False, default=ids.new_transfer_id,
+        help_text="the opaque id URLs and answers use (tr_...); the integer pk stays internal",
+    )
     memo = models.CharField(max_length=200, blank=True)
     purchase = models.ForeignKey(
         "trading.Purchase", null=True, blank=True, on_delete=models.PROTECT, related_name="transfers"
@@ -73,7 +78,7 @@ class Transfer(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.get_kind_display()} #{self.pk}"
+        return f"{self.get_kind_display()} {self.public_id}"
 
 
 class Leg(models.Model):

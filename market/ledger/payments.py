@@ -5,7 +5,8 @@ marketplace's funding account; staff use it from the admin, and in demo mode
 buyers use it through the "top up" button. A real processor implements
 :class:`PaymentProvider` (charging the card, then calling the ledger with the
 processor's reference, which is unique so a retried webhook funds once) and is
-named in the ``PAYMENT_PROVIDER`` setting.
+named in the ``PAYMENT_PROVIDER`` setting. Only a buyer's wallet is funded:
+a provider refuses any other account first (``require_role(user, "buyer")``).
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class ManualFunding:
     def fund(self, *, user, amount: Decimal, reference: str | None = None, memo: str = "") -> Transfer:
         from django.db import IntegrityError, transaction
 
+        from market.accounts.roles import require_role
+
         from .services import account_get, money, transfer_create
 
+        require_role(user, "buyer")
         amount = money(amount)
         if amount <= 0 or amount > self.max_amount:
             raise InvalidInput(

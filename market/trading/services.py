@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from market.accounts.roles import require_role
 from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
@@ -157,6 +158,7 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     purchase and charges nothing. A lost lock race is run again; a step that
     cannot be taken now is :class:`~market.core.errors.Busy` (409).
     """
+    require_role(buyer, "buyer")
     eps = parse_level(epsilon)
     try:
         listing_id = int(listing_id)

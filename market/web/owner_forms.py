@@ -79,6 +79,7 @@ class ListingForm(forms.Form):
 
     dataset = forms.ModelChoiceField(
         queryset=None,
+        to_field_name="public_id",  # the page speaks in public ids ("ds_...")
         widget=forms.HiddenInput,
         error_messages={"invalid_choice": "Choose one of your datasets.", "required": "Choose one of your datasets."},
     )
@@ -204,7 +205,7 @@ class ListingForm(forms.Form):
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk")
+        self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk", "public_id")
 
 
 def _bin_edges(text: str) -> list[float]:

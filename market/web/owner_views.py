@@ -78,7 +78,7 @@ def dataset_new(request):
                 f"Dataset “{dataset.name}” uploaded: {dataset.row_count:,} records, "
                 f"columns {', '.join(dataset.columns)}. Now offer statistics over it.",
             )
-            return redirect(f"{reverse('web:owner-listing-new')}?dataset={dataset.pk}")
+            return redirect(f"{reverse('web:owner-listing-new')}?dataset={dataset.public_id}")
     return render(request, "owner/dataset_new.html", {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20})
 
 
@@ -91,13 +91,13 @@ def _as_id(value) -> int | None:
 
 def _chosen_dataset(request, options: list[dict]) -> dict | None:
     """The summary of the dataset a new listing is for: the posted one (None if it
-    is not the owner's: the form says so), else ``?dataset=<id>`` (404 if it is not
+    is not the owner's: the form says so), else ``?dataset=<public id>`` (404 if it is not
     the owner's), else the newest."""
     if request.method == "POST":
-        dataset_id = _as_id(request.POST.get("dataset"))
+        dataset_id = request.POST.get("dataset")
     else:
         chosen = request.GET.get("dataset")
-        dataset_id = options[0]["id"] if chosen is None else _as_id(chosen)
+        dataset_id = options[0]["id"] if chosen is None else chosen
     try:
         return figures.dataset_summary(user=request.user, dataset_id=dataset_id)
     except NotFound:
@@ -115,7 +115,7 @@ def _create_listing(request, form, formset) -> int | None:
     try:
         listing = listing_create(
             owner=request.user,
-            dataset_id=d["dataset"].pk,
+            dataset_id=d["dataset"].public_id,
             title=d["title"],
             description=d["description"],
             statistics=statistics,

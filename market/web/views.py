@@ -221,7 +221,7 @@ def release_download(request, release_id, fmt):
         raise Http404("unknown format")
     release = releases.release_get(user=request.user, release_id=release_id)
     readings = releases.release_readings(release)
-    name = f"release-{release.pk}-listing-{release.listing_id}-eps-{release.level.normalize()}"
+    name = f"{release.public_id}-listing-{release.listing_id}-eps-{release.level.normalize()}"
     if fmt == "json":
         body = json.dumps(
             {

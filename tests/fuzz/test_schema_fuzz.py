@@ -121,9 +121,9 @@ CHECKS = [*REGISTERED_CHECKS.get_all(), one_error_shape]
 class World:
     token: str
     listing: int  # someone else's open listing, bought by the fuzzing user at 0.5 and released
-    dataset: int  # the fuzzing user's own dataset (they are an owner too)
+    dataset: str  # the fuzzing user's own dataset (they are an owner too), by its public id
     purchase: str
-    release: int
+    release: str
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def world(db, in_process, django_capture_on_commit_callbacks) -> World:
         data = dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget=None)
         listing = listing_create(
             owner=owner,
-            dataset_id=data.pk,
+            dataset_id=data.public_id,
             title="Clinic visits",
             statistics=STATISTICS,
             # the highest ceiling there is, and cheap: any level the schema's pattern allows can be bought
@@ -170,9 +170,9 @@ def world(db, in_process, django_capture_on_commit_callbacks) -> World:
         yield World(
             token=api_key_create(user=fuzz, name="fuzz")[1],
             listing=listing.pk,
-            dataset=own.pk,
+            dataset=own.public_id,
             purchase=str(purchase.pk),
-            release=purchase.release.pk,
+            release=purchase.release.public_id,
         )
     finally:
         app.conf.task_always_eager = before
@@ -197,15 +197,19 @@ def aim(case, world: World) -> None:
         return always or _is_even(value)
 
     path = case.path_parameters or {}
-    for name, target in (("listing_id", world.listing), ("release_id", world.release)):
-        if hit(path.get(name)):
+    def hit_text(value) -> bool:  # an opaque id: chosen by the generated text's length
+        return isinstance(value, str) and (always or len(value) % 2 == 0)
+
+    if hit(path.get("listing_id")):
+        path["listing_id"] = world.listing
+    for name, target in (("purchase_id", world.purchase), ("release_id", world.release)):
+        if hit_text(path.get(name)):
             path[name] = target
-    if isinstance(path.get("purchase_id"), str) and (always or len(path["purchase_id"]) % 2 == 0):
-        path["purchase_id"] = world.purchase
     if isinstance(case.body, dict):
-        for name, target in (("listing", world.listing), ("dataset", world.dataset)):
-            if name in case.body and hit(case.body[name]):
-                case.body[name] = target
+        if "listing" in case.body and hit(case.body["listing"]):
+            case.body["listing"] = world.listing
+        if "dataset" in case.body and hit_text(case.body["dataset"]):
+            case.body["dataset"] = world.dataset
         if isinstance(case.body.get("file"), (bytes, str)) and (always or len(case.body["file"]) % 2 == 0):
             case.body["file"] = CSV
 

@@ -54,7 +54,7 @@ def make_listing(owner):
         dataset = dataset_create(owner=who, name="visits", data=make_csv(rows), total_budget=budget)
         return listing_create(
             owner=who,
-            dataset_id=dataset.pk,
+            dataset_id=dataset.public_id,
             title="Clinic visits",
             statistics=statistics,
             ceiling=ceiling,

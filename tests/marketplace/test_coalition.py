@@ -44,7 +44,7 @@ def test_the_best_pooled_estimate_is_the_closest_buyers_answer(owner, users, fun
     spec = [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": HIST_BINS}]  # 51 values, equal weights
     errors = []
     for _ in range(40):
-        listing = listing_create(owner=owner, dataset_id=dataset.pk, title="t", statistics=spec, ceiling="2", price_per_epsilon="1")
+        listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="t", statistics=spec, ceiling="2", price_per_epsilon="1")
         for who, level in zip(buyers, LEVELS):
             with django_capture_on_commit_callbacks(execute=True):
                 purchase_create(buyer=who, listing_id=listing.pk, epsilon=level)

@@ -24,7 +24,7 @@ def count_listing(owner):
     dataset = dataset_create(owner=owner, name="staff", data=make_csv(100))
     return listing_create(
         owner=owner,
-        dataset_id=dataset.pk,
+        dataset_id=dataset.public_id,
         title="Obesity count",
         statistics=[{"kind": "count"}],
         ceiling="1",
@@ -50,7 +50,7 @@ def test_steps_on_a_power_curve_cost_exactly_the_direct_price(
     owner = make_listing().dataset.owner
     dataset = dataset_create(owner=owner, name="v2", data=make_csv(50))
     listing = listing_create(
-        owner=owner, dataset_id=dataset.pk, title="Power", statistics=STATISTICS, ceiling="5",
+        owner=owner, dataset_id=dataset.public_id, title="Power", statistics=STATISTICS, ceiling="5",
         price_curve={"kind": "power", "c": "7.00", "p": "1.5"},
     )
     fund(buyer, 1000)
@@ -119,7 +119,7 @@ def test_the_owner_form_offers_every_curve(client, owner):
     dataset = dataset_create(owner=owner, name="staff", data=make_csv(40))
     client.force_login(owner)
     post = {
-        "dataset": dataset.pk, "title": "Count", "ceiling": "1", "price_kind": "power", "price_per_epsilon": "4", "p": "3",
+        "dataset": dataset.public_id, "title": "Count", "ceiling": "1", "price_kind": "power", "price_per_epsilon": "4", "p": "3",
         "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0", "stats-0-kind": "count",
     }
     refused = client.post("/owner/listings/new/", post)

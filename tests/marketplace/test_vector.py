@@ -30,7 +30,7 @@ def places(owner):
 
 def point_listing(owner, dataset, row, radius=50.0):
     return listing_create(
-        owner=owner, dataset_id=dataset.pk, title=f"Where is entity {row}", ceiling=str(CEILING), price_per_epsilon="1",
+        owner=owner, dataset_id=dataset.public_id, title=f"Where is entity {row}", ceiling=str(CEILING), price_per_epsilon="1",
         statistics=[{"kind": "point", "columns": ["east", "north"], "row": row, "radius": radius}],
     )
 
@@ -96,7 +96,7 @@ def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_cel
 
 def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_celery, client, django_capture_on_commit_callbacks):
     listing = listing_create(
-        owner=owner, dataset_id=places.pk, title="Where visitors are", ceiling="4", price_per_epsilon="3",
+        owner=owner, dataset_id=places.public_id, title="Where visitors are", ceiling="4", price_per_epsilon="3",
         statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000, "min_records": 100}],
     )
     assert listing.labels == ["centroid(east)", "centroid(north)"]
@@ -127,7 +127,7 @@ def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_cele
 )
 def test_bad_vector_statistics_are_refused(owner, places, statistics, message):
     with pytest.raises(InvalidInput, match=message):
-        listing_create(owner=owner, dataset_id=places.pk, title="x", ceiling="1", price_per_epsilon="1", statistics=statistics)
+        listing_create(owner=owner, dataset_id=places.public_id, title="x", ceiling="1", price_per_epsilon="1", statistics=statistics)
 
 
 def test_the_owner_form_lists_a_vector_statistic(client, owner, places):
@@ -135,7 +135,7 @@ def test_the_owner_form_lists_a_vector_statistic(client, owner, places):
 
     client.force_login(owner)
     post = {
-        "dataset": places.pk, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear", "price_per_epsilon": "2",
+        "dataset": places.public_id, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear", "price_per_epsilon": "2",
         "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
         "vector_kind": "centroid", "vector_columns": "east, north", "vector_center": "1000, 0",
         "vector_radius": "3000", "vector_min_records": "100",

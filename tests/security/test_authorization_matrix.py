@@ -164,7 +164,7 @@ PAGES = [
     page("GET",  "/admin/login/",                           "200  200   200   200   200   302"),
     page("GET",  "/admin/accounts/user/",                   "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/catalog/dataset/",                 "302A 302A  302A  302A  302A  200"),
-    page("GET",  "/admin/catalog/dataset/{D}/change/",      "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/catalog/dataset/{DK}/change/",     "302A 302A  302A  302A  302A  200"),  # staff's admin: the pk
     page("GET",  "/admin/catalog/listing/{L}/change/",      "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/ledger/transfer/",                 "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/ledger/transfer/add/",             "302A 302A  302A  302A  302A  200"),
@@ -185,7 +185,7 @@ def _csv_file():
 
 
 def payload(name, world, actor):
-    L, D = world.listing.pk, world.dataset.pk
+    L, D = world.listing.pk, world.dataset.public_id
     user = world.user(actor)
     if name in ("credentials", "login"):
         return {"username": user.username, "password": PASSWORD} if user else {"username": "bob", "password": "wrong"}
@@ -250,7 +250,9 @@ def client_for(world, tokens, actor, *, api: bool):
 
 def send(world, tokens, actor, row):
     K = world.people["buyer"].api_keys.order_by("created_at").first().pk if "{K}" in row.path else None
-    path = row.path.format(L=world.listing.pk, D=world.dataset.pk, P=world.purchase.pk, R=world.release.pk, K=K)
+    path = row.path.format(
+        L=world.listing.pk, D=world.dataset.public_id, DK=world.dataset.pk, P=world.purchase.pk, R=world.release.public_id, K=K
+    )
     client = client_for(world, tokens, actor, api=row.api)
     call = getattr(client, row.method.lower())
     args = [] if row.body is None else [payload(row.body, world, actor)]
@@ -412,11 +414,11 @@ def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tok
     noise patterns. Without this, a detector that never matches would pass the matrix."""
     found = secrets(world)
     buyer = client_for(world, tokens, "buyer", api=False)
-    download = body_text(buyer.get(f"/library/releases/{world.release.pk}.json"))
+    download = body_text(buyer.get(f"/library/releases/{world.release.public_id}.json"))
     assert sum(bool(p.search(download)) for p in found["buyer's release"]) >= 3
     shown = body_text(buyer.get(f"/purchases/{world.purchase.pk}/"))  # values with 2 decimals
     assert any(p.search(shown) for p in found["buyer's release"])
-    api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.pk}/"))
+    api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.public_id}/"))
     assert any(p.search(api_release) for p in found["buyer's release"])
 
     form = body_text(client_for(world, tokens, "owner", api=False).get("/owner/listings/new/"))
@@ -442,8 +444,8 @@ def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tok
 
 def test_every_list_holds_only_the_actors_own_things(world, tokens):
     P, OP = str(world.purchase.pk), str(world.other_purchase.pk)
-    R, OR = world.release.pk, world.other_purchase.release.pk
-    D, OD = world.dataset.pk, world.other_dataset.pk
+    R, OR = world.release.public_id, world.other_purchase.release.public_id
+    D, OD = world.dataset.public_id, world.other_dataset.public_id
     expected = {
         #               purchases  releases   datasets   wallet statement amounts
         "buyer":       ({P},       {R},       set(),     {"500.00", "-10.00"}),
@@ -484,17 +486,17 @@ def test_every_list_holds_only_the_actors_own_things(world, tokens):
     [
         ("other_buyer", "get", "/api/v1/purchases/{P}/", f"/api/v1/purchases/{uuid.uuid4()}/", True, None),
         ("owner", "get", "/api/v1/purchases/{P}/", f"/api/v1/purchases/{uuid.uuid4()}/", True, None),
-        ("other_buyer", "get", "/api/v1/releases/{R}/", "/api/v1/releases/987654/", True, None),
-        ("staff", "get", "/api/v1/releases/{R}/", "/api/v1/releases/987654/", True, None),
+        ("other_buyer", "get", "/api/v1/releases/{R}/", "/api/v1/releases/rel_0000000000000000000000/", True, None),
+        ("staff", "get", "/api/v1/releases/{R}/", "/api/v1/releases/rel_0000000000000000000000/", True, None),
         ("other_buyer", "get", "/purchases/{P}/", f"/purchases/{uuid.uuid4()}/", False, None),
-        ("other_buyer", "get", "/library/releases/{R}.csv", "/library/releases/987654.csv", False, None),
+        ("other_buyer", "get", "/library/releases/{R}.csv", "/library/releases/rel_0000000000000000000000.csv", False, None),
         ("other_owner", "get", "/owner/listings/{L}/", "/owner/listings/987654/", False, None),
-        ("other_owner", "get", "/owner/listings/new/?dataset={D}", "/owner/listings/new/?dataset=987654", False, None),
+        ("other_owner", "get", "/owner/listings/new/?dataset={D}", "/owner/listings/new/?dataset=ds_0000000000000000000000", False, None),
         ("other_owner", "get", "/owner/trust/?listing={L}", "/owner/trust/?listing=987654", False, None),
     ],
 )
 def test_someone_elses_thing_is_indistinguishable_from_nothing(world, tokens, actor, method, path, nothing, api, data):
-    fill = dict(L=world.listing.pk, D=world.dataset.pk, P=world.purchase.pk, R=world.release.pk)
+    fill = dict(L=world.listing.pk, D=world.dataset.public_id, P=world.purchase.pk, R=world.release.public_id)
     client = client_for(world, tokens, actor, api=api)
     theirs = getattr(client, method)(path.format(**fill))
     missing = getattr(client, method)(nothing)
@@ -506,8 +508,8 @@ def test_someone_elses_thing_is_indistinguishable_from_nothing(world, tokens, ac
 def test_creating_a_listing_on_someone_elses_dataset_reads_as_no_such_dataset(world, tokens):
     client = client_for(world, tokens, "other_owner", api=True)
     spec = {"title": "Mine now", "statistics": [{"kind": "count"}], "ceiling": "1", "price_per_epsilon": "1.00"}
-    theirs = client.post("/api/v1/listings/", {**spec, "dataset": world.dataset.pk}, format="json")
-    missing = client.post("/api/v1/listings/", {**spec, "dataset": 987654}, format="json")
+    theirs = client.post("/api/v1/listings/", {**spec, "dataset": world.dataset.public_id}, format="json")
+    missing = client.post("/api/v1/listings/", {**spec, "dataset": "ds_0000000000000000000000"}, format="json")
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json() == missing.json()
     assert Listing.objects.filter(dataset=world.dataset).count() == 1

@@ -255,7 +255,7 @@ def test_a_release_download_never_starts_a_cell_with_a_formula(
         row_count=200, data=rows.tobytes(),
     )
     listing = listing_create(
-        owner=owner, dataset_id=dataset.pk, title="Histogram", ceiling="5", price_per_epsilon="1",
+        owner=owner, dataset_id=dataset.public_id, title="Histogram", ceiling="5", price_per_epsilon="1",
         statistics=[{"kind": "histogram", "column": dataset.columns[0], "bins": [0, 5, 10]}],
     )
     fund(buyer, 100)
@@ -263,7 +263,7 @@ def test_a_release_download_never_starts_a_cell_with_a_formula(
         purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     purchase.refresh_from_db()
     client.force_login(buyer)
-    download = client.get(f"/library/releases/{purchase.release.pk}.csv")
+    download = client.get(f"/library/releases/{purchase.release.public_id}.csv")
     assert download.status_code == 200
     cells = [cell for row in csv.reader(io.StringIO(download.content.decode())) for cell in row]
     assert len(cells) == 5 * 3
@@ -287,7 +287,7 @@ def test_hostile_names_are_escaped_on_every_page(
     dataset = dataset_create(owner=owner, name=HOSTILE_TITLE, data=data)
     assert dataset.columns == [HOSTILE_NAME, "b"]
     listing = listing_create(
-        owner=owner, dataset_id=dataset.pk, title=HOSTILE_TITLE, description=HOSTILE_NAME, ceiling="5",
+        owner=owner, dataset_id=dataset.public_id, title=HOSTILE_TITLE, description=HOSTILE_NAME, ceiling="5",
         price_per_epsilon="1",
         statistics=[{"kind": "count"}, {"kind": "histogram", "column": HOSTILE_NAME, "bins": [0, 5, 10]},
                     {"kind": "mean", "column": HOSTILE_NAME, "lower": 0, "upper": 10}],
@@ -331,7 +331,7 @@ def test_hostile_numbers_in_levels_amounts_prices_and_searches(client, owner, bu
     dataset = dataset_create(owner=owner, name="d", data=b"a,b\n1,2\n3,4\n")
     with pytest.raises(InvalidInput, match="too large|below"):
         listing_create(
-            owner=owner, dataset_id=dataset.pk, title="t", statistics=[{"kind": "count"}], ceiling="100",
+            owner=owner, dataset_id=dataset.public_id, title="t", statistics=[{"kind": "count"}], ceiling="100",
             price_curve={"kind": "power", "c": "99999999999999.00", "p": "2"},
         )
     client.force_login(buyer)

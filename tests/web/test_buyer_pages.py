@@ -128,10 +128,10 @@ def test_library_downloads_and_top_up(client, listing, buyer, fund, eager_celery
     release = Purchase.objects.get().release
     text = page_text(client.get("/library/"))
     assert "Clinic visits" in text and "bought ε = 2, released ε = 2" in text and "20.00" in text
-    as_json = json.loads(client.get(f"/library/releases/{release.pk}.json").content)
+    as_json = json.loads(client.get(f"/library/releases/{release.public_id}.json").content)
     assert as_json["epsilon"] == "2.0000" and len(as_json["values"]) == 52
     assert {"label", "kind", "value", "noise_scale", "error_bound"} <= set(as_json["values"][0])
-    as_csv = client.get(f"/library/releases/{release.pk}.csv")
+    as_csv = client.get(f"/library/releases/{release.public_id}.csv")
     assert as_csv["Content-Disposition"].endswith('.csv"')
     lines = as_csv.content.decode().strip().splitlines()
     assert lines[0] == "label,kind,value,noise_scale,error_bound_95" and len(lines) == 53
@@ -150,7 +150,7 @@ def test_another_buyers_purchase_and_release_are_404(client, listing, buyer, use
     client.force_login(users("eve"))
     assert client.get(f"/purchases/{purchase.pk}/").status_code == 404
     assert client.get(f"/purchases/{purchase.pk}/status/").status_code == 404
-    assert client.get(f"/library/releases/{purchase.release.pk}.json").status_code == 404
+    assert client.get(f"/library/releases/{purchase.release.public_id}.json").status_code == 404
 
 
 def test_pages_need_login_and_forms_carry_csrf(client, listing):

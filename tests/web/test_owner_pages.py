@@ -74,7 +74,7 @@ def signed_in(client):
 def listing_post(dataset, rows, **fields) -> dict:
     """The listing form as posted: the listing's fields and the statistic rows (dicts)."""
     data = {
-        "dataset": dataset.pk,
+        "dataset": dataset.public_id,
         "title": "Ages",
         "description": "",
         "ceiling": "2",
@@ -116,7 +116,7 @@ def test_another_owners_listing_and_dataset_do_not_exist(signed_in, listing, use
     dataset_create(owner=intruder, name="mine", data=make_csv(20))
     client = signed_in(intruder)
     assert client.get(owner_listing(listing.pk)).status_code == 404
-    assert client.get(f"{LISTING_NEW}?dataset={listing.dataset_id}").status_code == 404
+    assert client.get(f"{LISTING_NEW}?dataset={listing.dataset.public_id}").status_code == 404
     assert "Clinic visits" not in text(client.get(OWNER))
 
     posted = client.post(LISTING_NEW, listing_post(listing.dataset, [{"kind": "count"}]))
@@ -169,7 +169,7 @@ def test_an_upload_is_stored_and_leads_to_creating_a_listing(signed_in, owner):
     client = signed_in(owner)
     answer = upload(client, make_csv(150), total_budget="6", publish_size="on")
     dataset = Dataset.objects.get(owner=owner)
-    assert answer.status_code == 302 and answer["Location"] == f"{LISTING_NEW}?dataset={dataset.pk}"
+    assert answer.status_code == 302 and answer["Location"] == f"{LISTING_NEW}?dataset={dataset.public_id}"
     assert dataset.columns == ["age", "income", "visits"] and dataset.row_count == 150
     assert dataset.total_budget == Decimal("6") and dataset.published_size == 150
     page = text(client.get(answer["Location"]))
@@ -306,10 +306,10 @@ def test_choosing_another_dataset_shows_its_columns(signed_in, owner, dataset):
     other = dataset_create(owner=owner, name="heights", data=b"height,weight\n170,60\n182,81\n")
     client = signed_in(owner)
     newest = text(client.get(LISTING_NEW))
-    assert '<option value="height">height</option>' in newest and f'<option value="{other.pk}" selected>' in newest
-    older = text(client.get(f"{LISTING_NEW}?dataset={dataset.pk}"))
+    assert '<option value="height">height</option>' in newest and f'<option value="{other.public_id}" selected>' in newest
+    older = text(client.get(f"{LISTING_NEW}?dataset={dataset.public_id}"))
     assert '<option value="age">age</option>' in older and '<option value="height">' not in older
-    assert f'name="dataset" value="{dataset.pk}"' in older
+    assert f'name="dataset" value="{dataset.public_id}"' in older
 
 
 # --- a listing's figures

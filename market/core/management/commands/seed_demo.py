@@ -63,7 +63,7 @@ class Command(BaseCommand):
             )
             listing_create(
                 owner=owner,
-                dataset_id=dataset.pk,
+                dataset_id=dataset.public_id,
                 title="Clinic patients: how many, how old, how often they visit",
                 description="Patient count, mean age, total visits and an age histogram.",
                 statistics=[
@@ -78,7 +78,7 @@ class Command(BaseCommand):
             )
             listing_create(
                 owner=owner,
-                dataset_id=dataset.pk,
+                dataset_id=dataset.public_id,
                 title="Clinic patients: household income and blood pressure",
                 description="Mean household income and mean systolic blood pressure.",
                 statistics=[

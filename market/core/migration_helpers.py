@@ -1,0 +1,104 @@
+"""Steps shared by migrations that add a column to a guarded table.
+
+Two things make such a migration delicate (see ``core/migrations/0001`` and
+``0002``): the append-only tables refuse UPDATE by trigger, so filling a new
+column for existing rows must lift that trigger for the fill and only for it;
+and SQLite drops a table's triggers whenever Django rebuilds the table, so the
+triggers are reinstalled after the change, whichever way it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BATCH = 1000
+
+
+def reinstall_sqlite_triggers(apps, schema_editor):
+    """Every SQLite trigger of ``core.0001``, dropped and created again (idempotent; PostgreSQL: nothing)."""
+    importlib.import_module("market.core.migrations.0002_reinstall_sqlite_triggers").reinstall(apps, schema_editor)
+
+
+def reinstall_sqlite_triggers_if_installed(apps, schema_editor):
+    """The same, only where ``core.0001`` is applied (then every table its triggers name exists):
+    a step that runs while going back, whatever the state the database is in."""
+    from django.db.migrations.recorder import MigrationRecorder
+
+    if ("core", "0001_database_invariants") in MigrationRecorder(schema_editor.connection).applied_migrations():
+        reinstall_sqlite_triggers(apps, schema_editor)
+
+
+def _has_trigger(connection, table: str, trigger: str) -> bool:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass", [trigger, table])
+        else:
+            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = %s", [trigger])
+        return cursor.fetchone() is not None
+
+
+def fill_public_ids(app_label: str, model_name: str, new_id, *, append_only_trigger: str | None = None):
+    """A RunPython step giving every row without a public id a fresh one from ``new_id()``.
+
+    ``append_only_trigger`` names the trigger that refuses UPDATE on the table:
+    on PostgreSQL it is disabled around the fill, in the same transaction (a
+    failure rolls the disabling back too); on SQLite it is dropped, and
+    ``core.0003`` reinstalls every trigger once the tables have their final shape.
+    """
+
+    def fill(apps, schema_editor):
+        model = apps.get_model(app_label, model_name)
+        connection = schema_editor.connection
+        table = model._meta.db_table
+        # on a new database the triggers come later (core.0001): nothing to lift, and no rows
+        guarded = bool(append_only_trigger) and _has_trigger(connection, table, append_only_trigger)
+        with connection.cursor() as cursor:
+            if guarded and connection.vendor == "postgresql":
+                cursor.execute(f"ALTER TABLE {connection.ops.quote_name(table)} DISABLE TRIGGER {append_only_trigger}")
+            elif guarded and connection.vendor == "sqlite":
+                cursor.execute(f"DROP TRIGGER {append_only_trigger}")  # core.0003 installs it again
+            pending = list(model.objects.filter(public_id__isnull=True).values_list("pk", flat=True))
+            for start in range(0, len(pending), BATCH):
+                rows = [model(pk=pk, public_id=new_id()) for pk in pending[start : start + BATCH]]
+                model.objects.bulk_update(rows, ["public_id"])
+            if guarded and connection.vendor == "postgresql":
+                cursor.execute(f"ALTER TABLE {connection.ops.quote_name(table)} ENABLE TRIGGER {append_only_trigger}")
+
+    return fill
+
+
+def public_id_operations(app_label: str, model_name: str, new_id, *, append_only_trigger: str | None = None) -> list:
+    """Add ``public_id`` to a model with rows: nullable, filled, then unique and required.
+
+    Reversible: going back drops the column (and, on SQLite, reinstalls the
+    triggers the table rebuild dropped). Forwards, SQLite's triggers are
+    reinstalled by ``core.0003``, which runs after these migrations; installing
+    them here would put them on a new database before ``core.0001`` does.
+    """
+    from django.db import migrations, models
+
+    from market.core import ids
+
+    return [
+        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_triggers_if_installed),  # reverse: runs last
+        migrations.AddField(
+            model_name=model_name,
+            name="public_id",
+            field=models.CharField(max_length=ids.MAX_LENGTH, null=True, editable=False),
+        ),
+        migrations.RunPython(
+            fill_public_ids(app_label, model_name, new_id, append_only_trigger=append_only_trigger),
+            migrations.RunPython.noop,
+        ),
+        migrations.AlterField(
+            model_name=model_name,
+            name="public_id",
+            field=models.CharField(
+                max_length=ids.MAX_LENGTH,
+                unique=True,
+                editable=False,
+                default=new_id,
+                help_text=f"the opaque id URLs and answers use ({ids.PREFIXES[model_name]}...); the integer pk stays internal",
+            ),
+        ),
+    ]
