@@ -13,6 +13,15 @@ for scope in ("USER", "ANON", "PURCHASES", "AUTH"):
 django.setup()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fresh_cache():
+    """Start from an empty cache: sign-in lockouts and throttle counts kept in Redis by an
+    earlier run must not decide this one's answers."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def rng(request):
     """A generator with a fixed seed derived from the test's name (tests only)."""

@@ -8,10 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from market.core import visibility
 from market.core.errors import Conflict, InvalidInput, NotFound
 
 from . import keys
+from .locks import api_key_lock, user_lock
 from .models import ApiKey, User
 
 #: a rotated key may keep working this long at most, so that clients can switch over
@@ -61,11 +61,6 @@ def _issue(*, user: User, name: str, expires_at, from_sign_in: bool, now) -> tup
     return key, secret
 
 
-def _lock_user(user: User) -> None:
-    """Key writes of one user take turns (the per-user cap is counted under this lock)."""
-    User.objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True).first()
-
-
 def api_key_create(*, user: User, name: str, expires_at: datetime | None = None, from_sign_in: bool = False) -> tuple[ApiKey, str]:
     """A new key for ``user``. Returns the key and its secret: the only time the secret exists
     outside the client. At most ``API_KEY_MAX_ACTIVE`` usable keys per user: a sign-in exchange
@@ -74,7 +69,7 @@ def api_key_create(*, user: User, name: str, expires_at: datetime | None = None,
     name = _name(name)
     expires_at = _expiry(expires_at, now)
     with transaction.atomic():
-        _lock_user(user)
+        user_lock(user=user)
         usable = ApiKey.objects.filter(ApiKey.usable_q(now), user=user)
         if usable.count() >= _max_active():
             oldest = usable.filter(from_sign_in=True).order_by("created_at").first() if from_sign_in else None
@@ -88,7 +83,7 @@ def api_key_create(*, user: User, name: str, expires_at: datetime | None = None,
 
 
 def _own_key_for_update(*, user: User, key_id: str) -> ApiKey:
-    key = visibility.api_keys(user).select_for_update().filter(pk=key_id).first()
+    key = api_key_lock(user=user, key_id=key_id)
     if key is None:
         raise NotFound("no such API key")
     return key
@@ -117,7 +112,7 @@ def api_key_rotate(*, user: User, key_id: str, grace: timedelta = timedelta(0)) 
         )
     now = timezone.now()
     with transaction.atomic():
-        _lock_user(user)
+        user_lock(user=user)
         key = _own_key_for_update(user=user, key_id=key_id)
         state = key.status(now)
         if state != "active":

@@ -1,7 +1,7 @@
 """The product's one lock order, and the retry that keeps a lost race away from clients.
 
 Every row lock is taken through a helper in a ``locks.py`` module of the app
-that owns the row (``market/catalog/locks.py``, ``market/trust/locks.py``,
+that owns the row (``market/accounts/locks.py``, ``market/catalog/locks.py``, ``market/trust/locks.py``,
 ``market/trading/locks.py``, ``market/ledger/locks.py``,
 ``releases/locks.py``). Each helper announces its :class:`Rank` to
 :func:`taken`; within one transaction locks are taken in increasing rank,
@@ -11,6 +11,8 @@ for. Rows of one rank are locked in id order.
 =========  ==========================================  =====================
 rank       rows                                        mode
 =========  ==========================================  =====================
+USER       a user (their API-key writes take turns)    FOR NO KEY UPDATE
+API_KEY    an API key                                  FOR UPDATE
 NETWORK    an owner's trust network                    FOR UPDATE
 DATASET    a dataset (its listings' budget)            FOR UPDATE
 LISTING    a listing (ceiling, open)                   FOR SHARE in purchases
@@ -55,6 +57,8 @@ T = TypeVar("T")
 
 
 class Rank(enum.IntEnum):
+    USER = 1
+    API_KEY = 2
     NETWORK = 10
     DATASET = 20
     LISTING = 30

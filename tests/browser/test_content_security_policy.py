@@ -32,7 +32,7 @@ def marketplace(users, fund, eager_celery, seeded_noise):
     fund(buyer, 500)
     dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), publish_size=True)
     listing = listing_create(
-        owner=owner, dataset_id=dataset.pk, title="Clinic visits", statistics=STATISTICS, ceiling="5",
+        owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5",
         price_per_epsilon="10", compensation={"E": "40", "rate": "1", "E_min": "0", "people": 800},
     )
     purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="0.5")  # released at commit (eager)

@@ -139,7 +139,10 @@ def in_process():
 
 
 @pytest.fixture
-def world(db, in_process, django_capture_on_commit_callbacks) -> World:
+def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World:
+    # the fuzzer tries many wrong passwords: judge their answers, not the per-account lockout
+    # (tests/security/test_signin_lockout.py tests that)
+    settings.LOGIN_FAILURE_LIMIT = 10**9
     from market.celery import app
 
     before = app.conf.task_always_eager

@@ -51,7 +51,7 @@ def test_dataset_ids_are_opaque_and_listings_are_created_by_them(api, owner, use
     spec = {"title": "t", "statistics": STATISTICS[:1], "ceiling": "1", "price_per_epsilon": "1.00"}
     dataset = Dataset.objects.get(public_id=made[0])
     by_old_id = client.post("/api/v1/listings/", {**spec, "dataset": dataset.pk}, format="json")
-    assert by_old_id.status_code == 404 and "dataset" in by_old_id.json()["error"]["fields"]
+    assert by_old_id.status_code == 400 and "dataset" in by_old_id.json()["error"]["fields"]  # not even text
     by_old_text = client.post("/api/v1/listings/", {**spec, "dataset": str(dataset.pk)}, format="json")
     assert by_old_text.status_code == 404
     assert client.post("/api/v1/listings/", {**spec, "dataset": made[0]}, format="json").status_code == 201
