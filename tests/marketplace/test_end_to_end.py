@@ -38,6 +38,7 @@ def buy_and_wait(client, listing_id, eps, timeout=30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         body = client.get(url).json()
+        assert "status" in body, body
         if body["status"] == "released":
             return body
         assert body["status"] != "failed", body
