@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from market.core.errors import Conflict, InvalidInput, NotFound
+from market.core.locks import lost_race
 
 from . import keys
 from .locks import api_key_lock, user_lock
@@ -131,13 +133,20 @@ def api_keys_revoke_all(*, user: User) -> int:
 
 def api_key_touch(*, key: ApiKey, every: timedelta = timedelta(seconds=60)) -> None:
     """Record a use of ``key``: at most one write per key per ``every`` (a conditional UPDATE,
-    so concurrent requests do not all write, and most requests do not write at all)."""
+    so concurrent requests do not all write, and most requests do not write at all). The stamp
+    is bookkeeping: if the row is locked right now (a rotation in progress), the request goes on
+    unstamped rather than waiting or failing."""
     now = timezone.now()
     if key.last_used_at is not None and key.last_used_at > now - every:
         return
-    from django.db.models import Q
-
-    ApiKey.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - every), pk=key.pk).update(last_used_at=now)
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - every)
+    try:
+        with transaction.atomic():
+            ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    except OperationalError as exc:
+        if not lost_race(exc):
+            raise
+        return
     key.last_used_at = now
 
 

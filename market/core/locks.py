@@ -111,7 +111,9 @@ def lost_race(exc: BaseException) -> bool:
     cause = exc.__cause__
     if getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES:
         return True
-    return connection.vendor == "sqlite" and "database is locked" in str(exc)
+    # SQLite: "database is locked" (another writer past the timeout), "database table is locked"
+    # (shared-cache in-memory databases, as in tests)
+    return connection.vendor == "sqlite" and "is locked" in str(exc)
 
 
 def retrying(work: Callable[[], T], *, attempts: int = 5, base_delay: float = 0.02, what: str = "request") -> T:

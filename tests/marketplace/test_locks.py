@@ -16,6 +16,7 @@ from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail, purchase_quote
 from market.trust.services import trust_listings_set, trust_network_update
 from releases.services import release_compute
+from tests.marketplace.conftest import needs_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -161,3 +162,42 @@ def test_a_listing_that_would_give_everything_away_is_refused(make_listing):
     assert caught.value.fields == {"price_per_epsilon": ["Charge at least 0.01 at the ceiling."]}
     with pytest.raises(InvalidInput, match="gives every level away"):
         make_listing(price="0.01", ceiling="0.4")  # 0.01 x 0.4 rounds to 0.00
+
+
+@pytest.mark.django_db(transaction=True)
+@needs_postgres
+def test_a_key_whose_row_is_locked_still_signs_in_unstamped(buyer, api):
+    """The last-use stamp waits for no lock: with the key's row locked by another transaction
+    (a rotation), a request signed with it waits out at most the lock timeout and succeeds."""
+    import threading
+
+    from django.db import connections, transaction
+
+    from market.accounts.models import ApiKey
+    from market.accounts.services import api_key_create
+
+    key, secret = api_key_create(user=buyer, name="locked")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                ApiKey.objects.select_for_update().get(pk=key.pk)
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        client = api()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        answer = client.get("/api/v1/wallet/")
+        assert answer.status_code == 200, answer.content
+    finally:
+        release.set()
+        holder.join(30)
+    key.refresh_from_db()
+    assert key.last_used_at is None  # not stamped this time; the next request will be
