@@ -17,7 +17,8 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from market.core.errors import DomainError
+from market.core.errors import Busy, DomainError
+from market.core.locks import lost_race
 
 from .parsers import PayloadTooLarge
 from .serializers import ErrorSerializer
@@ -98,6 +99,10 @@ def exception_handler(exc, context):
         if auth_header:
             response["WWW-Authenticate"] = auth_header
         return response
+    if lost_race(exc):  # a lock race a service did not run again itself: busy, not broken
+        log.warning("a lost lock race reached the API's error handler: %s", exc)
+        busy = Busy("the marketplace is busy right now; nothing was changed, try again in a moment")
+        return exception_handler(busy, context)
     log.exception("unexpected error in the API", exc_info=exc)
     return Response(body(500, "server_error", "Something went wrong on our side; nothing was charged twice."), status=500)
 

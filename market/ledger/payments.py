@@ -35,6 +35,7 @@ class ManualFunding:
         from django.db import IntegrityError, transaction
 
         from market.accounts.roles import require_role
+        from market.core.locks import retrying
 
         from .services import account_get, money, transfer_create
 
@@ -47,7 +48,8 @@ class ManualFunding:
             )
         wallet = account_get(user=user, kind=Account.Kind.WALLET)
         source = account_get(user=None, kind=Account.Kind.FUNDING)
-        try:
+
+        def take() -> Transfer:
             with transaction.atomic():
                 return transfer_create(
                     kind=Transfer.Kind.TOP_UP,
@@ -55,6 +57,11 @@ class ManualFunding:
                     memo=memo or "top-up",
                     reference=reference,
                 )
+
+        try:
+            # every top-up moves money out of the one funding account: a hot row, so a wait past
+            # the lock timeout is run again (then 409 busy), never a 500
+            return retrying(take, what="top-up")
         except IntegrityError:
             if reference is None:
                 raise

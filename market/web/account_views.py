@@ -55,12 +55,13 @@ def account(request):
 @login_required
 def role_add(request):
     form = RoleForm(request.POST)
-    if form.is_valid():
-        user_role_add(user=request.user, role=form.cleaned_data["role"])
-        messages.success(request, f"You are now also a{'n' if form.cleaned_data['role'] == 'owner' else ''} {form.cleaned_data['role']}.")
-    else:
+    if not form.is_valid():
         messages.error(request, "Choose buyer or owner.")
-    return redirect("web:account")
+        return redirect("web:account")
+    role = form.cleaned_data["role"]
+    user_role_add(user=request.user, role=role)
+    messages.success(request, f"You are now also a{'n' if role == 'owner' else ''} {role}.")
+    return redirect("web:owner" if role == "owner" else "web:account")  # a new owner starts on the dashboard
 
 
 @never_cache

@@ -170,3 +170,16 @@ def test_the_page_has_no_inline_script_style_or_handlers(buyer):
     assert not re.search(r"\sstyle\s*=", html)
     assert not re.search(r"\son[a-z]+\s*=", html, re.I)
     assert 'href="/account/"' in html  # the header links to the page
+
+
+def test_a_buyer_at_the_owner_tools_adds_the_owner_role_there_and_lands_on_the_dashboard(client, django_user_model):
+    buyer = django_user_model.objects.create_user("becky", "becky@example.com", "a-long-password-1")
+    client.force_login(buyer)
+    page = client.get("/owner/")
+    assert page.status_code == 403
+    assert 'action="/account/roles/"' in page.content.decode() and "sign up a new account" not in page.content.decode()
+    answer = client.post("/account/roles/", {"role": "owner"})
+    assert answer.status_code == 302 and answer["Location"] == "/owner/"
+    buyer.refresh_from_db()
+    assert buyer.is_owner and buyer.is_buyer
+    assert client.get("/owner/").status_code == 200

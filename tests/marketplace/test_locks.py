@@ -201,3 +201,53 @@ def test_a_key_whose_row_is_locked_still_signs_in_unstamped(buyer, api):
         holder.join(30)
     key.refresh_from_db()
     assert key.last_used_at is None  # not stamped this time; the next request will be
+
+
+def test_a_lock_race_no_service_ran_again_is_a_409_in_the_api_not_a_500(buyer, api, monkeypatch):
+    import market.api.views as views
+
+    def broken(**kwargs):
+        raise lost_race("55P03")
+
+    monkeypatch.setattr(views.ledger, "wallet_balance", broken)
+    answer = api(buyer).get("/api/v1/wallet/")
+    assert answer.status_code == 409 and answer.headers["Retry-After"] == "1"
+    assert answer.json()["error"]["code"] == "busy"
+    # any other database error is still a bug, and says so
+    monkeypatch.setattr(views.ledger, "wallet_balance", lambda **kw: (_ for _ in ()).throw(OperationalError("disk full")))
+    assert api(buyer).get("/api/v1/wallet/").status_code == 500
+
+
+def test_a_lock_race_on_a_page_is_a_409_page_that_says_nothing_was_taken(buyer, client, monkeypatch):
+    import market.web.views as views
+
+    def broken(**kwargs):
+        raise lost_race("40P01")
+
+    monkeypatch.setattr(views.catalog, "holdings_list", broken)
+    client.force_login(buyer)
+    answer = client.get("/library/")
+    assert answer.status_code == 409 and answer["Retry-After"] == "1"
+    assert "took nothing" in answer.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_top_up_that_loses_a_lock_race_is_run_again_and_funds_once(buyer, monkeypatch):
+    import market.ledger.services as ledger_services
+    from market.ledger.payments import ManualFunding
+    from market.ledger.selectors import wallet_balance
+
+    monkeypatch.setattr(locks.time, "sleep", lambda s: None)
+    real, calls = ledger_services.transfer_create, []
+
+    def flaky(**kwargs):
+        calls.append(1)
+        if len(calls) < 3:
+            raise lost_race("55P03")  # the funding account stayed locked past the timeout
+        return real(**kwargs)
+
+    monkeypatch.setattr(ledger_services, "transfer_create", flaky)
+    ManualFunding().fund(user=buyer, amount=Decimal("25.00"))
+    assert len(calls) == 3
+    assert wallet_balance(user=buyer) == Decimal("25.00")
+    assert Transfer.objects.filter(kind="top_up").count() == 1
