@@ -14,6 +14,7 @@ from market.core.locks import lost_race
 
 from . import keys
 from .locks import api_key_lock, user_lock
+from .roles import ROLES
 from .models import ApiKey, User
 
 #: a rotated key may keep working this long at most, so that clients can switch over
@@ -21,7 +22,6 @@ ROTATION_GRACE_MAX = timedelta(hours=24)
 #: an expiry at most this far ahead (a key without expiry is also allowed)
 EXPIRY_MAX = timedelta(days=3650)
 NAME_MAX = 100
-ROLES = ("buyer", "owner")
 
 
 def _max_active() -> int:
@@ -154,7 +154,7 @@ def user_role_add(*, user: User, role: str) -> User:
     """Give ``user`` the role they lack: "buyer" (may buy and top up) or "owner" (may list data)."""
     if role not in ROLES:
         raise InvalidInput("unknown role", fields={"role": [f"One of: {', '.join(ROLES)}."]})
-    field = "is_buyer" if role == "buyer" else "is_owner"
+    field, _ = ROLES[role]
     with transaction.atomic():
         User.objects.filter(pk=user.pk).update(**{field: True})
         setattr(user, field, True)

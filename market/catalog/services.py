@@ -8,6 +8,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from market.accounts.roles import require_role
 from market.core.errors import InvalidInput, NotFound
 from market.core.levels import parse_level
 from market.ledger.models import Account
@@ -21,10 +22,7 @@ from .statistics import SpecError, build_plan, compute
 
 
 def _require_owner(user) -> None:
-    if not (user and user.is_authenticated and user.is_owner):
-        from market.core.errors import Forbidden
-
-        raise Forbidden("only owners can list data: turn on 'owner' in your account")
+    require_role(user, "owner")
 
 
 def _text(value, name: str, *, max_length: int, required: bool = True) -> str:

@@ -21,8 +21,9 @@ from decimal import Decimal, InvalidOperation
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from market.accounts.roles import require_role
 from market.core import visibility
-from market.core.errors import Forbidden, InvalidInput
+from market.core.errors import InvalidInput
 from market.core.fields import LEVEL_PLACES, LEVEL_QUANTUM
 
 from .edgelist import MAX_NAME_LENGTH, MAX_REPORTED, EdgeListError, parse_edge_list
@@ -43,8 +44,7 @@ MAX_TIER_NAME = Tier._meta.get_field("name").max_length
 
 
 def _require_owner(user) -> None:
-    if not (user and user.is_authenticated and user.is_owner):
-        raise Forbidden("only owners have a trust network: turn on 'owner' in your account")
+    require_role(user, "owner")
 
 
 def _number(value, *, positive: bool) -> tuple[Decimal | None, str | None]:
