@@ -1,4 +1,4 @@
-"""The gradual-release noise process (``shared/docs/MATH.md`` sections 1-6).
+"""The gradual-release noise process (``docs/mathematics.md`` sections 1-6).
 
 Everything here is for unit sensitivity: a query answer ``u`` with
 l1-sensitivity ``Delta`` is released at level ``eps`` as ``u + Delta * V_eps``.
@@ -99,7 +99,7 @@ def _reshape(flat: np.ndarray, shape: tuple[int, ...]):
 
 
 # --------------------------------------------------------------------------
-# relaxation (MATH.md section 2)
+# relaxation (docs/mathematics.md section 2)
 
 
 def _relax_chunk(x, e1, e2, u1, u2, out):
@@ -160,7 +160,7 @@ def relax(noise, eps_from, eps_to, rng: np.random.Generator):
 
 
 # --------------------------------------------------------------------------
-# tightening (MATH.md section 3)
+# tightening (docs/mathematics.md section 3)
 
 
 def tighten(noise, eps_from, eps_to, rng: np.random.Generator):
@@ -191,13 +191,13 @@ def tighten(noise, eps_from, eps_to, rng: np.random.Generator):
 
 
 # --------------------------------------------------------------------------
-# bridge (MATH.md section 4)
+# bridge (docs/mathematics.md section 4)
 
 
 def _bridge_chunk(xa, xb, ea, ec, eb, u1, u2, out):
     """Draw ``V_c`` given ``V_a = xa`` and ``V_b = xb`` (five components).
 
-    The weights of MATH.md section 4 are all divided by ``e^{-ea d}`` so that
+    The weights of docs/mathematics.md section 4 are all divided by ``e^{-ea d}`` so that
     they depend on ``(ec - ea) d`` only and never underflow together.
     """
     p = (ec / eb) ** 2
@@ -275,7 +275,7 @@ def bridge(noise_lo, eps_lo, noise_hi, eps_hi, eps_mid, rng: np.random.Generator
 
 
 # --------------------------------------------------------------------------
-# the l2 process (MATH.md sections 5 and 6)
+# the l2 process (docs/mathematics.md sections 5 and 6)
 
 
 def _check_dim(dim) -> int:

@@ -1,7 +1,7 @@
 """One stored noise path: its released levels and their noise vectors.
 
 A :class:`NoisePath` answers "give me the noise at eps" by the one exact step
-that fits (MATH.md section 4): reuse a released level, relax above the highest,
+that fits (docs/mathematics.md section 4): reuse a released level, relax above the highest,
 tighten below the lowest, bridge between two neighbours, or draw the first
 point directly. A level that is known is never sampled again.
 

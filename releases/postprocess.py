@@ -1,4 +1,4 @@
-"""What happens to a noisy answer before anyone sees it (MATH.md section 10).
+"""What happens to a noisy answer before anyone sees it (docs/mathematics.md section 9).
 
 A released float is rounded to a power-of-two grid near a small fraction of
 the noise scale, then clamped to the query's declared range, so that its low

@@ -1,4 +1,4 @@
-"""Privacy at risk and the compensation cost model (``shared/docs/MATH.md`` section 8).
+"""Privacy at risk and the compensation cost model (``docs/mathematics.md`` section 7).
 
 Formulas from Dandekar, Basu and Bressan, "Differential Privacy at Risk:
 Bridging Randomness and Privacy Budget" (the privacy-at-risk paper):

@@ -1,4 +1,4 @@
-"""Price curves (MATH.md section 9).
+"""Price curves (docs/mathematics.md section 8).
 
 A curve gives P(eps), the price of the whole path up to eps, in credits rounded
 to the cent. A purchase from level e1 to e2 costs P(e2) - P(e1), so buying in
@@ -108,7 +108,7 @@ class PriceCurve:
                     f"power p = {p} is refused: a price growing faster than ε² invites arbitrage. Two independent "
                     f"answers at ε/√2 average to the accuracy of one at ε, and would cost 2^(1-p/2) = "
                     f"{2 ** (1 - float(p) / 2):.2f} times its price. Use p <= 2.",
-                    fields={"p": ["At most 2: higher powers invite arbitrage (MATH.md section 9)."]},
+                    fields={"p": ["At most 2: higher powers invite arbitrage (docs/mathematics.md section 8)."]},
                 )
             return cls(kind, c=c, p=p)
         margin = _number(curve, "margin", low=Decimal(0), low_open=True, high=Decimal(1000), label="margin")

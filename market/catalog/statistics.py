@@ -192,7 +192,7 @@ MAX_VECTOR_DIM = 16
 
 
 def _vector_plan(item: dict, columns: list[str]) -> Plan:
-    """A vector statistic, released alone with l2 noise (MATH.md section 6).
+    """A vector statistic, released alone with l2 noise (docs/mathematics.md section 6).
 
     * ``{"kind": "centroid", "columns": [...], "center": [...], "radius": R, "min_records": n}``:
       the mean of the records' points, each first pulled into the ball of

@@ -19,7 +19,7 @@ def corr(a, b) -> float:
 
 
 def relax_continuous_cdf(x: float, e1: float, e2: float):
-    """CDF of ``relax(x)`` restricted to ``y != x`` (normalised), from MATH.md section 2.
+    """CDF of ``relax(x)`` restricted to ``y != x`` (normalised), from docs/mathematics.md section 2.
 
     Written for ``x >= 0`` in terms of ``y``; for ``x < 0`` use symmetry.
     """

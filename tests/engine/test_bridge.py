@@ -1,4 +1,4 @@
-"""The bridge step: a level between two released ones (MATH.md section 4)."""
+"""The bridge step: a level between two released ones (docs/mathematics.md section 4)."""
 
 import numpy as np
 import pytest

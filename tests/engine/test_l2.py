@@ -1,4 +1,4 @@
-"""The l2 process for vectors (MATH.md sections 5 and 6)."""
+"""The l2 process for vectors (docs/mathematics.md sections 5 and 6)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The relaxation step V_e1 -> V_e2 (MATH.md section 2)."""
+"""The relaxation step V_e1 -> V_e2 (docs/mathematics.md section 2)."""
 
 import numpy as np
 import pytest
@@ -28,7 +28,7 @@ def test_marginal_correlation_and_no_jump(e1, e2, rng):
 @pytest.mark.parametrize("e1,e2", [(1.0, 1.01), (1.0, 2.0), (0.2, 3.0)])
 @pytest.mark.parametrize("x0", [0.0, 0.3, -1.7, 4.0])
 def test_conditional_law_given_a_fixed_point(x0, e1, e2, rng):
-    """Given V_e1 = x0, the step has the exact law of MATH.md's four cases."""
+    """Given V_e1 = x0, the step has the exact law of the four cases of docs/mathematics.md section 2."""
     n = 200_000
     y = relax(np.full(n, x0), e1, e2, rng)
     stay = y == x0

@@ -1,4 +1,4 @@
-"""Privacy at risk and the compensation cost model (MATH.md section 8, ``releases/risk.py``).
+"""Privacy at risk and the compensation cost model (docs/mathematics.md section 7, ``releases/risk.py``).
 
 Checked against the privacy-at-risk paper (Dandekar, Basu and Bressan): the
 worked example of section 5.3, the points of figures 9-11, Theorem 12 by

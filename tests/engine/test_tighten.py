@@ -1,4 +1,4 @@
-"""The tightening step V_e2 -> V_e1 (MATH.md section 3)."""
+"""The tightening step V_e2 -> V_e1 (docs/mathematics.md section 3)."""
 
 import numpy as np
 import pytest
