@@ -14,27 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
-import string
 import zlib
 
 from django.conf import settings
 
-ALPHABET = string.digits + string.ascii_letters  # base62
+from market.core.ids import ALPHABET, PREFIXES, public_id, random_base62
 PREFIX = "gradual_"
 RANDOM_CHARS = 40  # 40 * log2(62) ~ 238 bits
 CHECKSUM_CHARS = 6  # 62**6 > 2**32: a CRC32 always fits
 SECRET_LENGTH = len(PREFIX) + RANDOM_CHARS + CHECKSUM_CHARS
 #: how much of a secret is kept in clear to tell keys apart on a page (not enough to guess the rest)
 DISPLAY_CHARS = len(PREFIX) + 4
-ID_PREFIX = "key_"
-ID_CHARS = 22
-
-
-def _random(n: int) -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(n))
-
-
 def _base62(number: int, width: int) -> str:
     out = []
     for _ in range(width):
@@ -49,11 +39,11 @@ def checksum(body: str) -> str:
 
 def new_id() -> str:
     """An opaque, random identifier for a key (it reveals nothing about how many exist)."""
-    return ID_PREFIX + _random(ID_CHARS)
+    return public_id(PREFIXES["api_key"])
 
 
 def new_secret() -> str:
-    body = _random(RANDOM_CHARS)
+    body = random_base62(RANDOM_CHARS)
     return PREFIX + body + checksum(body)
 
 

@@ -18,11 +18,16 @@ LENGTH = 22
 #: the column's width: the longest prefix and the random part, with room to spare
 MAX_LENGTH = 32
 
-PREFIXES = {"dataset": "ds_", "release": "rel_", "transfer": "tr_"}
+PREFIXES = {"dataset": "ds_", "release": "rel_", "transfer": "tr_", "api_key": "key_"}
+
+
+def random_base62(n: int) -> str:
+    """``n`` characters drawn uniformly from the 62 letters and digits by :mod:`secrets`."""
+    return "".join(secrets.choice(ALPHABET) for _ in range(n))
 
 
 def public_id(prefix: str) -> str:
-    return prefix + "".join(secrets.choice(ALPHABET) for _ in range(LENGTH))
+    return prefix + random_base62(LENGTH)
 
 
 # one function per kind: model fields and migrations name them as their default

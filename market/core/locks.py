@@ -132,7 +132,7 @@ def retrying(work: Callable[[], T], *, attempts: int = 5, base_delay: float = 0.
             if connection.in_atomic_block or attempt == attempts:
                 log.warning("%s lost a lock race %d time(s); answering busy: %s", what, attempt, exc)
                 raise Busy(
-                    "the marketplace is busy with this listing right now; nothing was charged, try again in a moment",
+                    f"the marketplace is busy with this {what} right now; nothing was changed, try again in a moment",
                     retry_after=1,
                 ) from exc
             log.info("%s lost a lock race (attempt %d), running it again: %s", what, attempt, exc)

@@ -147,6 +147,9 @@ def _existing_for_key(buyer, key: str, listing_id, eps: Decimal) -> Purchase | N
     return found
 
 
+IN_FLIGHT_MESSAGE = "your previous purchase on this listing is still being released; try again in a moment"
+
+
 def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> tuple[Purchase, bool]:
     """Buy ``listing`` up to level ``epsilon``: returns ``(purchase, created)``.
 
@@ -185,9 +188,6 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
         if "one_purchase_in_flight_per_buyer_and_listing" in str(exc):
             raise Busy(IN_FLIGHT_MESSAGE) from exc
         raise
-
-
-IN_FLIGHT_MESSAGE = "your previous purchase on this listing is still being released; try again in a moment"
 
 
 def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None) -> tuple[Purchase, bool]:

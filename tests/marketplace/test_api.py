@@ -1,6 +1,5 @@
 """The buyer API: authentication, one error shape, scoping, validation, schema."""
 
-from decimal import Decimal
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile

@@ -241,7 +241,7 @@ def test_a_release_download_never_starts_a_cell_with_a_formula(
     import csv
     import io
 
-    from market.catalog.services import dataset_create, listing_create
+    from market.catalog.services import listing_create
     from market.trading.services import purchase_create
 
     import numpy as np
