@@ -3,7 +3,8 @@
 import numpy as np
 from django.db.models import QuerySet
 
-from market.catalog.statistics import build_plan, present
+from market.catalog.selectors import listing_plan
+from market.catalog.statistics import present
 from market.core import visibility
 from market.core.errors import NotFound
 
@@ -22,6 +23,5 @@ def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
 
 def release_readings(release) -> list[dict]:
     """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound."""
-    listing = release.listing
-    plan = build_plan(listing.statistics, listing.dataset.columns)
+    plan = listing_plan(release.listing)
     return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales))

@@ -259,7 +259,7 @@ PRICE_CURVE_SCHEMA = {
         _object(
             ["compensation"],
             {"margin": _UP_TO_1000},
-            description="margin * people * (E_min + E e^(-rate/eps)), 0 < margin <= 1000; needs compensation",
+            description="margin * (E_min + E e^(-rate/eps)), times the public size when the dataset's size is public; 0 < margin <= 1000; needs compensation",
         ),
     ]
 }
@@ -269,9 +269,8 @@ COMPENSATION_SCHEMA = {
         "E": _positive(r"[1-9][0-9]{0,8}"),
         "rate": _UP_TO_1000,
         "E_min": {"type": "string", "pattern": rf"^[0-9]{{1,9}}{_PLACES4}$"},
-        "people": {"type": "integer", "minimum": 1, "maximum": 10**9},
     },
-    "required": ["E", "people"],
+    "required": ["E"],
     "additionalProperties": False,
 }
 
@@ -352,6 +351,17 @@ class ListingSerializer(serializers.Serializer):
     your_level = serializers.SerializerMethodField()
     your_cap = serializers.SerializerMethodField()
     is_open = serializers.BooleanField()
+    closed_reason = serializers.CharField(help_text="why the listing was closed (empty while it is open)")
+    relation = serializers.ChoiceField(
+        source="dataset.relation", choices=["private_size", "public_size"],
+        help_text="whom a release protects: private_size (add or remove one record; the number of records is "
+        "private) or public_size (replace one record; the number of records is public)",
+    )
+    public_size = serializers.IntegerField(
+        source="dataset.public_size", allow_null=True,
+        help_text="the number of records when the dataset declares it public; null when it is private",
+    )
+    protects = serializers.CharField(source="dataset.protects", help_text="whom a release protects, in one sentence")
     created_at = serializers.DateTimeField()
 
     def get_price_curve(self, listing) -> dict:
@@ -396,7 +406,7 @@ class ListingCreateSerializer(StrictSerializer):
         'or {"kind": "compensation", "margin"} (needs compensation)',
     )
     compensation = CompensationField(
-        required=False, help_text='the cost model {"E", "rate", "E_min", "people"}: per person E_min + E e^(-rate/eps)'
+        required=False, help_text='the cost model {"E", "rate", "E_min"}: E_min + E e^(-rate/eps), per person when the dataset\'s size is public (times that size), else in total'
     )
 
     def validate(self, attrs):
@@ -413,8 +423,13 @@ class DatasetSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     columns = serializers.ListField(child=serializers.CharField())
-    row_count = serializers.IntegerField()
+    row_count = serializers.IntegerField(help_text="the exact number of records (shown to you, the owner, only)")
     total_budget = serializers.DecimalField(max_digits=9, decimal_places=4, allow_null=True)
+    relation = serializers.ChoiceField(choices=["private_size", "public_size"])
+    record_name = serializers.CharField()
+    record_name_plural = serializers.CharField()
+    public_size = serializers.IntegerField(allow_null=True, help_text="what buyers see of the number of records")
+    protects = serializers.CharField(help_text="whom a release protects, in one sentence (shown on listing pages)")
     created_at = serializers.DateTimeField()
 
 
@@ -427,6 +442,14 @@ class DatasetCreateSerializer(StrictSerializer):
         default=None,
         help_text="the most all listings' ceilings may add up to (leave it out for no limit)",
     )
+    relation = serializers.ChoiceField(
+        choices=["private_size", "public_size"], required=False, default="private_size",
+        help_text="whom releases protect. private_size (default): any one record, whether or not it is in the "
+        "data; the number of records is never shown and can be sold as a noisy count. public_size: any one "
+        "record's values; the number of records is published exactly and not sold",
+    )
+    record_name = text_field(max_length=60, required=False, help_text='what one record is about, e.g. "patient"')
+    record_name_plural = text_field(max_length=60, required=False, help_text='e.g. "patients"')
 
 
 class AccuracySerializer(serializers.Serializer):

@@ -147,7 +147,8 @@ class DatasetListView(GenericAPIView):
         # read one byte past the limit at most: the CSV check then names the limit
         data = d["file"].read(settings.UPLOAD_MAX_BYTES + 1)
         dataset = dataset_create(
-            owner=request.user, name=d["name"], description=d["description"], data=data, total_budget=d["total_budget"]
+            owner=request.user, name=d["name"], description=d["description"], data=data, total_budget=d["total_budget"],
+            relation=d["relation"], record_name=d.get("record_name", ""), record_name_plural=d.get("record_name_plural", ""),
         )
         return Response(s.DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
 

@@ -21,6 +21,8 @@ from django.db.models.functions import TruncDate
 
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.catalog.selectors import listing_plan
+from market.catalog.statistics import describe
 from market.core import visibility
 from market.core.errors import NotFound
 from market.trading.models import Purchase
@@ -39,19 +41,6 @@ def _eps(value) -> Decimal:
     return _plain(Decimal(value or 0))
 
 
-def _describe(stat: dict) -> str:
-    """A statistic of a listing's spec in words: "mean of age, values clamped to [0, 100]"."""
-    kind = stat["kind"]
-    if kind == "count":
-        return "count of records"
-    if kind in ("sum", "mean"):
-        return f"{kind} of {stat['column']}, values clamped to [{stat['lower']:g}, {stat['upper']:g}]"
-    edges = stat["bins"]
-    if len(edges) <= 8:
-        return f"histogram of {stat['column']}, bin edges {', '.join(f'{e:g}' for e in edges)}"
-    return f"histogram of {stat['column']}, {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}"
-
-
 def _budget(total, allotted) -> dict:
     """A dataset's budget: the listings' ceilings add up to ``used``, at most ``total`` (None: no limit)."""
     used = _eps(allotted)
@@ -66,7 +55,7 @@ def owner_overview(*, user) -> dict:
     """The owner's datasets and listings with their figures, newest first.
 
     ``{"datasets": [{"id", "name", "records", "columns", "listings", "budget": {"used", "total", "left"},
-    "published_size", "created_at"}], "listings": [{"id", "title", "dataset_id", "dataset", "is_open",
+    "relation", "protects", "created_at"}], "listings": [{"id", "title", "dataset_id", "dataset", "is_open",
     "ceiling", "spent", "price_per_epsilon", "sales", "revenue", "created_at"}], "totals": {"sales",
     "revenue"}}``. Three queries, whatever the number of rows.
     """
@@ -108,7 +97,8 @@ def owner_overview(*, user) -> dict:
                 "columns": list(dataset.columns),
                 "listings": dataset.listing_count,
                 "budget": _budget(dataset.total_budget, dataset.allotted),
-                "published_size": dataset.published_size,
+                "relation": dataset.get_relation_display(),
+                "protects": dataset.protects,
                 "created_at": dataset.created_at,
             }
             for dataset in datasets
@@ -229,7 +219,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "is_open": listing.is_open,
             "ceiling": ceiling,
             "price_per_epsilon": listing.price_per_epsilon,
-            "statistics": [_describe(stat) for stat in listing.statistics],
+            "statistics": describe(listing_plan(listing)),
             "values": len(listing.labels),
             "created_at": listing.created_at,
         },

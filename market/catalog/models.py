@@ -10,7 +10,18 @@ from market.core.fields import LevelField, MoneyField
 
 
 class Dataset(models.Model):
-    """An owner's uploaded table of numeric columns. Its data is never shown to anyone else."""
+    """An owner's uploaded table of numeric columns. Its data is never shown to anyone else.
+
+    ``relation`` says whom its releases protect (docs/mathematics.md section 10):
+    with a private size, any one record, whether or not it is in the data (a
+    neighbour has one record more or fewer); with a public size, any one
+    record's values, while the number of records is public (a neighbour has
+    one record replaced). Every sensitivity follows from it.
+    """
+
+    class Relation(models.TextChoices):
+        PRIVATE_SIZE = "private_size", "Private size: protect any one record, whether or not it is in the data"
+        PUBLIC_SIZE = "public_size", "Public size: protect any one record's values; the number of records is public"
 
     public_id = models.CharField(
         max_length=ids.MAX_LENGTH, unique=True, editable=False, default=ids.new_dataset_id,
@@ -25,12 +36,14 @@ class Dataset(models.Model):
     total_budget = LevelField(
         null=True, blank=True, help_text="If set, the listings' ceilings may not add up to more."
     )
-    published_size = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        help_text="The number of records shown to buyers (rounded), if the owner chose to publish it. "
-        "The exact count is private: it is one of the statistics sold.",
+    relation = models.CharField(
+        max_length=20, choices=Relation.choices, default=Relation.PRIVATE_SIZE,
+        help_text="the neighbouring relation: is the number of records private or public?",
     )
+    record_name = models.CharField(
+        max_length=60, default="record", help_text="what one record is about, e.g. 'patient'"
+    )
+    record_name_plural = models.CharField(max_length=60, default="records", help_text="e.g. 'patients'")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -38,11 +51,37 @@ class Dataset(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(total_budget__isnull=True) | Q(total_budget__gt=0), name="dataset_budget_positive"
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(relation__in=["private_size", "public_size"]), name="dataset_relation_known"
+            ),
         ]
 
     def __str__(self):
         return self.name
+
+    @property
+    def size_is_public(self) -> bool:
+        return self.relation == self.Relation.PUBLIC_SIZE
+
+    @property
+    def public_size(self) -> int | None:
+        """The number of records, when the owner declared it public; None when it is private."""
+        return self.row_count if self.size_is_public else None
+
+    def neighbours(self):
+        """The relation as the statistics read it (``market.catalog.statistics.Neighbours``)."""
+        from .statistics import Neighbours
+
+        return Neighbours(self.relation, size=self.public_size, max_rows=settings.UPLOAD_MAX_ROWS)
+
+    @property
+    def protects(self) -> str:
+        """Whom a release protects, in one plain sentence."""
+        one, many = self.record_name, self.record_name_plural
+        if self.size_is_public:
+            return f"Protects any one {one}'s values; the number of {many} ({self.row_count:,}) is public."
+        return f"Protects any one {one}, whether or not they are in the data; the number of {many} stays private."
 
     def matrix(self) -> np.ndarray:
         return np.frombuffer(bytes(self.data), dtype="<f8").reshape(self.row_count, len(self.columns))
@@ -75,6 +114,9 @@ class Listing(models.Model):
     )
     price_per_epsilon = MoneyField(help_text="P(ceiling) / ceiling: the average price per eps, for sorting and filtering")
     is_open = models.BooleanField(default=True)
+    closed_reason = models.TextField(
+        blank=True, help_text="why the listing was closed, shown to its buyers (empty while open)"
+    )
     trust_capped = models.BooleanField(
         default=False,
         help_text="Cap each buyer's level by their distance in the owner's trust network (see market.trust).",

@@ -11,11 +11,13 @@ increment is >= 0. Three kinds:
   accuracy of one at ``eps`` and would cost ``2 P(eps/sqrt 2) = 2^(1-p/2) P(eps)``,
   less than ``P(eps)`` when ``p > 2``. Such curves are refused;
 * ``compensation``: derived from the privacy-at-risk paper's cost model
-  (``releases.risk``): ``P(eps) = margin * people * E_dp(eps)``, with
-  ``E_dp(eps) = E_min + E e^(-rate/eps)`` the compensation per person the owner
-  must hold for a breach at level eps. ``people`` is the number of people
-  covered, stated by the owner; buyers can read it off the price, so it is
-  public, like a published record count.
+  (``releases.risk``): ``P(eps) = margin * E_dp(eps)``, with
+  ``E_dp(eps) = E_min + E e^(-rate/eps)`` the compensation the owner must
+  hold for a breach at level eps. Buyers can read every figure off the price,
+  so none may reveal the number of records when the dataset keeps it private:
+  there E and E_min are totals for everyone in the data. When the dataset's
+  size is public, E and E_min are per person and the price multiplies them by
+  that public number (``people``), never by a figure the owner types.
 
 Curves are stored on the listing as JSON with decimal strings.
 """
@@ -52,34 +54,55 @@ def _number(params: dict, name: str, *, low=None, high=None, low_open=False, lab
 
 @dataclass(frozen=True)
 class CompensationModel:
-    """The cost model of the privacy-at-risk paper (section 5): per person,
-    ``E_dp(eps) = E_min + E e^(-rate/eps)``, for ``people`` people."""
+    """The cost model of the privacy-at-risk paper (section 5):
+    ``E_dp(eps) = E_min + E e^(-rate/eps)``, per person for ``people`` people
+    when the dataset's size is public (then ``people`` is that size), else for
+    everyone in the data together (``people`` is None)."""
 
     E: Decimal
     rate: Decimal = Decimal(1)
     E_min: Decimal = Decimal(0)
-    people: int = 1
+    people: int | None = None
 
     @classmethod
-    def parse(cls, params: dict) -> "CompensationModel":
+    def parse(cls, params: dict, *, stored: bool = False) -> "CompensationModel":
+        """An owner's model (``people`` is refused: it follows from the dataset), or,
+        with ``stored``, one read back from a listing (where the public size was put)."""
         if not isinstance(params, dict):
-            raise InvalidInput("the compensation model must be an object", fields={"compensation": ["Give E, rate, E_min and people."]})
-        E = _number(params, "E", low=Decimal(0), low_open=True, high=Decimal(10) ** 9, label="compensation per person E")
+            raise InvalidInput("the compensation model must be an object", fields={"compensation": ["Give E, rate and E_min."]})
+        if "people" in params and not stored:
+            raise InvalidInput(
+                "compensation: people is not entered: with a public size the price counts the dataset's public "
+                "number of records; with a private size state E and E_min for everyone in the data together",
+                fields={"people": ["Leave it out: it follows from the dataset."]},
+            )
+        E = _number(params, "E", low=Decimal(0), low_open=True, high=Decimal(10) ** 9, label="compensation E")
         rate = _number({"rate": params.get("rate", 1)}, "rate", low=Decimal(0), low_open=True, high=Decimal(1000), label="rate c")
         E_min = _number({"E_min": params.get("E_min", 0)}, "E_min", low=Decimal(0), high=Decimal(10) ** 9, label="E_min")
-        people = _number(params, "people", low=Decimal(1), high=Decimal(10) ** 9, label="people covered")
-        if people != people.to_integral_value():
-            raise InvalidInput("people covered must be a whole number", fields={"people": ["A whole number."]})
-        return cls(E=E, rate=rate, E_min=E_min, people=int(people))
+        people = None
+        if "people" in params:  # stored: the dataset's public size
+            people = _number(params, "people", low=Decimal(1), high=Decimal(10) ** 9, label="people")
+            if people != people.to_integral_value():
+                raise InvalidInput("people must be a whole number", fields={"people": ["A whole number."]})
+        return cls(E=E, rate=rate, E_min=E_min, people=None if people is None else int(people))
 
     def per_person(self, eps) -> float:
+        """``E_dp(eps)``: per person with a public size, else for everyone together."""
         eps = float(eps)
         if eps <= 0:
             return float(self.E_min)
         return float(self.E_min) + float(self.E) * math.exp(-float(self.rate) / eps)
 
+    @property
+    def headcount(self) -> int:
+        """What ``E_dp`` is multiplied by: the public number of people, else 1 (E is a total)."""
+        return self.people or 1
+
     def as_dict(self) -> dict:
-        return {"E": str(self.E), "rate": str(self.rate), "E_min": str(self.E_min), "people": self.people}
+        out = {"E": str(self.E), "rate": str(self.rate), "E_min": str(self.E_min)}
+        if self.people is not None:
+            out["people"] = self.people
+        return out
 
 
 @dataclass(frozen=True)
@@ -114,10 +137,10 @@ class PriceCurve:
         margin = _number(curve, "margin", low=Decimal(0), low_open=True, high=Decimal(1000), label="margin")
         if compensation is None:
             raise InvalidInput(
-                "a compensation-derived price needs the compensation model (E, rate, E_min, people)",
-                fields={"compensation": ["State the compensation per person and the people covered."]},
+                "a compensation-derived price needs the compensation model (E, rate, E_min)",
+                fields={"compensation": ["State the compensation E (and rate, E_min)."]},
             )
-        return cls(kind, margin=margin, compensation=CompensationModel.parse(compensation))
+        return cls(kind, margin=margin, compensation=CompensationModel.parse(compensation, stored=True))
 
     def price(self, eps) -> Decimal:
         """P(eps) in credits, rounded half-up to the cent; P(0) = 0."""
@@ -130,7 +153,7 @@ class PriceCurve:
             exact = self.c * Decimal(repr(float(eps) ** float(self.p)))
         else:
             model = self.compensation
-            exact = self.margin * model.people * Decimal(repr(model.per_person(eps)))
+            exact = self.margin * model.headcount * Decimal(repr(model.per_person(eps)))
         return exact.quantize(MONEY_QUANTUM, rounding=ROUND_HALF_UP)
 
     def as_dict(self) -> dict:
@@ -147,8 +170,9 @@ class PriceCurve:
         if self.kind == "power":
             return f"P(ε) = {self.c} × ε^{self.p.normalize()} credits"
         m = self.compensation
+        people = f" × {m.people:,} people" if m.people is not None else ""
         return (
-            f"P(ε) = {self.margin.normalize()} × {m.people} people × ({m.E_min.normalize()} + "
+            f"P(ε) = {self.margin.normalize()}{people} × ({m.E_min.normalize()} + "
             f"{m.E.normalize()} × e^(−{m.rate.normalize()}/ε)) credits"
         )
 

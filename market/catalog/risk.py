@@ -31,7 +31,7 @@ def _optimum(eps0: float, rate: float, k: int) -> tuple[float, float]:
 
 
 def _model(listing) -> CompensationModel | None:
-    return CompensationModel.parse(listing.compensation) if listing.compensation else None
+    return CompensationModel.parse(listing.compensation, stored=True) if listing.compensation else None
 
 
 def level_at_risk(listing, level) -> dict:
@@ -42,10 +42,10 @@ def level_at_risk(listing, level) -> dict:
     eps, gamma = _optimum(eps0, rate, k)
     figures = {"epsilon0": Decimal(level), "epsilon": eps, "risk": gamma, "dimension": k, "rate": rate}
     if model:
-        E, E_min, people = float(model.E), float(model.E_min), model.people
+        E, E_min, people = float(model.E), float(model.E_min), model.headcount
         dp = people * float(compensation_dp(eps0, E, c=rate, E_min=E_min))
         at_risk = people * float(compensation_at_risk(eps, eps0, E, c=rate, E_min=E_min, k=k))
-        figures.update(people=people, budget_dp=dp, budget_at_risk=at_risk, saving=dp - at_risk)
+        figures.update(people=model.people, budget_dp=dp, budget_at_risk=at_risk, saving=dp - at_risk)
     return figures
 
 
@@ -57,7 +57,7 @@ def budget_chart(listing, level) -> dict | None:
     import numpy as np
 
     eps0, k, rate = float(level), max(1, len(listing.labels)), float(model.rate)
-    E, E_min, people = float(model.E), float(model.E_min), model.people
+    E, E_min, people = float(model.E), float(model.E_min), model.headcount
     xs = np.linspace(eps0 / 100, eps0, 100)
     ys = people * np.asarray(compensation_at_risk(xs, eps0, E, c=rate, E_min=E_min, k=k), dtype=float)
     best = level_at_risk(listing, level)

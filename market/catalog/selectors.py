@@ -58,3 +58,12 @@ def dataset_list(*, user) -> QuerySet:
 def holdings_list(*, user) -> QuerySet:
     """The listings the user holds a level on, highest first."""
     return visibility.holdings(user).filter(purchased__gt=0).select_related("listing").order_by("-updated_at")
+
+
+def listing_plan(listing):
+    """The listing's statistics laid out for its dataset's relation (``Plan``), as
+    sold: existing listings are read back even if their kind is no longer offered."""
+    from .statistics import build_plan
+
+    dataset = listing.dataset
+    return build_plan(listing.statistics, dataset.columns, neighbours=dataset.neighbours(), offer=False)

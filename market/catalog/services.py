@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import numpy as np
@@ -34,18 +35,36 @@ def _text(value, name: str, *, max_length: int, required: bool = True) -> str:
     return text
 
 
-def rounded_size(rows: int) -> int:
-    """A record count rounded to two significant figures (what owners may publish)."""
-    if rows < 100:
-        return rows
-    digits = len(str(rows)) - 2
-    return int(round(rows, -digits))
+def _relation(value) -> str:
+    if value in (None, ""):
+        return Dataset.Relation.PRIVATE_SIZE
+    if value not in Dataset.Relation.values:
+        raise InvalidInput(
+            f"relation must be one of {', '.join(Dataset.Relation.values)}, got {value!r}",
+            fields={"relation": ["Choose private_size or public_size."]},
+        )
+    return value
 
 
 def dataset_create(
-    *, owner, name: str, data: bytes, description: str = "", total_budget=None, publish_size: bool = False
+    *,
+    owner,
+    name: str,
+    data: bytes,
+    description: str = "",
+    total_budget=None,
+    relation: str = Dataset.Relation.PRIVATE_SIZE,
+    record_name: str = "",
+    record_name_plural: str = "",
 ) -> Dataset:
     """Validate an uploaded CSV of numeric columns and store it for its owner.
+
+    ``relation`` is whom its releases protect (``Dataset.Relation``): with
+    ``private_size`` (the default) any one record, whether or not it is in the
+    data, and the number of records is never shown; with ``public_size`` any
+    one record's values, and the number of records is published exactly.
+    ``record_name`` / ``record_name_plural`` name what one record is about
+    ("patient", "patients") in the sentence that says so.
 
     Nothing is stored unless the whole file is valid; a ``CsvError``'s
     problems (line and column) come back as the ``file`` field's messages.
@@ -53,6 +72,11 @@ def dataset_create(
     _require_owner(owner)
     name = _text(name, "name", max_length=200)
     description = _text(description, "description", max_length=5000, required=False)
+    relation = _relation(relation)
+    one = _text(record_name, "record_name", max_length=60, required=False) or "record"
+    many = _text(record_name_plural, "record_name_plural", max_length=60, required=False) or (
+        "records" if one == "record" else f"{one}s"
+    )
     budget = None if total_budget in (None, "") else parse_level(total_budget, field="total_budget")
     try:
         parsed = parse_csv(
@@ -75,8 +99,30 @@ def dataset_create(
         row_count=parsed.values.shape[0],
         data=np.ascontiguousarray(parsed.values, dtype="<f8").tobytes(),
         total_budget=budget,
-        published_size=rounded_size(parsed.values.shape[0]) if publish_size else None,
+        relation=relation,
+        record_name=one,
+        record_name_plural=many,
     )
+
+
+def _price_curve(price_curve: dict, compensation, ceiling: Decimal, dataset: Dataset, *, linear: bool):
+    """The listing's price curve and compensation model, checked; a compensation
+    model counts the dataset's people only when their number is public."""
+    model = CompensationModel.parse(compensation) if compensation not in (None, {}) else None
+    if model is not None and dataset.size_is_public:
+        model = dataclasses.replace(model, people=dataset.row_count)
+    curve = PriceCurve.parse(price_curve, model.as_dict() if model else None)
+    if curve.price(ceiling) <= 0:
+        raise InvalidInput(
+            "this price gives every level away for 0.00 credits; releases are always paid for and recorded",
+            fields={"price_per_epsilon" if linear else "price_curve": ["Charge at least 0.01 at the ceiling."]},
+        )
+    if curve.price(ceiling) >= MAX_MONEY:
+        raise InvalidInput(
+            f"this curve prices the ceiling at {curve.price(ceiling):,} credits; prices must stay below {MAX_MONEY:,}",
+            fields={"price_curve": ["The price at the ceiling is too large."]},
+        )
+    return curve, model
 
 
 def listing_create(
@@ -94,9 +140,13 @@ def listing_create(
     """Offer statistics over one of the owner's datasets, named by its public id (``dataset.public_id``).
 
     The price is ``price_curve`` (see ``market.catalog.pricing``), or the
-    linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min,
-    people) is the owner's cost model: required by a compensation-derived
-    price, optional otherwise (it adds budgets to the owner's dashboard).
+    linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min)
+    is the owner's cost model: required by a compensation-derived price,
+    optional otherwise (it adds budgets to the owner's dashboard); with a
+    public size it is per person and counts the dataset's public size, else
+    it is for everyone in the data together. Statistics the dataset's relation
+    does not allow (a count whose number is public, a centroid over a private
+    number of records) are refused with the reason.
     The statistics' true answer and sensitivity are computed once, here; the
     listing's noise path is created with it.
     """
@@ -113,25 +163,14 @@ def listing_create(
         if price < 0:
             raise InvalidInput("the price cannot be negative", fields={"price_per_epsilon": ["Enter 0 or more."]})
         price_curve = {"kind": "linear", "c": str(price)}
-    model = CompensationModel.parse(compensation) if compensation not in (None, {}) else None
-    curve = PriceCurve.parse(price_curve, model.as_dict() if model else None)
-    if curve.price(ceiling) <= 0:
-        raise InvalidInput(
-            "this price gives every level away for 0.00 credits; releases are always paid for and recorded",
-            fields={"price_curve" if price_per_epsilon is None else "price_per_epsilon": ["Charge at least 0.01 at the ceiling."]},
-        )
-    if curve.price(ceiling) >= MAX_MONEY:
-        raise InvalidInput(
-            f"this curve prices the ceiling at {curve.price(ceiling):,} credits; prices must stay below {MAX_MONEY:,}",
-            fields={"price_curve": ["The price at the ceiling is too large."]},
-        )
     with transaction.atomic():
         # locking the dataset serialises listings on it, so the budget check holds
         dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
         if dataset is None:
             raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+        curve, model = _price_curve(price_curve, compensation, ceiling, dataset, linear=price_per_epsilon is not None)
         try:
-            plan = build_plan(statistics, dataset.columns, max_rows=settings.UPLOAD_MAX_ROWS)
+            plan = build_plan(statistics, dataset.columns, neighbours=dataset.neighbours())
         except SpecError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
         if dataset.total_budget is not None:

@@ -15,15 +15,18 @@ def _authenticated(user) -> bool:
 
 
 def listings(user) -> QuerySet:
-    """Open listings, for everyone; an owner also sees their own closed ones."""
-    from django.db.models import Q
+    """Open listings, for everyone; an owner also sees their own closed ones, and
+    a buyer the closed ones they hold (with the reason they were closed)."""
+    from django.db.models import Exists, OuterRef, Q
 
     from market.catalog.models import Listing
+    from market.trading.models import Holding
 
     # never load the raw table (up to the upload limit) or the true answer to show a listing
     qs = Listing.objects.select_related("dataset__owner").defer("dataset__data", "answer")
     if _authenticated(user):
-        return qs.filter(Q(is_open=True) | Q(dataset__owner=user))
+        held = Holding.objects.filter(listing=OuterRef("pk"), buyer=user)
+        return qs.filter(Q(is_open=True) | Q(dataset__owner=user) | Exists(held))
     return qs.filter(is_open=True)
 
 

@@ -11,8 +11,8 @@ from decimal import Decimal
 import numpy as np
 
 from market.catalog.pricing import price_at
-from market.catalog.statistics import build_plan, l2_error_radius
-from releases.postprocess import laplace_error_bound
+from market.catalog.selectors import listing_plan
+from market.catalog.statistics import KINDS
 
 
 def level_grid(ceiling: Decimal, points: int = 40) -> list[Decimal]:
@@ -22,41 +22,16 @@ def level_grid(ceiling: Decimal, points: int = 40) -> list[Decimal]:
 
 def accuracy_curves(listing) -> list[dict]:
     """Per statistic (a histogram counts once: every bin has the same bound), the
-    95% error bound as a function of eps: ``{"name", "unit", "bound": f(eps)}``.
-
-    A mean's bound needs the number of records; it is drawn only when the owner
-    published the (rounded) size, with that size standing in for the count.
-    """
-    plan = build_plan(listing.statistics, listing.dataset.columns)
+    95% error bound as a function of eps: ``{"name", "bound": f(eps)}``. Each kind
+    states its own; a mean's needs the number of records, so it is drawn only
+    when the dataset's size is public."""
+    plan = listing_plan(listing)
     weights = np.asarray(listing.weights, dtype=np.float64)
-    if plan.norm == "l2":
-        dim, w = len(plan.labels), float(weights[0])
-        return [{"name": f"error radius of the {plan.statistics[0]['kind']}", "bound": lambda eps: l2_error_radius(dim, w / eps)}]
-    size = listing.dataset.published_size
     curves = []
     for stat, where in zip(plan.statistics, plan.indices):
-        kind = stat["kind"]
-        if kind == "mean":
-            if not size:
-                continue
-            w_sum, w_count = weights[where[0]], weights[where[1]]
-            top = max(abs(stat["lower"]), abs(stat["upper"]))
-            width = stat["upper"] - stat["lower"]
-
-            def bound(eps, w_sum=w_sum, w_count=w_count, top=top, width=width):
-                t_s = laplace_error_bound(w_sum / eps, 0.975)
-                t_c = laplace_error_bound(w_count / eps, 0.975)
-                return min(width, (t_s + top * t_c) / (size - t_c)) if size > t_c else width
-
-            curves.append({"name": f"mean of {stat['column']}", "bound": bound})
-        else:
-            w = weights[where[0]]
-            name = {
-                "count": "count of records",
-                "sum": f"sum of {stat.get('column')}",
-                "histogram": f"each bin of the {stat.get('column')} histogram",
-            }[kind]
-            curves.append({"name": name, "bound": lambda eps, w=w: laplace_error_bound(w / eps)})
+        curve = KINDS[stat["kind"]].curve(stat, where, weights, plan.neighbours)
+        if curve is not None:
+            curves.append(curve)
     return curves
 
 

@@ -14,6 +14,7 @@ import re
 
 from django import forms
 
+from market.catalog.models import Dataset
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 
@@ -64,12 +65,22 @@ class DatasetUploadForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
         help_text="The ceilings of all listings on this dataset may not add up to more. Leave empty for no limit.",
     )
-    publish_size = forms.BooleanField(
-        label="Publish the approximate number of records",
-        required=False,
-        help_text="Buyers then see the record count rounded to two significant figures. "
-        "The exact count stays private.",
+    relation = forms.ChoiceField(
+        label="Whom do releases protect?",
+        choices=Dataset.Relation.choices,
+        initial=Dataset.Relation.PRIVATE_SIZE,
+        required=False,  # left out: a private size, the safer default
+        widget=forms.RadioSelect,
+        help_text="Private size: buyers cannot tell whether any one person is in the data; the number of records "
+        "is never shown (you can sell it as a noisy count). Public size: buyers learn the exact number of records, "
+        "and cannot tell any one person's values; sums and histograms then need about twice the noise.",
     )
+    record_name = forms.CharField(
+        label="One record is about a…", max_length=60, required=False, initial="record",
+        help_text="e.g. patient, household, trip: it names who is protected on your listings' pages.",
+    )
+    record_name_plural = forms.CharField(label="Plural", max_length=60, required=False, initial="records",
+                                         help_text="e.g. patients.")
 
 
 class ListingForm(forms.Form):
@@ -98,7 +109,7 @@ class ListingForm(forms.Form):
         choices=[
             ("linear", "Linear: c × ε"),
             ("power", "Power: c × ε^p (p at most 2)"),
-            ("compensation", "From the compensation you must hold: margin × people × (E_min + E·e^(−rate/ε))"),
+            ("compensation", "From the compensation you must hold: margin × (E_min + E·e^(−rate/ε)), per person × the public size if it is public"),
         ],
         initial="linear",
         required=False,
@@ -124,29 +135,30 @@ class ListingForm(forms.Form):
         help_text="For a compensation-derived price: the price is this multiple of the compensation budget.",
     )
     E = forms.DecimalField(
-        label="Compensation per person E (credits)", required=False, max_digits=14, decimal_places=2,
-        help_text="What each person would be owed after a breach of unprotected data (the paper's E). "
+        label="Compensation E (credits)", required=False, max_digits=14, decimal_places=2,
+        help_text="What would be owed after a breach of unprotected data (the paper's E): per person when the "
+        "dataset's size is public (the price multiplies by that size), else for everyone in the data together, "
+        "so that the price does not reveal how many they are. "
         "Optional for linear and power prices: with it, your dashboard shows compensation budgets.",
     )
     rate = forms.DecimalField(label="Rate c of the cost model", required=False, initial=1, max_digits=8, decimal_places=3)
-    E_min = forms.DecimalField(label="Unavoidable cost per person E_min (credits)", required=False, initial=0, max_digits=14, decimal_places=2)
-    people = forms.IntegerField(
-        label="People covered", required=False, min_value=1,
-        help_text="Usually the number of records. Buyers can infer it from a compensation-derived price.",
+    E_min = forms.DecimalField(
+        label="Unavoidable cost E_min (credits)", required=False, initial=0, max_digits=14, decimal_places=2,
+        help_text="Per person or in total, as E.",
     )
 
     vector_kind = forms.ChoiceField(
         label="Vector statistic",
         required=False,
-        choices=[("", "none: use the statistics below"), ("centroid", "centroid of the records' points"), ("point", "one entity's point")],
+        choices=[("", "none: use the statistics below"), ("centroid", "centroid of the records' points (public size only)")],
         help_text="Data compared in Euclidean distance (a location in metres, a short embedding): released alone, with l2 noise.",
     )
     vector_columns = forms.CharField(label="Vector columns", required=False, help_text="2 to 16 column names, comma-separated, e.g. east, north.")
     vector_center = forms.CharField(label="Centre", required=False, help_text="Centroid: one number per column; points are pulled within the radius of it.")
-    vector_radius = forms.FloatField(label="Radius", required=False, help_text="Centroid: the clamping radius. Point: the protection radius.")
-    vector_min_records = forms.IntegerField(label="At least this many records", required=False, min_value=2, initial=100,
-                                            help_text="Centroid: its sensitivity is 2 × radius / (this − 1).")
-    vector_row = forms.IntegerField(label="Record (data line)", required=False, min_value=1, help_text="Point: 1 is the first record.")
+    vector_radius = forms.FloatField(
+        label="Radius", required=False,
+        help_text="Centroid: points are pulled within this radius of the centre; its sensitivity is 2 × radius / the public size.",
+    )
 
     def _vector_spec(self, data: dict) -> dict | None:
         """The vector statistic the owner described, or None; errors at the inputs at fault."""
@@ -159,28 +171,20 @@ class ListingForm(forms.Form):
         if data.get("vector_radius") is None:
             self.add_error("vector_radius", "Required for a vector statistic.")
         spec = {"kind": kind, "columns": columns, "radius": data.get("vector_radius")}
-        if kind == "centroid":
-            try:
-                spec["center"] = [float(c) for c in (data.get("vector_center") or "").split(",")]
-            except ValueError:
-                self.add_error("vector_center", "Give one number per column, comma-separated.")
-            spec["min_records"] = data.get("vector_min_records") or 100
-        else:
-            if data.get("vector_row") is None:
-                self.add_error("vector_row", "Required for one entity's point.")
-            spec["row"] = data.get("vector_row")
+        try:
+            spec["center"] = [float(c) for c in (data.get("vector_center") or "").split(",")]
+        except ValueError:
+            self.add_error("vector_center", "Give one number per column, comma-separated.")
         return spec
 
     def clean(self):
         data = super().clean()
         data["vector_spec"] = self._vector_spec(data)
         kind = data.get("price_kind") or "linear"
-        needs = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin", "E", "people"]}
+        needs = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin", "E"]}
         for name in needs.get(kind, []):
             if data.get(name) is None and name not in self.errors:
                 self.add_error(name, "Required for this price curve.")
-        if data.get("E") is not None and data.get("people") is None and "people" not in self.errors:
-            self.add_error("people", "Required with a compensation per person.")
         if self.errors:
             return data
         curve = {"kind": kind}
@@ -196,7 +200,6 @@ class ListingForm(forms.Form):
                 "E": str(data["E"]),
                 "rate": str(data["rate"] if data.get("rate") is not None else 1),
                 "E_min": str(data["E_min"] if data.get("E_min") is not None else 0),
-                "people": data["people"],
             }
             if data.get("E") is not None
             else None

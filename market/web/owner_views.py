@@ -68,7 +68,9 @@ def dataset_new(request):
                 description=d["description"],
                 data=data,
                 total_budget=d["total_budget"],
-                publish_size=d["publish_size"],
+                relation=d["relation"],
+                record_name=d["record_name"],
+                record_name_plural=d["record_name_plural"],
             )
         except DomainError as exc:
             add_domain_errors(form, exc)

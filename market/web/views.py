@@ -16,6 +16,8 @@ from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
 from market.catalog.pricing import curve_of, price_increment
+from market.catalog.selectors import listing_plan
+from market.catalog.statistics import describe
 from market.core.errors import DomainError
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -99,7 +101,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
         "web/listing.html",
         {
             "listing": listing,
-            "describe": describe_statistics(listing.statistics),
+            "describe": describe(listing_plan(listing)),
             "held": held,
             "form": form,
             "quote": quote,
@@ -113,34 +115,6 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
         },
         status=status,
     )
-
-
-def describe_statistics(spec) -> list[str]:
-    def bounds(stat):
-        return f"each value clamped to {stat['lower']:g} … {stat['upper']:g}"
-
-    lines = []
-    for stat in spec:
-        kind = stat["kind"]
-        if kind == "count":
-            lines.append("Count of records")
-        elif kind == "sum":
-            lines.append(f"Sum of {stat['column']} ({bounds(stat)})")
-        elif kind == "mean":
-            lines.append(f"Mean of {stat['column']} ({bounds(stat)}; derived from the released sum and count)")
-        elif kind == "centroid":
-            lines.append(
-                f"Centroid of ({', '.join(stat['columns'])}): the mean point, each record pulled within {stat['radius']:g} "
-                f"of ({', '.join(f'{c:g}' for c in stat['center'])}); at least {stat['min_records']} records"
-            )
-        elif kind == "point":
-            lines.append(
-                f"One entity's point ({', '.join(stat['columns'])}), protected within a radius of {stat['radius']:g}"
-            )
-        else:
-            edges = stat["bins"]
-            lines.append(f"Histogram of {stat['column']} in {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}")
-    return lines
 
 
 @login_required

@@ -33,11 +33,14 @@ def test_an_owner_uploads_data_and_lists_it(browse, shot):
     sign_up_as_owner(page, "olga")
 
     upload(page, "Clinic visits", make_csv(600))
-    page.get_by_label(re.compile("^Publish the approximate number of records")).check()
+    page.get_by_label(re.compile("^Private size: protect any one record")).check()
+    page.get_by_label(re.compile("^One record is about a")).fill("patient")
+    page.get_by_label(re.compile("^Plural")).fill("patients")
     page.get_by_role("button", name="Upload").click()
     expect(page.get_by_role("heading", name="Create a listing")).to_be_visible()
     dataset = Dataset.objects.get(owner__username="olga")
-    assert dataset.row_count == 600 and dataset.published_size == 600
+    assert dataset.row_count == 600 and dataset.public_size is None
+    assert dataset.protects.startswith("Protects any one patient, whether or not they are in the data")
 
     page.get_by_label(LABEL["Title"]).fill("Clinic ages")
     page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("4")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.catalog.pricing import PriceCurve
+from market.catalog.pricing import CompensationModel, PriceCurve
 from market.core.errors import InvalidInput
 
 LEVELS = st.decimals(min_value=Decimal("0.0001"), max_value=Decimal("20"), places=4)
@@ -92,3 +92,15 @@ def test_bad_curves_are_refused_at_their_field(curve, compensation, field):
     with pytest.raises(InvalidInput) as caught:
         PriceCurve.parse(curve, compensation)
     assert field in caught.value.fields
+
+
+def test_an_owner_never_types_the_people_figure():
+    """The number of people in a price follows from the dataset (its public size), never from input:
+    a typed figure could reveal a private record count (docs/mathematics.md section 10)."""
+    with pytest.raises(InvalidInput) as caught:
+        CompensationModel.parse({"E": "10", "people": 2000})
+    assert "people" in caught.value.fields
+    total = CompensationModel.parse({"E": "10"})
+    assert total.people is None and total.headcount == 1
+    curve = PriceCurve.parse({"kind": "compensation", "margin": "1"}, total.as_dict())
+    assert "people" not in curve.formula() and curve.price(Decimal(1)) == Decimal("3.68")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from market.catalog.statistics import MAX_BINS, MAX_STATISTICS, SpecError, build_plan, compute, mean_estimate, present
+from market.catalog.statistics import MAX_BINS, MAX_STATISTICS, Neighbours, SpecError, build_plan, compute, mean_estimate, present
 from releases.postprocess import laplace_error_bound, snap
 
 COLUMNS = ["age", "income", "score"]
@@ -86,7 +86,7 @@ def test_labels_stay_unique_when_two_histograms_share_bins():
 
 def test_declared_ranges_come_from_bounds_and_max_rows():
     plan = build_plan([mean(lower=-5, upper=100), total("income", 10, 20), total("score", -7, -2), histogram(bins=[0, 1, 2])],
-                      COLUMNS, max_rows=1000)
+                      COLUMNS, neighbours=Neighbours(max_rows=1000))
     assert plan.labels == ("count", "sum(age)", "sum(income)", "sum(score)", "age in [0, 1)", "age in [1, 2]")
     assert plan.lower.tolist() == [0, -5000, 0, -7000, 0, 0]
     assert plan.upper.tolist() == [1000, 100_000, 20_000, 0, 1000, 1000]
@@ -195,7 +195,7 @@ def test_compute_of_an_empty_dataset():
 
 
 def test_compute_rejects_bad_data():
-    plan = build_plan([count(), total()], COLUMNS, max_rows=3)
+    plan = build_plan([count(), total()], COLUMNS, neighbours=Neighbours(max_rows=3))
     good = np.zeros((3, 3))
     assert compute(plan, COLUMNS, good).tolist() == [3.0, 0.0]
     with pytest.raises(ValueError, match="shape"):
@@ -221,9 +221,9 @@ def test_compute_rejects_bad_data():
         ([], "the list of statistics is empty"),
         ([histogram(bins=[i, i + 1]) for i in range(21)], "at most 20 statistics are allowed, got 21"),
         ([count(), "sum"], "statistic 2: expected an object such as {\"kind\": \"count\"}, got 'sum'"),
-        ([{"column": "age"}], "statistic 1: unknown kind None (expected count, sum, mean, histogram, or alone centroid or point)"),
-        ([{"kind": "median", "column": "age"}], "statistic 1: unknown kind 'median' (expected count, sum, mean, histogram, or alone centroid or point)"),
-        ([{"kind": ["sum"]}], "statistic 1: unknown kind ['sum'] (expected count, sum, mean, histogram, or alone centroid or point)"),
+        ([{"column": "age"}], "statistic 1: unknown kind None (expected count, sum, mean, histogram, or alone centroid)"),
+        ([{"kind": "median", "column": "age"}], "statistic 1: unknown kind 'median' (expected count, sum, mean, histogram, or alone centroid)"),
+        ([{"kind": ["sum"]}], "statistic 1: unknown kind ['sum'] (expected count, sum, mean, histogram, or alone centroid)"),
         ([count(), {"kind": "count", "column": "age"}], "statistic 2 (count): unknown field 'column'"),
         ([{**total(), "colum": "age"}], "statistic 1 (sum): unknown field 'colum'"),
         ([{"kind": "sum", "lower": 0, "upper": 1}], "statistic 1 (sum): missing field 'column'"),
@@ -270,7 +270,7 @@ def test_limits_are_accepted_up_to_the_maximum():
 @pytest.mark.parametrize("max_rows", [0, -1, 2.5, True, "100"])
 def test_max_rows_must_be_a_positive_integer(max_rows):
     with pytest.raises(ValueError, match="max_rows"):
-        build_plan([count()], COLUMNS, max_rows=max_rows)
+        Neighbours(max_rows=max_rows)
 
 
 # --- present -------------------------------------------------------------------------------
@@ -379,7 +379,7 @@ def test_mean_estimate_works_on_arrays_like_present():
 @pytest.mark.parametrize("eps", [0.5, 2.0, 20.0])
 @pytest.mark.parametrize("population", ["uniform", "at the top"])
 def test_mean_bound_covers_95_percent_of_releases(eps, population, rng, report):
-    plan = build_plan([mean()], COLUMNS, max_rows=100_000)
+    plan = build_plan([mean()], COLUMNS, neighbours=Neighbours(max_rows=100_000))
     ages = rng.uniform(0, 100, 1000) if population == "uniform" else np.full(1000, 100.0)
     values = np.column_stack([ages, np.zeros(1000), np.zeros(1000)])
     u = compute(plan, COLUMNS, values)

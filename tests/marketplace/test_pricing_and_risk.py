@@ -11,7 +11,9 @@ from market.trading.services import purchase_create
 
 pytestmark = pytest.mark.django_db
 
-PAPER = {"E": "5500", "rate": "1", "E_min": "0", "people": 100}  # section 5.3 of the privacy-at-risk paper
+# section 5.3 of the privacy-at-risk paper: 100 people, E = 5500 each. The count is private here,
+# so the model is stated for everyone together (E = 100 x 5500), which gives the paper's budgets.
+PAPER = {"E": "550000", "rate": "1", "E_min": "0"}
 
 
 @pytest.fixture
@@ -93,7 +95,7 @@ def test_the_api_shows_curves_and_refuses_steep_powers(api, owner, count_listing
     from .conftest import make_csv
 
     shown = api().get(f"/api/v1/listings/{count_listing.pk}/").json()["price_curve"]
-    assert shown["kind"] == "compensation" and shown["compensation"]["people"] == 100
+    assert shown["kind"] == "compensation" and shown["compensation"] == PAPER  # no people figure: the count is private
     assert "e^(−1/ε)" in shown["formula"]
     assert shown["points"][-1] == {"epsilon": "1.0000", "price": str(curve_of(count_listing).price(Decimal(1)))}
 
@@ -125,10 +127,10 @@ def test_the_owner_form_offers_every_curve(client, owner):
     refused = client.post("/owner/listings/new/", post)
     assert refused.status_code == 200 and "higher powers invite arbitrage" in refused.content.decode()
     assert not Listing.objects.exists()
-    made = client.post("/owner/listings/new/", {**post, "price_kind": "compensation", "margin": "1.5", "E": "5500", "people": "40"})
+    made = client.post("/owner/listings/new/", {**post, "price_kind": "compensation", "margin": "1.5", "E": "5500"})
     assert made.status_code == 302
     listing = Listing.objects.get()
     assert listing.price_curve == {"kind": "compensation", "margin": "1.5"}
-    assert listing.compensation == {"E": "5500", "rate": "1", "E_min": "0", "people": 40}
+    assert listing.compensation == {"E": "5500", "rate": "1", "E_min": "0"}  # a private size: no people
     missing = client.post("/owner/listings/new/", {**post, "price_kind": "compensation", "title": "x"})
     assert missing.status_code == 200 and "Required for this price curve." in missing.content.decode()

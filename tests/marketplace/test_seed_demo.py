@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from market.catalog.models import Listing
+from market.catalog.models import Dataset, Listing
 from market.ledger.selectors import ledger_is_balanced, wallet_balance
 
 pytestmark = pytest.mark.django_db
@@ -19,6 +19,8 @@ def test_seed_demo_is_complete_and_idempotent():
     assert buyer.check_password("demo-buyer-pass")
     assert User.objects.get(username="demo-owner").is_owner
     assert User.objects.get(username="demo-admin").is_staff
-    assert Listing.objects.count() == 2
+    assert Listing.objects.count() == 4
+    # one dataset keeps its size private, one publishes it: both relations are on show
+    assert sorted(Dataset.objects.values_list("relation", flat=True)) == ["private_size", "public_size"]
     assert wallet_balance(user=buyer) == Decimal("500.00")
     assert ledger_is_balanced()

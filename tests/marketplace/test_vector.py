@@ -25,13 +25,15 @@ def locations_csv(rows=400, seed=3) -> bytes:
 
 @pytest.fixture
 def places(owner):
-    return dataset_create(owner=owner, name="places", data=locations_csv())
+    """400 places; their number is public, so a centroid may be sold (its sensitivity is 2R / 400)."""
+    return dataset_create(owner=owner, name="places", data=locations_csv(), relation="public_size", total_budget="1000")
 
 
-def point_listing(owner, dataset, row, radius=50.0):
+def centroid_listing(owner, dataset, row, radius=50.0):
     return listing_create(
-        owner=owner, dataset_id=dataset.public_id, title=f"Where is entity {row}", ceiling=str(CEILING), price_per_epsilon="1",
-        statistics=[{"kind": "point", "columns": ["east", "north"], "row": row, "radius": radius}],
+        owner=owner, dataset_id=dataset.public_id, title=f"Centre of the places, copy {row}", ceiling=str(CEILING),
+        price_per_epsilon="1",
+        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, -300], "radius": radius}],
     )
 
 
@@ -56,7 +58,7 @@ def test_three_levels_on_many_vector_listings_follow_the_l2_laws(
     noise = {level: [] for level in ("0.5", "1", "2")}
     methods = set()
     for row in range(1, n + 1):
-        listing = point_listing(owner, places, row)
+        listing = centroid_listing(owner, places, row)
         for level, who in buyers.items():  # in this order: 1, then 2, then 0.5
             buy(who, listing, level, django_capture_on_commit_callbacks)
         for point in NoisePoint.objects.filter(path__listing=listing):
@@ -71,15 +73,16 @@ def test_three_levels_on_many_vector_listings_follow_the_l2_laws(
         same = int(np.sum(np.all(np.array(noise[lo]) == np.array(noise[hi]), axis=1)))
         assert abs(same - n / 8) <= 5 * np.sqrt(n * (1 / 8) * (7 / 8))
 
-    # a release is the entity's point plus radius * noise, rounded to the grid
+    # a release is the centroid plus its sensitivity 2R / n times the noise, rounded to the grid
     release = Release.objects.filter(level=Decimal("0.5")).select_related("point", "listing").first()
     truth = release.listing.true_answer()
     step = grid_step(release.noise_scales[0])
-    assert np.all(np.abs(np.array(release.values) - (truth + 50.0 * release.point.vector())) <= step / 2 + 1e-9)
+    noisy = truth + 2 * 50.0 / 400 * release.point.vector()
+    assert np.all(np.abs(np.array(release.values) - noisy) <= step / 2 + 1e-9)
 
 
 def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_celery, django_capture_on_commit_callbacks):
-    listing = point_listing(owner, places, 1)
+    listing = centroid_listing(owner, places, 1)
     sizes = []
     for i in range(40):
         who = users(f"b{i}")
@@ -97,10 +100,10 @@ def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_cel
 def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_celery, client, django_capture_on_commit_callbacks):
     listing = listing_create(
         owner=owner, dataset_id=places.public_id, title="Where visitors are", ceiling="4", price_per_epsilon="3",
-        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000, "min_records": 100}],
+        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000}],
     )
     assert listing.labels == ["centroid(east)", "centroid(north)"]
-    assert listing.sensitivity == pytest.approx(2 * 3000 / 99)
+    assert listing.sensitivity == pytest.approx(2 * 3000 / 400)  # replace one of the 400 public places
     assert listing.noise_path.norm == "l2"
     fund(buyer, 100)
     client.force_login(buyer)
@@ -117,12 +120,14 @@ def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_cele
 @pytest.mark.parametrize(
     "statistics,message",
     [
-        ([{"kind": "point", "columns": ["east"], "row": 1, "radius": 1}], "2 to 16"),
-        ([{"kind": "point", "columns": ["east", "north"], "row": 999, "radius": 1}], "no record 999"),
-        ([{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 0}], "radius must be positive"),
-        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0], "radius": 1, "min_records": 5}], "center must list 2"),
-        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1, "min_records": 999}], "at least 999"),
-        ([{"kind": "count"}, {"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 1}], "on its own"),
+        ([{"kind": "centroid", "columns": ["east"], "center": [0], "radius": 1}], "2 to 16"),
+        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 0}], "radius must be positive"),
+        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0], "radius": 1}], "center must list 2"),
+        ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1, "min_records": 5}],
+         "min_records is no longer accepted"),
+        ([{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}], "point is not offered"),
+        ([{"kind": "count"}, {"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1}], "on its own"),
+        ([{"kind": "count"}], "the number of records is public \\(400\\)"),
     ],
 )
 def test_bad_vector_statistics_are_refused(owner, places, statistics, message):
@@ -138,10 +143,17 @@ def test_the_owner_form_lists_a_vector_statistic(client, owner, places):
         "dataset": places.public_id, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear", "price_per_epsilon": "2",
         "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
         "vector_kind": "centroid", "vector_columns": "east, north", "vector_center": "1000, 0",
-        "vector_radius": "3000", "vector_min_records": "100",
+        "vector_radius": "3000",
     }
     bad = client.post("/owner/listings/new/", {**post, "vector_columns": "east, height"})
     assert bad.status_code == 200 and "no column named &#x27;height&#x27;" in bad.content.decode()
     assert client.post("/owner/listings/new/", post).status_code == 302
     listing = Listing.objects.get()
     assert listing.statistics[0]["kind"] == "centroid" and listing.noise_path.norm == "l2"
+    assert listing.sensitivity == pytest.approx(2 * 3000 / 400)
+
+
+def test_a_centroid_over_a_private_number_of_records_is_refused(owner):
+    hidden = dataset_create(owner=owner, name="hidden", data=locations_csv(), total_budget="10")
+    with pytest.raises(InvalidInput, match="keeps private"):
+        centroid_listing(owner, hidden, 1)

@@ -515,16 +515,22 @@ def test_creating_a_listing_on_someone_elses_dataset_reads_as_no_such_dataset(wo
     assert Listing.objects.filter(dataset=world.dataset).count() == 1
 
 
-def test_a_closed_listing_exists_for_its_owner_only(world, tokens):
-    Listing.objects.filter(pk=world.listing.pk).update(is_open=False)
+def test_a_closed_listing_exists_for_its_owner_and_its_buyers_only(world, tokens):
+    reason = "Closed: the owner withdrew it."
+    Listing.objects.filter(pk=world.listing.pk).update(is_open=False, closed_reason=reason)
     L = world.listing.pk
     for actor in ACTORS:
         api_client, pages = client_for(world, tokens, actor, api=True), client_for(world, tokens, actor, api=False)
-        expected = 200 if actor == "owner" else 404
-        assert api_client.get(f"/api/v1/listings/{L}/").status_code == expected, actor
-        assert pages.get(f"/listings/{L}/").status_code == expected, actor
+        sees = actor in ("owner", "buyer")  # the buyer holds a level on it: they read why it closed
+        expected = 200 if sees else 404
+        answer = api_client.get(f"/api/v1/listings/{L}/")
+        assert answer.status_code == expected, actor
+        page = pages.get(f"/listings/{L}/")
+        assert page.status_code == expected, actor
+        if sees:
+            assert answer.json()["closed_reason"] == reason and reason in page.content.decode()
         listed = [item["id"] for item in api_client.get("/api/v1/listings/").json()["results"]]
-        assert (L in listed) == (actor == "owner"), actor
+        assert (L in listed) == sees, actor
     # nobody buys it, its buyer included
     buyer = client_for(world, tokens, "buyer", api=True)
     assert buyer.post("/api/v1/purchases/", {"listing": L, "epsilon": "2"}, format="json").status_code == 404

@@ -69,7 +69,8 @@ def test_catalogue_search_filter_sort_and_pages(client, make_listing, owner):
 def test_listing_page_shows_offer_charts_and_a_quote(client, listing, buyer):
     text = page_text(client.get(f"/listings/{listing.pk}/"))
     assert "Histogram of age in 50 bins" in text and "Mean of age" in text
-    assert "not published (the count is private)" in text
+    assert "<dt>Records</dt><dd>private</dd>" in text
+    assert "Protects any one record, whether or not they are in the data; the number of records stays private." in text
     assert 'data-chart="price-chart"' in text and 'data-chart="error-chart"' in text
     charts = json.loads(re.search(r'id="price-chart" type="application/json">(.*?)</script>', text, re.S).group(1))
     assert charts["data"][0]["y"][-1] == 50.0  # 10 credits per eps up to the ceiling 5

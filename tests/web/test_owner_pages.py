@@ -161,17 +161,18 @@ def test_the_upload_form_takes_a_csv_file(signed_in, owner):
     page = text(signed_in(owner).get(DATASET_NEW))
     assert 'type="file"' in page and 'accept=".csv,text/csv"' in page
     assert 'enctype="multipart/form-data"' in page
-    for field in ("id_name", "id_description", "id_file", "id_total_budget", "id_publish_size"):
+    for field in ("id_name", "id_description", "id_file", "id_total_budget", "id_relation_0", "id_record_name"):
         assert f'<label for="{field}"' in page
 
 
 def test_an_upload_is_stored_and_leads_to_creating_a_listing(signed_in, owner):
     client = signed_in(owner)
-    answer = upload(client, make_csv(150), total_budget="6", publish_size="on")
+    answer = upload(client, make_csv(150), total_budget="6", relation="public_size", record_name="visit", record_name_plural="visits")
     dataset = Dataset.objects.get(owner=owner)
     assert answer.status_code == 302 and answer["Location"] == f"{LISTING_NEW}?dataset={dataset.public_id}"
     assert dataset.columns == ["age", "income", "visits"] and dataset.row_count == 150
-    assert dataset.total_budget == Decimal("6") and dataset.published_size == 150
+    assert dataset.total_budget == Decimal("6") and dataset.public_size == 150
+    assert dataset.protects == "Protects any one visit's values; the number of visits (150) is public."
     page = text(client.get(answer["Location"]))
     assert "Dataset “Clinic” uploaded: 150 records" in page
 
@@ -352,7 +353,8 @@ def test_a_listings_figures_buyers_and_privacy_spent(
     for name in ("ann", "ben"):
         assert f"<td>{name}</td>" in page
     assert "plotly.min.js" in page and 'data-chart="privacy-gauge"' in page
-    assert "mean of age, values clamped to [0, 100]" in page and "histogram of age, 50 bins from 0 to 100" in page
+    assert "Mean of age (each value clamped to 0 … 100; derived from the released sum and count)" in page
+    assert "Histogram of age in 50 bins from 0 to 100" in page
 
 
 def test_failed_and_pending_purchases_are_not_sales(signed_in, owner, listing, buyer, users, fund):

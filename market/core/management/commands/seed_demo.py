@@ -22,6 +22,7 @@ DEMO_USERS = {
     "demo-admin": ("demo-admin-pass", False, False, True),
 }
 DATASET = "City clinic visits, 2025"
+SURVEY = "Household travel survey (published sample)"
 
 
 def clinic_csv(rows: int = 2000) -> bytes:
@@ -33,6 +34,15 @@ def clinic_csv(rows: int = 2000) -> bytes:
     income = np.clip(rng.lognormal(10.6, 0.55, rows), 5_000, 400_000).round(-2)
     lines = ["age,systolic_bp,visits,income"]
     lines += [f"{int(a)},{int(p)},{int(v)},{int(i)}" for a, p, v, i in zip(age, pressure, visits, income)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def survey_csv(rows: int = 400) -> bytes:
+    """Homes around a town hall (metres east and north) and a weekly commute in km."""
+    rng = np.random.default_rng()  # demo data: fresh each time, no secret
+    east, north = rng.normal(300, 1200, rows).round(), rng.normal(-200, 900, rows).round()
+    commute = np.clip(rng.gamma(2.0, 30.0, rows), 0, 400).round(1)
+    lines = ["east,north,commute_km"] + [f"{int(e)},{int(n)},{c}" for e, n, c in zip(east, north, commute)]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -60,6 +70,9 @@ class Command(BaseCommand):
                 description="2,000 patients of a city clinic: age, blood pressure, visits and income.",
                 data=clinic_csv(),
                 total_budget="10",
+                relation="private_size",
+                record_name="patient",
+                record_name_plural="patients",
             )
             listing_create(
                 owner=owner,
@@ -74,7 +87,8 @@ class Command(BaseCommand):
                 ],
                 ceiling="5",
                 price_per_epsilon="20.00",
-                compensation={"E": "40", "rate": "1", "E_min": "0", "people": 2000},
+                # the number of patients is private: the compensation is stated for all of them together
+                compensation={"E": "80000", "rate": "1", "E_min": "0"},
             )
             listing_create(
                 owner=owner,
@@ -87,7 +101,40 @@ class Command(BaseCommand):
                 ],
                 ceiling="2",
                 price_curve={"kind": "compensation", "margin": "0.1"},
-                compensation={"E": "2", "rate": "1", "E_min": "0", "people": 2000},
+                compensation={"E": "4000", "rate": "1", "E_min": "0"},
+            )
+        if not Dataset.objects.filter(owner=owner, name=SURVEY).exists():
+            survey = dataset_create(
+                owner=owner,
+                name=SURVEY,
+                description="The 400 households of a published sample: where they live (metres from the town hall) "
+                "and their weekly commute. The sample's size is public.",
+                data=survey_csv(),
+                total_budget="6",
+                relation="public_size",
+                record_name="household",
+                record_name_plural="households",
+            )
+            listing_create(
+                owner=owner,
+                dataset_id=survey.public_id,
+                title="Where the sampled households live, on average",
+                description="The centroid of the households' homes, each pulled within 3 km of the town hall.",
+                statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 3000}],
+                ceiling="2",
+                price_per_epsilon="15.00",
+            )
+            listing_create(
+                owner=owner,
+                dataset_id=survey.public_id,
+                title="Sampled households: weekly commute",
+                description="Mean weekly commute in km and a histogram of it.",
+                statistics=[
+                    {"kind": "mean", "column": "commute_km", "lower": 0, "upper": 300},
+                    {"kind": "histogram", "column": "commute_km", "bins": [0, 25, 50, 100, 200, 300]},
+                ],
+                ceiling="3",
+                price_per_epsilon="10.00",
             )
         if not Transfer.objects.filter(reference="demo-seed-credits").exists():
             provider().fund(user=buyer, amount=Decimal("500.00"), reference="demo-seed-credits", memo="demo credits")
