@@ -11,6 +11,7 @@ from jsonschema.exceptions import best_match
 from rest_framework import serializers
 
 from market.catalog.pricing import curve_of
+from market.catalog.privacy import release_profile
 from market.catalog.risk import level_at_risk
 from market.core import ids
 from market.core.levels import MAX_LEVEL
@@ -331,6 +332,10 @@ class QuoteQuerySerializer(serializers.Serializer):
     epsilon = LevelTextField(help_text="the level to go up to, e.g. 0.5")
 
 
+class ProfileQuerySerializer(serializers.Serializer):
+    epsilon = LevelTextField(required=False, help_text="the level, e.g. 0.5 (at most the ceiling; default: the ceiling)")
+
+
 class ListingQuerySerializer(serializers.Serializer):
     # a CharField refuses NUL characters (PostgreSQL cannot compare text with them)
     search = serializers.CharField(
@@ -481,15 +486,39 @@ class ReadingSerializer(serializers.Serializer):
 
 
 class PrivacyAtRiskSerializer(serializers.Serializer):
+    """The privacy-at-risk paper's figures, under its model (not a guarantee of this release)."""
+
     epsilon0 = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the level released")
     epsilon = serializers.DecimalField(
-        max_digits=12, decimal_places=6, help_text="the finer level the release also meets, with the risk below"
+        max_digits=12, decimal_places=6,
+        help_text="the finer level that minimises the paper's compensation budget (its equation 9)",
     )
-    risk = serializers.FloatField(help_text="gamma: the release is epsilon-DP with this probability (Theorem 12)")
-    dimension = serializers.IntegerField(help_text="k, the number of released values")
+    gamma = serializers.FloatField(
+        help_text="the paper's privacy at risk of epsilon (Theorem 12): P(T <= eps) / P(T <= eps0) for the norm T "
+        "of k-dimensional Laplace noise, an average under the paper's model. It is NOT the probability that this "
+        "release is epsilon-DP; privacy_profile states the release's guarantee exactly"
+    )
+    dimension = serializers.IntegerField(help_text="k, the number of released values, as the paper's model counts them")
     rate = serializers.DecimalField(
         max_digits=12, decimal_places=6, help_text="c of the cost model E_min + E e^(-c/eps) whose budget epsilon minimises"
     )
+    definition = serializers.CharField(help_text="what gamma is, in one sentence")
+
+
+class ProfilePointSerializer(serializers.Serializer):
+    epsilon = serializers.FloatField(help_text="eps', at most the level")
+    delta = serializers.FloatField(help_text="the release is (eps', delta)-DP")
+
+
+class PrivacyProfileSerializer(serializers.Serializer):
+    """The exact guarantee of a release at one level, for a worst-case neighbour under the dataset's relation."""
+
+    level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the release is level-DP (delta 0 at eps' = level)")
+    method = serializers.CharField(help_text='"exact" (Laplace noise) or the quadrature\'s accuracy (l2 noise)')
+    points = ProfilePointSerializer(many=True, help_text="delta(eps') for eps' from 0 to the level: the hockey-stick divergence")
+    summary = ProfilePointSerializer(help_text="the profile at half the level")
+    guarantee = serializers.CharField(help_text="what floating-point noise costs, as measured")
+    protects = serializers.CharField(help_text="whom the release protects, in one sentence")
 
 
 class ReleaseSerializer(serializers.Serializer):
@@ -498,12 +527,21 @@ class ReleaseSerializer(serializers.Serializer):
     purchase = serializers.UUIDField(source="purchase_id")
     level = serializers.DecimalField(max_digits=9, decimal_places=4)
     values = serializers.SerializerMethodField()
+    privacy_profile = serializers.SerializerMethodField()
     privacy_at_risk = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
 
-    def get_privacy_at_risk(self, release) -> PrivacyAtRiskSerializer:
+    def get_privacy_profile(self, release) -> PrivacyProfileSerializer:
+        """The exact guarantee of this release: delta(eps') below its level."""
+        return PrivacyProfileSerializer(release_profile(release.listing, release.level)).data
+
+    @extend_schema_field(PrivacyAtRiskSerializer(allow_null=True))
+    def get_privacy_at_risk(self, release):
+        """The privacy-at-risk paper's figures at this level, under its model; null for l2 (vector) listings."""
         figures = level_at_risk(release.listing, release.level)
-        return PrivacyAtRiskSerializer({k: figures[k] for k in ("epsilon0", "epsilon", "risk", "dimension", "rate")}).data
+        if figures is None:
+            return None
+        return PrivacyAtRiskSerializer(figures).data
 
     @extend_schema_field(ReadingSerializer(many=True))
     def get_values(self, release) -> list[dict]:

@@ -11,6 +11,7 @@ v1 = [
     path("listings/", views.ListingListView.as_view(), name="api-listings"),
     path("listings/<int:listing_id>/", views.ListingDetailView.as_view(), name="api-listing"),
     path("listings/<int:listing_id>/quote/", views.QuoteView.as_view(), name="api-quote"),
+    path("listings/<int:listing_id>/privacy-profile/", views.PrivacyProfileView.as_view(), name="api-privacy-profile"),
     path("datasets/", views.DatasetListView.as_view(), name="api-datasets"),
     path("purchases/", views.PurchaseListView.as_view(), name="api-purchases"),
     path("purchases/<str:purchase_id>/", views.PurchaseDetailView.as_view(), name="api-purchase"),

@@ -124,6 +124,20 @@ class QuoteView(APIView):
         return Response(s.QuoteSerializer(quote).data)
 
 
+class PrivacyProfileView(APIView):
+    """The exact privacy-loss profile of a release of this listing at a level: for every eps' below the
+    level, the delta with which the release is (eps', delta)-DP. It depends on the statistics, the dataset's
+    relation and the level only, never on the data."""
+
+    @extend_schema(parameters=[s.ProfileQuerySerializer], responses={200: s.PrivacyProfileSerializer, **documented(400, 404)})
+    def get(self, request, listing_id: int):
+        query = s.ProfileQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        listing = catalog.listing_get(user=request.user, listing_id=listing_id)
+        level = query.validated_data.get("epsilon") or listing.ceiling
+        return Response(s.PrivacyProfileSerializer(catalog.listing_profile(listing=listing, epsilon=level)).data)
+
+
 class DatasetListView(GenericAPIView):
     """The owner's datasets; upload a CSV of numeric columns (multipart)."""
 

@@ -20,6 +20,8 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
 from market.catalog.pricing import curve_of
+from market.catalog.privacy import release_profile
+from market.catalog.risk import DEFINITION as RISK_DEFINITION
 from market.catalog.risk import level_at_risk
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
@@ -209,6 +211,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
     )
     spent = _eps(listing.noise_path.released_max)
     ceiling = _eps(listing.ceiling)
+    plan = listing_plan(listing)
     return {
         "listing": {
             "id": listing.pk,
@@ -219,7 +222,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "is_open": listing.is_open,
             "ceiling": ceiling,
             "price_per_epsilon": listing.price_per_epsilon,
-            "statistics": describe(listing_plan(listing)),
+            "statistics": describe(plan),
             "values": len(listing.labels),
             "created_at": listing.created_at,
         },
@@ -237,7 +240,11 @@ def listing_dashboard(*, user, listing_id) -> dict:
         "points": [{**point, "level": _eps(point["level"])} for point in points],
         # per released level: the finer eps it also meets, its risk, and (with a
         # compensation model) the budgets under plain DP and under privacy at risk
-        "risk": [level_at_risk(listing, point["level"]) for point in points],
+        "risk": [figures for point in points if (figures := level_at_risk(listing, point["level"]))],
+        "risk_definition": RISK_DEFINITION,
+        # per released level: the exact guarantee of the release (delta below the level)
+        "profiles": [release_profile(listing, point["level"], plan=plan) for point in points],
+        "protects": listing.dataset.protects,
         "compensation": listing.compensation,
         "price_formula": curve_of(listing).formula(),
     }

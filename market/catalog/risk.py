@@ -1,16 +1,24 @@
 """Privacy at risk and compensation budgets for a listing's released levels
-(Dandekar, Basu and Bressan; ``releases.risk`` has the mathematics).
+(Dandekar, Basu and Bressan, "Differential privacy at risk"; ``releases.risk``
+has the mathematics).
 
-A Laplace release calibrated at level eps0 also satisfies the finer eps-DP
-with a risk gamma (Theorem 12). For each released level we report the eps
-that minimises the compensation budget (equation 9) and its risk, and, when
-the owner stated a compensation model, the budgets under plain DP and under
-privacy at risk and the saving.
+What gamma is. The paper models a release as a k-dimensional Laplace
+mechanism with one scale, and defines the privacy at risk of a finer level
+eps < eps0 as ``gamma = P(T <= eps) / P(T <= eps0)`` (Theorem 12), where T is
+the norm of the noise measured in units of the sensitivity. It is an
+average over the noise, under that model. It is **not** the probability that
+this release is eps-DP: for one value at eps0 = 0.5 and eps = 0.2741 the
+paper's gamma is 0.609, while the probability that the privacy loss stays
+within plus or minus eps for a worst-case neighbour is 0.107. The exact guarantee of the
+actual release is its privacy-loss profile (``market.catalog.privacy``).
 
-The listing's values form a k-dimensional query, k = the number of released
-values. The paper's Theorem 12 is for a k-dimensional Laplace mechanism; our
-values carry per-group scales, so k is an approximation; in our computations
-a larger k lowers gamma towards eps/eps0 (the paper states the opposite).
+We keep gamma because the paper's compensation model is built on it: for each
+released level, the eps that minimises the compensation budget (equation 9)
+and its gamma, and, when the owner stated a compensation model, the budgets
+under plain DP and under privacy at risk, and the saving, all "under the
+paper's model". A listing's values carry per-group scales, so k (the number
+of values) is the model's simplification. The paper's formula is for Laplace
+noise; l2 (vector) listings get no gamma at all.
 """
 
 from __future__ import annotations
@@ -34,13 +42,31 @@ def _model(listing) -> CompensationModel | None:
     return CompensationModel.parse(listing.compensation, stored=True) if listing.compensation else None
 
 
-def level_at_risk(listing, level) -> dict:
-    """The privacy-at-risk figures of one released level of ``listing``."""
+#: What gamma is, in one sentence, wherever it is shown.
+DEFINITION = (
+    "the paper's privacy at risk (Dandekar, Basu and Bressan, Theorem 12): gamma = P(T <= eps) / P(T <= eps0) "
+    "for the norm T of k-dimensional Laplace noise, an average under the paper's model; it is not the "
+    "probability that the release is eps-DP (the privacy-loss profile states that exactly)"
+)
+
+
+def applies(listing) -> bool:
+    """The paper's gamma is for Laplace noise: not for l2 (vector) listings."""
+    from .statistics import VECTOR_KINDS
+
+    return listing.statistics[0]["kind"] not in VECTOR_KINDS
+
+
+def level_at_risk(listing, level) -> dict | None:
+    """The privacy-at-risk figures of one released level of ``listing`` (None for an l2 listing)."""
+    if not applies(listing):
+        return None
     model = _model(listing)
     rate = float(model.rate) if model else 1.0
     eps0, k = float(level), max(1, len(listing.labels))
     eps, gamma = _optimum(eps0, rate, k)
-    figures = {"epsilon0": Decimal(level), "epsilon": eps, "risk": gamma, "dimension": k, "rate": rate}
+    figures = {"epsilon0": Decimal(level), "epsilon": eps, "gamma": gamma, "dimension": k, "rate": rate,
+               "definition": DEFINITION}
     if model:
         E, E_min, people = float(model.E), float(model.E_min), model.headcount
         dp = people * float(compensation_dp(eps0, E, c=rate, E_min=E_min))
@@ -52,7 +78,7 @@ def level_at_risk(listing, level) -> dict:
 def budget_chart(listing, level) -> dict | None:
     """Budget against the finer eps for a release at ``level`` (the paper's figure 8), as a plotly spec."""
     model = _model(listing)
-    if model is None or Decimal(level) <= 0:
+    if model is None or Decimal(level) <= 0 or not applies(listing):
         return None
     import numpy as np
 

@@ -67,3 +67,19 @@ def listing_plan(listing):
 
     dataset = listing.dataset
     return build_plan(listing.statistics, dataset.columns, neighbours=dataset.neighbours(), offer=False)
+
+
+def listing_profile(*, listing, epsilon) -> dict:
+    """The privacy-loss profile of ``listing`` at level ``epsilon`` (at most its ceiling)."""
+    from market.core.errors import InvalidInput
+    from market.core.levels import parse_level
+
+    from .privacy import release_profile
+
+    level = parse_level(epsilon)
+    if level > listing.ceiling:
+        raise InvalidInput(
+            f"epsilon: {level} is above this listing's ceiling of {listing.ceiling}",
+            fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
+        )
+    return release_profile(listing, level)

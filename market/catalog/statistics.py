@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -153,7 +154,7 @@ class Plan:
     another's large range.
     ``loss_shares``: for a worst-case neighbour, one entry per coordinate that
     moves: the fraction of eps that coordinate's privacy loss can reach
-    (its move divided by its weight). They add up to 1; the privacy-loss
+    (its move divided by its weight), exact. They add up to exactly 1; the privacy-loss
     profile of a release at eps is that of independent Laplace losses with
     parameters ``share * eps``. None for an l2 (vector) plan.
     ``norm``: "l1" (per-coordinate Laplace noise) or "l2" for a vector
@@ -169,7 +170,7 @@ class Plan:
     upper: np.ndarray
     indices: tuple[tuple[int, ...], ...]
     weights: np.ndarray
-    loss_shares: tuple[float, ...] | None = None
+    loss_shares: tuple[Fraction, ...] | None = None
     norm: str = "l1"
     neighbours: Neighbours = field(default_factory=Neighbours)
 
@@ -736,7 +737,7 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     for key in order:
         group = groups[key][0]
         weights[list(at[key])] = k * group.sensitivity
-        shares += [move / (k * group.sensitivity) for move in group.moves]
+        shares += [Fraction(move) / (k * Fraction(group.sensitivity)) for move in group.moves]
     weights.setflags(write=False)
     return Plan(
         statistics=statistics,

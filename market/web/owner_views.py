@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from market.catalog import dashboard as figures
+from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog.services import dataset_create, listing_create
 from market.catalog.statistics import MAX_STATISTICS
@@ -221,5 +222,6 @@ def listing_view(request, listing_id: int):
         "revenue_chart": _revenue_chart(shown["revenue_by_day"]),
         "gauge": _privacy_gauge(shown["spent"], shown["ceiling"]),
         "budget_chart": budget_chart(visibility.owned_listings(request.user).get(pk=listing_id), shown["spent"]),
+        "profile_chart": profile_chart(shown["profiles"]),
     }
     return render(request, "owner/listing.html", context)

@@ -1,0 +1,88 @@
+"""What a listing's releases guarantee, in figures that are exactly true
+(docs/mathematics.md, "The privacy-loss profile" and "Floating point").
+
+A release at level eps is eps-DP for the dataset's relation: for a worst-case
+neighbour its privacy loss never exceeds eps. Below eps it is
+(eps', delta(eps'))-DP, with ``delta`` the hockey-stick value of the actual
+release: the sum of independent Laplace losses, one per coordinate that the
+neighbour moves, each with parameter ``share * eps`` (``Plan.loss_shares``).
+``releases.profile`` computes it exactly for l1 listings and by a quadrature
+of stated accuracy for l2 ones. The profile depends on the spec, the relation
+and the level only, never on the data, so it is public.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from releases.guarantee import float_path_statement
+from releases.profile import loss_profile_l1, loss_profile_l2
+
+from .selectors import listing_plan
+
+#: eps' points on a profile chart (a cosine grid from 0 to the level, dense at both ends).
+CHART_POINTS = 41
+#: The eps' a profile is summarised at, as a fraction of the level.
+SUMMARY_FRACTION = Fraction(1, 2)
+
+
+def _grid(level: float, points: int = CHART_POINTS) -> np.ndarray:
+    grid = level * 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, points)))
+    grid[0], grid[-1] = 0.0, level
+    return grid
+
+
+@lru_cache(maxsize=1024)
+def _deltas(norm: str, shares: tuple[Fraction, ...] | None, dim: int, level: Decimal, at: tuple[float, ...]) -> tuple:
+    if norm == "l2":
+        return tuple(float(d) for d in loss_profile_l2(dim, Fraction(level), np.array(at)))
+    a = [share * Fraction(level) for share in shares]
+    return tuple(float(d) for d in loss_profile_l1(a, np.array(at)))
+
+
+def release_profile(listing, level, *, plan=None) -> dict:
+    """The privacy-loss profile of ``listing``'s release at ``level``.
+
+    ``{"level": Decimal, "method": "exact" | "quadrature (absolute error below 1e-10)",
+    "points": [{"epsilon": float, "delta": float}] (eps' from 0 to the level),
+    "summary": {"epsilon", "delta"} (at half the level), "guarantee": one line on the float path,
+    "protects": whom it protects}``.
+    """
+    plan = plan or listing_plan(listing)
+    level = Decimal(level)
+    xs = _grid(float(level))
+    half = float(Fraction(level) * SUMMARY_FRACTION)
+    at = (*[float(x) for x in xs], half)
+    deltas = _deltas(plan.norm, plan.loss_shares, len(plan.labels), level, at)
+    return {
+        "level": level,
+        "method": "exact" if plan.norm == "l1" else "quadrature (absolute error below 1e-10)",
+        "points": [{"epsilon": x, "delta": d} for x, d in zip(at[:-1], deltas[:-1])],
+        "summary": {"epsilon": half, "delta": deltas[-1]},
+        "guarantee": float_path_statement(len(plan.labels)),
+        "protects": listing.dataset.protects,
+    }
+
+
+def profile_chart(profiles: list[dict]) -> dict | None:
+    """delta(eps') against eps' for each released level, as a plotly spec."""
+    if not profiles:
+        return None
+    return {
+        "data": [
+            {
+                "x": [p["epsilon"] for p in profile["points"]],
+                "y": [p["delta"] for p in profile["points"]],
+                "type": "scatter", "mode": "lines", "name": f"released at ε = {profile['level'].normalize()}",
+            }
+            for profile in profiles
+        ],
+        "layout": {
+            "xaxis": {"title": {"text": "ε′"}, "rangemode": "tozero"},
+            "yaxis": {"title": {"text": "δ(ε′): the release is (ε′, δ)-DP"}, "rangemode": "tozero"},
+        },
+    }
