@@ -332,7 +332,8 @@ def loss_profile_l2(dim, eps, eps_prime, tol: float = 1e-10) -> np.ndarray:
     exceeds ``eps'`` (the integrand is smooth there), the radius by adaptive
     Gauss-Kronrod (scipy ``quad``) split where the angle interval stops being
     the whole half-circle. The absolute error is below ``tol`` (default
-    1e-10; checked against Monte Carlo in the tests). ``dim = 1`` is the
+    1e-10 as estimated by quad; 200 angle points instead of 80 change results by
+    under 1e-14; checked against Monte Carlo in the tests). ``dim = 1`` is the
     Laplace case, computed exactly.
     """
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
