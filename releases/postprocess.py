@@ -1,9 +1,21 @@
 """What happens to a noisy answer before anyone sees it (docs/mathematics.md section 9).
 
 A released float is rounded to a power-of-two grid near a small fraction of
-the noise scale, then clamped to the query's declared range, so that its low
-bits cannot reveal the raw value (Mironov 2012). Rounding and clamping are
-post-processing: they cost no privacy.
+the noise scale, then clamped to the query's declared range. Both are
+post-processing: in exact arithmetic they cost no privacy.
+
+What the rounding does: it removes the classical low-bit attack on float
+Laplace noise (Mironov, CCS 2012), in which the set of floats that ``u + V``
+can reach depends on ``u``, so the last bits of a release can tell two
+neighbouring answers apart. Once values are rounded to a grid far coarser
+than a float's spacing, those bits are gone.
+
+What it does not prove: Mironov's "snapping" theorem does not cover this
+construction. It needs a grid at least as coarse as the noise scale (ours is
+1/32 of it), one full-precision Laplace draw (ours may come from relax,
+tighten or bridge steps) and a uniform at full float precision (numpy's are
+multiples of 2^-53). The float path is therefore (eps, delta)-DP with a small
+measured delta, see ``releases/guarantee.py`` and ``bench/float_delta.py``.
 """
 
 from __future__ import annotations
