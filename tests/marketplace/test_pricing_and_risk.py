@@ -1,5 +1,6 @@
 """Price curves in purchases and the API; privacy at risk on releases and the owner's dashboard."""
 
+import math
 from decimal import Decimal
 
 import pytest
@@ -77,11 +78,18 @@ def test_the_papers_example_on_a_release_and_the_dashboard(
     assert risk["epsilon0"] == "0.5000" and risk["dimension"] == 1
     assert float(risk["epsilon"]) == pytest.approx(0.2741, abs=1e-3)  # figure 10: (0.27, 0.61)
     assert risk["epsilon"] == "0.274115"  # an exact decimal, to six places
-    assert risk["risk"] == pytest.approx(0.6093, abs=1e-3)
+    assert risk["gamma"] == pytest.approx(0.6093, abs=1e-3)
+    assert "not the probability that the release is eps-DP" in risk["definition"]
+    # the release's exact guarantee: one count at 0.5 is (eps', 1 - e^((eps' - 0.5)/2))-DP below 0.5
+    profile = body["release"]["privacy_profile"]
+    assert profile["level"] == "0.5000" and profile["method"] == "exact"
+    assert profile["summary"] == {"epsilon": 0.25, "delta": pytest.approx(1 - math.exp(-0.125), rel=1e-12)}
+    assert profile["points"][-1] == {"epsilon": 0.5, "delta": 0.0}
 
     client.force_login(owner)
     page = client.get(f"/owner/listings/{count_listing.pk}/").content.decode()
-    assert "Privacy at risk and compensation" in page
+    assert "Privacy at risk and compensation (the paper's model)" in page
+    assert "What each release guarantees" in page and 'data-chart="profile-chart"' in page
     assert "74434.41 credits" in page  # the budget under plain DP
     assert "37805.86 credits" in page  # the budget at the optimum eps = 0.274
     assert "36628.55 credits" in page  # the saving (the paper: 36628.53)

@@ -1,0 +1,122 @@
+"""Privacy figures shown to people are exactly true (issue: privacy claims).
+
+* Every listing page and the API say whom a release protects, by the dataset's relation.
+* The privacy-loss profile of a release (API endpoint, release, owner page) is the
+  exact hockey-stick curve of the actual release, computed from public information only.
+* The paper's gamma is never presented as the probability that the release is eps-DP,
+  and l2 (vector) listings have none.
+"""
+
+import math
+from decimal import Decimal
+
+import numpy as np
+import pytest
+
+from market.catalog.services import dataset_create, listing_create
+from market.trading.services import purchase_create
+
+from .conftest import make_csv
+
+pytestmark = pytest.mark.django_db
+
+
+def _listing(owner, *, relation, statistics, budget="20"):
+    dataset = dataset_create(
+        owner=owner, name="visits", data=make_csv(200), relation=relation, total_budget=budget,
+        record_name="patient", record_name_plural="patients",
+    )
+    return listing_create(
+        owner=owner, dataset_id=dataset.public_id, title="Ages", statistics=statistics, ceiling="2", price_per_epsilon="5",
+    )
+
+
+def test_the_api_and_the_page_say_whom_a_release_protects(owner, client, api):
+    private = _listing(owner, relation="private_size", statistics=[{"kind": "count"}])
+    public = _listing(owner, relation="public_size", statistics=[{"kind": "sum", "column": "age", "lower": 0, "upper": 100}])
+    shown = api().get(f"/api/v1/listings/{private.pk}/").json()
+    assert shown["relation"] == "private_size" and shown["public_size"] is None
+    assert shown["protects"] == "Protects any one patient, whether or not they are in the data; the number of patients stays private."
+    shown = api().get(f"/api/v1/listings/{public.pk}/").json()
+    assert shown["relation"] == "public_size" and shown["public_size"] == 200
+    assert shown["protects"] == "Protects any one patient's values; the number of patients (200) is public."
+    page = client.get(f"/listings/{public.pk}/").content.decode()
+    assert "Protects any one patient&#x27;s values; the number of patients (200) is public." in page
+    assert "<dt>Records</dt><dd>200 (public)</dd>" in page
+    # a private size is never shown, exactly or rounded, to anyone but the owner
+    page = client.get(f"/listings/{private.pk}/").content.decode()
+    assert "<dt>Records</dt><dd>private</dd>" in page and ">200<" not in page and "about 200" not in page
+
+
+def _laplace_delta(a_values, eps_prime, n=2_000_000, seed=5):
+    """Monte Carlo of E[(1 - e^(eps' - L))_+] for independent Laplace losses with parameters a (a check, not the product)."""
+    rng = np.random.default_rng(seed)
+    total = np.zeros(n)
+    for a in a_values:
+        y = rng.laplace(0.0, 1.0, n)
+        total += np.abs(y - a) - np.abs(y)  # loss of Lap(1) against a shift of a: (|y - a| - |y|)
+    return float(np.mean(np.clip(1 - np.exp(eps_prime - total), 0, None)))
+
+
+@pytest.mark.parametrize("relation", ["private_size", "public_size"])
+def test_the_profile_endpoint_is_the_exact_curve_of_the_listing_under_its_relation(owner, api, relation):
+    statistics = [
+        {"kind": "sum", "column": "age", "lower": 0, "upper": 100},
+        {"kind": "histogram", "column": "age", "bins": [0, 30, 60, 100]},
+    ]
+    listing = _listing(owner, relation=relation, statistics=statistics)
+    body = api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=1").json()
+    assert body["level"] == "1.0000" and body["method"] == "exact"
+    # two groups, eps split in halves; under a public size the histogram's half moves two bins by 1 each
+    a = [0.5, 0.5] if relation == "private_size" else [0.5, 0.25, 0.25]
+    assert body["summary"]["delta"] == pytest.approx(_laplace_delta(a, 0.5), abs=2e-3)
+    deltas = [p["delta"] for p in body["points"]]
+    assert deltas[-1] == 0.0 and all(x >= y for x, y in zip(deltas, deltas[1:]))
+    assert "(eps, delta)-DP with delta below" in body["guarantee"]
+    # default level: the ceiling; above the ceiling: a clear 400
+    assert api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/").json()["level"] == "2.0000"
+    refused = api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=3")
+    assert refused.status_code == 400 and "ceiling" in refused.json()["error"]["message"]
+
+
+def test_an_l2_listing_has_a_profile_but_no_gamma(owner, buyer, fund, api, eager_celery, django_capture_on_commit_callbacks):
+    listing = _listing(
+        owner, relation="public_size",
+        statistics=[{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+    )
+    fund(buyer, 100)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    release = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]
+    assert release["privacy_at_risk"] is None
+    profile = release["privacy_profile"]
+    assert profile["method"].startswith("quadrature") and profile["points"][-1]["delta"] == 0.0
+    assert 0 < profile["summary"]["delta"] < 1
+
+
+def test_the_paper_gamma_is_not_the_probability_of_eps_dp():
+    """For one value at eps0 = 0.5 the paper's gamma at eps = 0.2741 is 0.609, while a worst-case
+    neighbour's privacy loss stays within +-0.2741 with probability 0.107: the two must not be confused."""
+    from releases.risk import gamma_at_risk
+
+    eps0, eps = 0.5, 0.2741
+    assert float(gamma_at_risk(eps, eps0, 1)) == pytest.approx(0.609, abs=1e-3)
+    within = 0.5 * (math.exp(-(eps0 - eps) / 2) - math.exp(-(eps0 + eps) / 2))  # the continuous part on (-eps, eps)
+    assert within == pytest.approx(0.107, abs=1e-3)
+
+
+def test_the_owner_page_charts_the_profile_of_every_released_level(owner, buyer, fund, client, eager_celery,
+                                                                   django_capture_on_commit_callbacks):
+    listing = _listing(owner, relation="private_size", statistics=[{"kind": "count"}])
+    fund(buyer, 100)
+    for level in ("0.5", "2"):
+        with django_capture_on_commit_callbacks(execute=True):
+            purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=level)
+    client.force_login(owner)
+    page = client.get(f"/owner/listings/{listing.pk}/").content.decode()
+    assert 'data-chart="profile-chart"' in page and 'id="profile-table"' in page
+    table = page[page.index('id="profile-table"'):]
+    assert '<td class="num">0.5</td>' in table and '<td class="num">2</td>' in table
+    # one count at 2: delta(1) = 1 - e^((1 - 2)/2)
+    assert f"{1 - math.exp(-0.5):.4g}" in page
+    assert Decimal("2") == listing.noise_path.__class__.objects.get(listing=listing).released_max
