@@ -4,7 +4,7 @@
     python -m bench.scale --buyers 2000 --json bench/results/scale.json
 
 For one l1 listing (a count and a 10-bin histogram: 11 values) and one l2
-listing (one entity's 2-d point), N buyers each buy one random level in
+listing (the centroid of 2-d points, on a dataset whose size is public), N buyers each buy one random level in
 (0, ceiling] (four decimal places, so thousands of distinct levels). Every
 purchase goes through the purchase service; its release is timed on its own
 (``releases.services.release_compute``: lock the path, read the neighbouring
@@ -60,10 +60,18 @@ def run(buyers: int) -> dict:
 
     User = get_user_model()
     owner = User.objects.create_user("bench-owner", password=None, is_owner=True)
-    dataset = dataset_create(owner=owner, name="bench", data=csv_bytes())
-    specs = {
-        "l1 (count + 10-bin histogram)": [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": list(range(0, 101, 10))}],
-        "l2 (one entity's 2-d point)": [{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}],
+    datasets = {
+        relation: dataset_create(owner=owner, name=f"bench ({relation})", data=csv_bytes(), relation=relation,
+                                 total_budget=str(2 * float(CEILING)))
+        for relation in ("private_size", "public_size")
+    }
+    specs = {  # name: (the dataset's relation, the statistics)
+        "l1 (count + 10-bin histogram)": (
+            "private_size", [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": list(range(0, 101, 10))}],
+        ),
+        "l2 (centroid of 2-d points)": (
+            "public_size", [{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1000}],
+        ),
     }
     people = User.objects.bulk_create(User(username=f"bench-buyer-{i}", is_buyer=True) for i in range(buyers))
     for person in people:  # steps are never free: 100 credits per eps makes the smallest step (0.0001) cost 0.01
@@ -71,9 +79,9 @@ def run(buyers: int) -> dict:
     release_services.release_queue = lambda **kw: True  # releases are run and timed below, not queued
     rng = np.random.default_rng()
     report = {}
-    for name, spec in specs.items():
+    for name, (relation, spec) in specs.items():
         listing = listing_create(
-            owner=owner, dataset_id=dataset.public_id, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon=PRICE
+            owner=owner, dataset_id=datasets[relation].public_id, title=name, statistics=spec, ceiling=CEILING, price_per_epsilon=PRICE
         )
         levels = rng.integers(1, int(float(CEILING) * 10_000) + 1, buyers) / 10_000
         times = []
