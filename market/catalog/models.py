@@ -12,7 +12,7 @@ from market.core.fields import LevelField, MoneyField
 class Dataset(models.Model):
     """An owner's uploaded table of numeric columns. Its data is never shown to anyone else.
 
-    ``relation`` says whom its releases protect (docs/mathematics.md section 10):
+    ``relation`` says whom its releases protect (docs/mathematics.md section 12):
     with a private size, any one record, whether or not it is in the data (a
     neighbour has one record more or fewer); with a public size, any one
     record's values, while the number of records is public (a neighbour has

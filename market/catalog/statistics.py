@@ -16,7 +16,7 @@ computation, sensitivity and labels, and how its released value and accuracy
 are read back. Everything else iterates over :data:`KINDS`.
 
 Who is protected is the dataset's *neighbouring relation*
-(:class:`Neighbours`, docs/mathematics.md section 10), and every sensitivity
+(:class:`Neighbours`, docs/mathematics.md section 12), and every sensitivity
 follows from it:
 
 * **private size** (add or remove one record; the number of records n is

@@ -96,7 +96,7 @@ def test_bad_curves_are_refused_at_their_field(curve, compensation, field):
 
 def test_an_owner_never_types_the_people_figure():
     """The number of people in a price follows from the dataset (its public size), never from input:
-    a typed figure could reveal a private record count (docs/mathematics.md section 10)."""
+    a typed figure could reveal a private record count (docs/mathematics.md section 12)."""
     with pytest.raises(InvalidInput) as caught:
         CompensationModel.parse({"E": "10", "people": 2000})
     assert "people" in caught.value.fields
