@@ -60,7 +60,7 @@ def run(buyers: int) -> dict:
 
     User = get_user_model()
     owner = User.objects.create_user("bench-owner", password=None, is_owner=True)
-    dataset = dataset_create(owner=owner, name="bench", data=csv_bytes())
+    dataset = dataset_create(owner=owner, name="bench", data=csv_bytes(), total_budget="100")
     specs = {
         "l1 (count + 10-bin histogram)": [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": list(range(0, 101, 10))}],
         "l2 (one entity's 2-d point)": [{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}],

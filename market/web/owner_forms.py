@@ -14,6 +14,7 @@ import re
 
 from django import forms
 
+from market.catalog.budget import default_budget
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 
@@ -57,13 +58,17 @@ class DatasetUploadForm(forms.Form):
         widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"}),
     )
     total_budget = forms.DecimalField(
-        label="Total privacy budget (ε)",
-        required=False,
+        label="Privacy budget (ε)",
         max_digits=9,
         decimal_places=4,
         widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
-        help_text="The ceilings of all listings on this dataset may not add up to more. Leave empty for no limit.",
+        help_text="The most this dataset's listings may ever reveal: their ceilings may not add up to more "
+        "(each listing's releases add to the dataset's spent privacy). The suggested value may be kept.",
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["total_budget"].initial = default_budget()
     publish_size = forms.BooleanField(
         label="Publish the approximate number of records",
         required=False,

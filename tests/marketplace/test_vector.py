@@ -25,7 +25,7 @@ def locations_csv(rows=400, seed=3) -> bytes:
 
 @pytest.fixture
 def places(owner):
-    return dataset_create(owner=owner, name="places", data=locations_csv())
+    return dataset_create(owner=owner, name="places", data=locations_csv(), total_budget="100")
 
 
 def point_listing(owner, dataset, row, radius=50.0):

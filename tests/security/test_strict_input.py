@@ -71,7 +71,7 @@ def _listing_body(dataset_id, **change):
 @pytest.fixture
 def dataset(api, owner):
     upload = SimpleUploadedFile("visits.csv", make_csv(50), content_type="text/csv")
-    answer = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload}, format="multipart")
+    answer = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100"}, format="multipart")
     assert answer.status_code == 201, answer.content
     return answer.json()["id"]
 
@@ -179,13 +179,13 @@ def test_uploads_over_the_limit_are_413_and_bad_forms_400(api, owner, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4000
     before = _counts()
     upload = SimpleUploadedFile("visits.csv", make_csv(500), content_type="text/csv")  # > 4000 bytes
-    assert_error(api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload}, format="multipart"), 413, "payload_too_large")
+    assert_error(api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100"}, format="multipart"), 413, "payload_too_large")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10**7
     settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
     upload = SimpleUploadedFile("visits.csv", make_csv(20), content_type="text/csv")
     fields = {f"f{i}": "x" for i in range(10)}
     error = assert_error(
-        api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, **fields}, format="multipart"), 400
+        api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100", **fields}, format="multipart"), 400
     )
     assert error["code"] == "parse_error"
     _nothing_changed(before)
