@@ -147,7 +147,7 @@ CASES = [
 def post(channel, client, data: bytes):
     upload = SimpleUploadedFile("hostile.csv", data, content_type="text/csv")
     if channel == "api":
-        return client.post(API, {"name": "hostile", "description": "", "file": upload}, format="multipart")
+        return client.post(API, {"name": "hostile", "description": "", "total_budget": "100", "file": upload}, format="multipart")
     return client.post(PAGE, {"name": "hostile", "description": "", "total_budget": "100", "file": upload})
 
 
@@ -252,7 +252,7 @@ def test_a_release_download_never_starts_a_cell_with_a_formula(
     rows = np.array([[i % 10, i] for i in range(200)], dtype="<f8")
     dataset = Dataset.objects.create(
         owner=owner, name="innocent", columns=['=HYPERLINK("http://evil.example","x")', "b"],
-        row_count=200, data=rows.tobytes(),
+        row_count=200, data=rows.tobytes(), total_budget=100,
     )
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Histogram", ceiling="5", price_per_epsilon="1",

@@ -256,7 +256,7 @@ def test_top_up_bounds_in_the_schema_are_the_accepted_bounds(api, buyer, schema,
 )
 def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, buyer, schema, level):
     # 100 credits per eps: the smallest level (0.0001) costs 0.01, so no valid level is refused as free
-    listing = make_listing(ceiling="10000", price="100", rows=50)
+    listing = make_listing(ceiling="10000", price="100", rows=50, budget="10000")
     quote = schema["paths"]["/api/v1/listings/{listing_id}/quote/"]["get"]["parameters"]
     pattern = re.compile(next(p for p in quote if p["name"] == "epsilon")["schema"]["pattern"])
     body_pattern, number = _string_and_number(_body_schema(schema, "/api/v1/purchases/")["properties"]["epsilon"])
@@ -272,7 +272,7 @@ def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, b
 
 @pytest.mark.parametrize("value", [0, -0.5, 10000.0001, 10001, 0.00001, True])
 def test_a_level_sent_as_a_number_outside_the_schema_is_refused(api, make_listing, buyer, fund, value):
-    listing = make_listing(ceiling="10000", price="0.01", rows=50)
+    listing = make_listing(ceiling="10000", price="0.01", rows=50, budget="10000")
     fund(buyer, 100)
     before = _counts()
     assert_error(api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": value}, format="json"), 400, field="epsilon")
