@@ -64,7 +64,7 @@ def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) ->
 
     User = get_user_model()
     owner = User.objects.create_user("load-owner", password=None, is_owner=True, is_buyer=False)
-    dataset = dataset_create(owner=owner, name="load", data=csv_bytes())
+    dataset = dataset_create(owner=owner, name="load", data=csv_bytes(), total_budget="100")
     made = []
     for i in range(listings):
         name, spec = SPECS[i % len(SPECS)]

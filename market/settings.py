@@ -228,6 +228,8 @@ API_KEY_SIGN_IN_DAYS = int(os.environ.get("API_KEY_SIGN_IN_DAYS", "90"))
 UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_BYTES", str(5 * 1024 * 1024)))
 UPLOAD_MAX_ROWS = int(os.environ.get("UPLOAD_MAX_ROWS", "100000"))
 UPLOAD_MAX_COLUMNS = int(os.environ.get("UPLOAD_MAX_COLUMNS", "50"))
+# the privacy budget suggested at upload (the owner may keep it): the most all listings' ceilings may add up to
+DATASET_DEFAULT_BUDGET = os.environ.get("DATASET_DEFAULT_BUDGET", "2")
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)

@@ -4,6 +4,7 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
+from django.conf import settings
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from jsonschema import Draft4Validator
@@ -355,6 +356,7 @@ class ListingSerializer(serializers.Serializer):
     price_curve = serializers.SerializerMethodField()
     your_level = serializers.SerializerMethodField()
     your_cap = serializers.SerializerMethodField()
+    spent = serializers.SerializerMethodField()
     is_open = serializers.BooleanField()
     closed_reason = serializers.CharField(help_text="why the listing was closed (empty while it is open)")
     relation = serializers.ChoiceField(
@@ -395,6 +397,13 @@ class ListingSerializer(serializers.Serializer):
             return None
         return str(caps[listing.pk].level)
 
+    def get_spent(self, listing) -> str | None:
+        """Your listings only (null on others'): the privacy spent on it, its largest released level;
+        the dataset has spent the sum of these over its listings."""
+        spent = self.context.get("spent") or {}
+        value = spent.get(listing.pk)
+        return None if value is None else str(value)
+
 
 class ListingCreateSerializer(StrictSerializer):
     dataset = text_field(max_length=ids.MAX_LENGTH, help_text='your dataset\'s id, e.g. "ds_4mGz2QpXk8RbT1vLwYc7Na"')
@@ -429,7 +438,19 @@ class DatasetSerializer(serializers.Serializer):
     description = serializers.CharField()
     columns = serializers.ListField(child=serializers.CharField())
     row_count = serializers.IntegerField(help_text="the exact number of records (shown to you, the owner, only)")
-    total_budget = serializers.DecimalField(max_digits=9, decimal_places=4, allow_null=True)
+    budget = serializers.DecimalField(
+        source="total_budget", max_digits=9, decimal_places=4,
+        help_text="the privacy budget: the listings' ceilings (point listings aside) may not add up to more",
+    )
+    total_budget = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the same as budget (its older name)")
+    ceilings_total = serializers.DecimalField(
+        max_digits=12, decimal_places=4, help_text="what the listings' ceilings add up to (at most budget)"
+    )
+    spent = serializers.DecimalField(
+        max_digits=12, decimal_places=4,
+        help_text="the privacy spent on this dataset: the sum over its listings of each one's largest released level "
+        "(independent releases add up); at most ceilings_total",
+    )
     relation = serializers.ChoiceField(choices=["private_size", "public_size"])
     record_name = serializers.CharField()
     record_name_plural = serializers.CharField()
@@ -438,14 +459,21 @@ class DatasetSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class DatasetCreatedSerializer(DatasetSerializer):
+    same_content_as = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="your earlier datasets with exactly the same content (ids); usually empty",
+    )
+    notice = serializers.CharField(allow_null=True, help_text="what same_content_as means for the budgets; null if empty")
+
+
 class DatasetCreateSerializer(StrictSerializer):
     name = text_field(max_length=200)
     description = text_field(max_length=5000, required=False)
     file = serializers.FileField()
     total_budget = LevelTextField(
-        required=False,
-        default=None,
-        help_text="the most all listings' ceilings may add up to (leave it out for no limit)",
+        help_text=f"required: the dataset's privacy budget, the most all its listings' ceilings may add up to. "
+        f"Suggested: {settings.DATASET_DEFAULT_BUDGET} (send it to keep the suggestion)",
     )
     relation = serializers.ChoiceField(
         choices=["private_size", "public_size"], required=False, default="private_size",

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from market.accounts.signin import signin_authenticate
 from market.catalog import selectors as catalog
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import dataset_create, listing_create, same_content_notice
 from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -61,8 +61,9 @@ class ListingListView(GenericAPIView):
         page = self.paginate_queryset(catalog.listing_list(user=request.user, search=query.validated_data["search"]))
         held = catalog.levels_held(user=request.user, listing_ids=[l.pk for l in page]) if request.user.is_authenticated else None
         caps = buyer_caps(listings=page, buyer=request.user) if request.user.is_authenticated else None
+        spent = catalog.listing_spent(user=request.user, listing_ids=[l.pk for l in page])
         return self.get_paginated_response(
-            s.ListingSerializer(page, many=True, context={"levels_held": held, "caps": caps}).data
+            s.ListingSerializer(page, many=True, context={"levels_held": held, "caps": caps, "spent": spent}).data
         )
 
     @extend_schema(
@@ -97,7 +98,8 @@ class ListingListView(GenericAPIView):
             price_curve=d.get("price_curve"),
             compensation=d.get("compensation"),
         )
-        return Response(s.ListingSerializer(listing).data, status=status.HTTP_201_CREATED)
+        spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
+        return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)
 
 
 class ListingDetailView(APIView):
@@ -106,7 +108,8 @@ class ListingDetailView(APIView):
         listing = catalog.listing_get(user=request.user, listing_id=listing_id)
         held = catalog.levels_held(user=request.user, listing_ids=[listing.pk]) if request.user.is_authenticated else None
         caps = buyer_caps(listings=[listing], buyer=request.user) if request.user.is_authenticated else None
-        return Response(s.ListingSerializer(listing, context={"levels_held": held, "caps": caps}).data)
+        spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
+        return Response(s.ListingSerializer(listing, context={"levels_held": held, "caps": caps, "spent": spent}).data)
 
 
 class QuoteView(APIView):
@@ -152,7 +155,7 @@ class DatasetListView(GenericAPIView):
 
     @extend_schema(
         request={"multipart/form-data": s.DatasetCreateSerializer},  # a file: multipart only
-        responses={201: s.DatasetSerializer, **documented(400, 403, 413, 415)},
+        responses={201: s.DatasetCreatedSerializer, **documented(400, 403, 413, 415)},
     )
     def post(self, request):
         form = s.DatasetCreateSerializer(data=request.data)
@@ -164,7 +167,14 @@ class DatasetListView(GenericAPIView):
             owner=request.user, name=d["name"], description=d["description"], data=data, total_budget=d["total_budget"],
             relation=d["relation"], record_name=d.get("record_name", ""), record_name_plural=d.get("record_name_plural", ""),
         )
-        return Response(s.DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
+        earlier = dataset.same_content_as
+        created = catalog.dataset_list(user=request.user).get(pk=dataset.pk)  # with its budget figures
+        body = {
+            **s.DatasetSerializer(created).data,
+            "same_content_as": [d.public_id for d in earlier],
+            "notice": same_content_notice(earlier) if earlier else None,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class PurchaseListView(GenericAPIView):

@@ -23,7 +23,7 @@ from market.catalog.pricing import curve_of
 from market.catalog.privacy import release_profile
 from market.catalog.risk import DEFINITION as RISK_DEFINITION
 from market.catalog.risk import level_at_risk
-from market.catalog.selectors import listing_plan
+from market.catalog.selectors import listing_plan, with_budget_figures
 from market.catalog.statistics import describe
 from market.core import visibility
 from market.core.errors import NotFound
@@ -43,28 +43,31 @@ def _eps(value) -> Decimal:
     return _plain(Decimal(value or 0))
 
 
-def _budget(total, allotted) -> dict:
-    """A dataset's budget: the listings' ceilings add up to ``used``, at most ``total`` (None: no limit)."""
-    used = _eps(allotted)
+def _budget(dataset) -> dict:
+    """A dataset's budget (annotated by ``selectors.with_budget_figures``): its listings' ceilings add
+    up to ``used`` (the most they can ever spend together), at most ``total``; ``left`` is what a new
+    listing's ceiling may take; ``spent`` is the privacy spent so far, the sum over its listings of
+    each one's largest released level. Point listings are not eps-DP and are not counted."""
+    used = _eps(dataset.ceilings_total)
     return {
         "used": used,
-        "total": None if total is None else _eps(total),
-        "left": None if total is None else _eps(total - used),
+        "total": _eps(dataset.total_budget),
+        "left": _eps(dataset.total_budget - used),
+        "spent": _eps(dataset.spent),
     }
 
 
 def owner_overview(*, user) -> dict:
     """The owner's datasets and listings with their figures, newest first.
 
-    ``{"datasets": [{"id", "name", "records", "columns", "listings", "budget": {"used", "total", "left"},
+    ``{"datasets": [{"id", "name", "records", "columns", "listings", "budget": {"used", "total", "left", "spent"},
     "relation", "protects", "created_at"}], "listings": [{"id", "title", "dataset_id", "dataset", "is_open",
     "ceiling", "spent", "price_per_epsilon", "sales", "revenue", "created_at"}], "totals": {"sales",
     "revenue"}}``. Three queries, whatever the number of rows.
     """
     datasets = (
-        visibility.owned_datasets(user)
-        .defer("data")
-        .annotate(listing_count=Count("listings"), allotted=Sum("listings__ceiling"))
+        with_budget_figures(visibility.owned_datasets(user).defer("data"))
+        .annotate(listing_count=Count("listings"))
         .order_by("-created_at", "-id")
     )
     listings = (
@@ -98,7 +101,7 @@ def owner_overview(*, user) -> dict:
                 "records": dataset.row_count,
                 "columns": list(dataset.columns),
                 "listings": dataset.listing_count,
-                "budget": _budget(dataset.total_budget, dataset.allotted),
+                "budget": _budget(dataset),
                 "relation": dataset.get_relation_display(),
                 "protects": dataset.protects,
                 "created_at": dataset.created_at,
@@ -123,17 +126,12 @@ def dataset_options(*, user) -> list[dict]:
 
 def dataset_summary(*, user, dataset_id) -> dict:
     """One of the owner's datasets, to choose a listing's bounds and ceiling by:
-    ``{"id", "name", "records", "columns": [{"name", "min", "max"}], "budget": {"used", "total", "left"}}``.
+    ``{"id", "name", "records", "columns": [{"name", "min", "max"}], "budget": {"used", "total", "left", "spent"}}``.
 
     The minimum and maximum of each column are the owner's own data, shown to
     them only. Raises NotFound for a dataset that is not theirs.
     """
-    dataset = (
-        visibility.owned_datasets(user)
-        .filter(public_id=str(dataset_id))
-        .annotate(allotted=Sum("listings__ceiling"))
-        .first()
-    )
+    dataset = with_budget_figures(visibility.owned_datasets(user).filter(public_id=str(dataset_id))).first()
     if dataset is None:
         raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
     values = dataset.matrix()
@@ -146,7 +144,7 @@ def dataset_summary(*, user, dataset_id) -> dict:
             {"name": name, "min": _plain(Decimal(repr(float(low)))), "max": _plain(Decimal(repr(float(high))))}
             for name, low, high in zip(dataset.columns, values.min(axis=0), values.max(axis=0))
         ],
-        "budget": _budget(dataset.total_budget, dataset.allotted),
+        "budget": _budget(dataset),
     }
 
 

@@ -17,6 +17,13 @@ def dataset_lock(*, owner, dataset_id: str) -> Dataset | None:
     return visibility.owned_datasets(owner).select_for_update().filter(public_id=str(dataset_id)).first()
 
 
+def dataset_lock_any(*, dataset_id: str) -> Dataset | None:
+    """The dataset of public id ``dataset_id``, whoever owns it, locked for update (staff's budget
+    changes; the caller checks who may change it); None if there is none."""
+    taken(Rank.DATASET, f"dataset {dataset_id}")
+    return Dataset.objects.select_for_update().defer("data").filter(public_id=str(dataset_id)).first()
+
+
 def listing_share_lock(*, listing_id: int) -> Listing | None:
     """The open listing ``listing_id`` (with its dataset, without the raw data
     or the true answer), under a SHARE lock: any number of purchases hold it

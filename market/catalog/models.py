@@ -34,7 +34,12 @@ class Dataset(models.Model):
     row_count = models.PositiveIntegerField()
     data = models.BinaryField(help_text="float64, little-endian, row-major (rows x columns)")
     total_budget = LevelField(
-        null=True, blank=True, help_text="If set, the listings' ceilings may not add up to more."
+        help_text="The dataset's privacy budget: its listings' ceilings (point listings aside) may not add up "
+        "to more. Changed only through market.catalog.services.dataset_budget_set (audited)."
+    )
+    content_hash = models.CharField(
+        max_length=64, db_index=True, editable=False,
+        help_text="sha256 of the parsed content (market.catalog.budget.content_hash): the same people twice",
     )
     relation = models.CharField(
         max_length=20, choices=Relation.choices, default=Relation.PRIVATE_SIZE,
@@ -50,7 +55,7 @@ class Dataset(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(total_budget__isnull=True) | Q(total_budget__gt=0), name="dataset_budget_positive"
+                condition=Q(total_budget__gt=0), name="dataset_budget_positive"
             ),
             models.CheckConstraint(
                 condition=Q(relation__in=["private_size", "public_size"]), name="dataset_relation_known"
@@ -85,6 +90,24 @@ class Dataset(models.Model):
 
     def matrix(self) -> np.ndarray:
         return np.frombuffer(bytes(self.data), dtype="<f8").reshape(self.row_count, len(self.columns))
+
+
+class DatasetBudgetChange(models.Model):
+    """One change of a dataset's budget: who, from what to what, and why. Append-only (a trigger)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="budget_changes")
+    old = LevelField()
+    new = LevelField()
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.CharField(max_length=500)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        constraints = [models.CheckConstraint(condition=Q(new__gt=0), name="budget_change_positive")]
+
+    def __str__(self):
+        return f"{self.dataset_id}: {self.old} -> {self.new}"
 
 
 class Listing(models.Model):

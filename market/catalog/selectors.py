@@ -1,9 +1,32 @@
 from decimal import Decimal
 
-from django.db.models import QuerySet
+from django.db.models import DecimalField, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 
 from market.core import visibility
 from market.core.errors import NotFound
+
+from .budget import counted
+from .models import Listing
+
+_LEVEL = DecimalField(max_digits=12, decimal_places=4)
+
+
+def ceilings_needed(*, dataset_pk: int) -> Decimal:
+    """What a dataset's budget must cover: the sum of its counted listings' ceilings (0 if none)."""
+    total = Listing.objects.filter(counted(), dataset_id=dataset_pk).aggregate(total=Sum("ceiling"))["total"]
+    return Decimal(total or 0).quantize(Decimal("0.0001"))
+
+
+def with_budget_figures(datasets: QuerySet) -> QuerySet:
+    """``datasets`` annotated in the same query with ``ceilings_total`` (the counted listings'
+    ceilings) and ``spent`` (the sum over counted listings of each one's largest released level:
+    independent paths compose by addition), both exact decimals, 0 without listings."""
+    zero = Value(Decimal(0), output_field=_LEVEL)
+    return datasets.annotate(
+        ceilings_total=Coalesce(Sum("listings__ceiling", filter=counted("listings__")), zero, output_field=_LEVEL),
+        spent=Coalesce(Sum("listings__noise_path__released_max", filter=counted("listings__")), zero, output_field=_LEVEL),
+    )
 
 
 def listing_list(*, user, search: str = "") -> QuerySet:
@@ -37,7 +60,7 @@ def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_
     return qs.order_by(*SORTS.get(sort, SORTS["newest"]))
 
 
-def listing_get(*, user, listing_id) -> "Listing":  # noqa: F821
+def listing_get(*, user, listing_id) -> Listing:
     listing = visibility.listings(user).filter(pk=listing_id).first()
     if listing is None:
         raise NotFound("no such listing")
@@ -52,7 +75,8 @@ def levels_held(*, user, listing_ids) -> dict[int, Decimal]:
 
 
 def dataset_list(*, user) -> QuerySet:
-    return visibility.owned_datasets(user).order_by("-created_at", "-id")
+    """The owner's datasets with their budget figures (``with_budget_figures``), newest first."""
+    return with_budget_figures(visibility.owned_datasets(user).defer("data")).order_by("-created_at", "-id")
 
 
 def holdings_list(*, user) -> QuerySet:
@@ -83,3 +107,11 @@ def listing_profile(*, listing, epsilon) -> dict:
             fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
         )
     return release_profile(listing, level)
+def listing_spent(*, user, listing_ids) -> dict[int, Decimal]:
+    """The privacy spent (largest released level) on each of these listings that ``user`` owns;
+    others' listings are absent. One query."""
+    return dict(
+        visibility.owned_listings(user)
+        .filter(pk__in=list(listing_ids))
+        .values_list("pk", "noise_path__released_max")
+    )

@@ -10,15 +10,18 @@ from django.conf import settings
 from django.db import transaction
 
 from market.accounts.roles import require_role
+from market.core import visibility
 from market.core.errors import InvalidInput, NotFound
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 
+from .budget import NOT_EPS_DP, content_hash
 from .csvdata import CsvError, parse_csv
-from .locks import dataset_lock
-from .models import Dataset, Listing
+from .locks import dataset_lock, dataset_lock_any
+from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
+from .selectors import ceilings_needed
 from .statistics import SpecError, build_plan, compute
 
 
@@ -51,13 +54,14 @@ def dataset_create(
     owner,
     name: str,
     data: bytes,
+    total_budget,
     description: str = "",
-    total_budget=None,
     relation: str = Dataset.Relation.PRIVATE_SIZE,
     record_name: str = "",
     record_name_plural: str = "",
 ) -> Dataset:
-    """Validate an uploaded CSV of numeric columns and store it for its owner.
+    """Validate an uploaded CSV of numeric columns and store it for its owner, with its privacy
+    budget (required: the most its listings' ceilings may add up to, ``market.catalog.budget``).
 
     ``relation`` is whom its releases protect (``Dataset.Relation``): with
     ``private_size`` (the default) any one record, whether or not it is in the
@@ -68,6 +72,8 @@ def dataset_create(
 
     Nothing is stored unless the whole file is valid; a ``CsvError``'s
     problems (line and column) come back as the ``file`` field's messages.
+    The returned dataset's ``same_content_as`` lists the owner's earlier
+    datasets with the same content hash (the same people: budgets add up).
     """
     _require_owner(owner)
     name = _text(name, "name", max_length=200)
@@ -77,7 +83,7 @@ def dataset_create(
     many = _text(record_name_plural, "record_name_plural", max_length=60, required=False) or (
         "records" if one == "record" else f"{one}s"
     )
-    budget = None if total_budget in (None, "") else parse_level(total_budget, field="total_budget")
+    budget = parse_level(total_budget, field="total_budget")
     try:
         parsed = parse_csv(
             data,
@@ -91,18 +97,66 @@ def dataset_create(
             for e in exc.errors
         ]
         raise InvalidInput(f"the file was not accepted: {messages[0]}", fields={"file": messages}) from None
-    return Dataset.objects.create(
+    matrix = np.ascontiguousarray(parsed.values, dtype="<f8").tobytes()
+    digest = content_hash(parsed.columns, matrix)
+    same = list(
+        visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id").only("public_id", "name")
+    )
+    dataset = Dataset.objects.create(
         owner=owner,
         name=name,
         description=description,
         columns=list(parsed.columns),
         row_count=parsed.values.shape[0],
-        data=np.ascontiguousarray(parsed.values, dtype="<f8").tobytes(),
+        data=matrix,
         total_budget=budget,
         relation=relation,
         record_name=one,
         record_name_plural=many,
+        content_hash=digest,
     )
+    dataset.same_content_as = same
+    return dataset
+
+
+def same_content_notice(earlier) -> str:
+    """What an owner is told when an upload has the same content as their ``earlier`` datasets."""
+    names = ", ".join(f"“{d.name}” ({d.public_id})" for d in earlier)
+    return (
+        f"This file has the same content as your dataset{'s' if len(earlier) > 1 else ''} {names}. "
+        "It was uploaded all the same, but the records are the same people: listings on both are independent "
+        "releases about them, so what they reveal adds up - the people's privacy loss is the sum of both datasets' "
+        "budgets, not either one."
+    )
+
+
+def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str) -> Dataset:
+    """Change a dataset's budget (staff, or the dataset's owner) and record who, what and why.
+
+    Refused (400, naming the figure) below what its listings' ceilings need
+    (point listings aside, ``market.catalog.budget``); the dataset's row lock
+    keeps a listing from being created meanwhile. Writes one append-only
+    ``DatasetBudgetChange`` row. The database refuses a budget below the
+    ceilings by itself as well (``catalog/migrations/0006``).
+    """
+    budget = parse_level(budget, field="total_budget")
+    reason = _text(reason, "reason", max_length=500)
+    with transaction.atomic():
+        dataset = dataset_lock_any(dataset_id=dataset_id)
+        if dataset is None or not (actor.is_staff or dataset.owner_id == actor.pk):
+            raise NotFound("no such dataset", fields={"dataset": ["No dataset has this id."]})
+        need = ceilings_needed(dataset_pk=dataset.pk)
+        if budget < need:
+            raise InvalidInput(
+                f"the listings on this dataset have ceilings adding up to {need}; its budget cannot be below that",
+                fields={"total_budget": [f"At least {need} (the listings' ceilings)."]},
+            )
+        old = dataset.total_budget
+        if budget != old:
+            Dataset.objects.filter(pk=dataset.pk).update(total_budget=budget)
+            DatasetBudgetChange.objects.create(dataset=dataset, old=old, new=budget, actor=actor, reason=reason)
+            dataset.total_budget = budget
+    return dataset
 
 
 def _price_curve(price_curve: dict, compensation, ceiling: Decimal, dataset: Dataset, *, linear: bool):
@@ -173,8 +227,9 @@ def listing_create(
             plan = build_plan(statistics, dataset.columns, neighbours=dataset.neighbours())
         except SpecError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
-        if dataset.total_budget is not None:
-            used = sum((l.ceiling for l in dataset.listings.all()), Decimal(0))
+        kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
+        if NOT_EPS_DP not in kinds:  # point listings are not eps-DP: not in the budget (market.catalog.budget)
+            used = ceilings_needed(dataset_pk=dataset.pk)
             if used + ceiling > dataset.total_budget:
                 left = dataset.total_budget - used
                 raise InvalidInput(
@@ -192,7 +247,7 @@ def listing_create(
             description=description,
             statistics=list(plan.statistics),
             labels=list(plan.labels),
-            kinds="," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ",",
+            kinds=kinds,
             sensitivity=float(plan.sensitivity),
             weights=[float(w) for w in plan.weights],
             lower=[float(v) for v in plan.lower],

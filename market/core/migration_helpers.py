@@ -15,8 +15,15 @@ BATCH = 1000
 
 
 def reinstall_sqlite_triggers(apps, schema_editor):
-    """Every SQLite trigger of ``core.0001``, dropped and created again (idempotent; PostgreSQL: nothing)."""
+    """Every SQLite trigger of ``core.0001``, dropped and created again (idempotent; PostgreSQL: nothing),
+    and those of ``core.0004`` (the dataset budget) where that migration is applied."""
+    from django.db.migrations.recorder import MigrationRecorder
+
     importlib.import_module("market.core.migrations.0002_reinstall_sqlite_triggers").reinstall(apps, schema_editor)
+    if schema_editor.connection.vendor == "sqlite" and (
+        ("core", "0004_dataset_budget_triggers") in MigrationRecorder(schema_editor.connection).applied_migrations()
+    ):
+        importlib.import_module("market.core.migrations.0004_dataset_budget_triggers").install(apps, schema_editor)
 
 
 def reinstall_sqlite_triggers_if_installed(apps, schema_editor):

@@ -137,6 +137,20 @@ def capping_networks(listings) -> QuerySet:
     return TrustNetwork.objects.filter(owner_id__in={listing.dataset.owner_id for listing in listings})
 
 
+def capped_siblings(dataset_ids) -> QuerySet:
+    """The trust-capped listings (open or closed; eps-DP ones only) on these datasets, as
+    ``values("id", "dataset_id", "title", "ceiling")``. Read only to tell a buyer their cap on a
+    dataset (the map on the largest of these ceilings) and to name where they hold levels."""
+    from market.catalog.budget import counted
+    from market.catalog.models import Listing
+
+    return (
+        Listing.objects.filter(counted(), dataset_id__in=set(dataset_ids), trust_capped=True)
+        .order_by("dataset_id", "id")
+        .values("id", "dataset_id", "title", "ceiling")
+    )
+
+
 def trust_places(user) -> tuple[QuerySet, QuerySet]:
     """Where owners placed the user: their tier memberships and their node
     memberships, in every network (what the user's caps depend on)."""

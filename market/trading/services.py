@@ -1,7 +1,8 @@
 """Buying: one atomic step per purchase, and its refund if no release can be made.
 
 Locks follow the product's one order (``market.core.locks``): a purchase
-share-locks its listing, then locks the holding, then the accounts; a refund
+on a trust-capped listing first locks the buyer's user row (their levels on
+a dataset's capped listings share one cap), any purchase share-locks its listing, then locks the holding, then the accounts; a refund
 locks the holding, the purchase, then the accounts; the release task locks
 the path, the holding, then the purchase.
 """
@@ -14,6 +15,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from market.accounts.locks import user_lock
 from market.accounts.roles import require_role
 from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
@@ -195,9 +197,18 @@ def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str
     from releases.services import release_queue
 
     with transaction.atomic():
+        # On a trust-capped listing the buyer's levels on the dataset's capped listings add up to at most
+        # their cap on the dataset: the buyer's row lock (first in the lock order) makes their purchases
+        # on one dataset take turns, so two on sibling listings cannot both pass on the same room.
+        capped = Listing.objects.filter(pk=listing_id).values_list("trust_capped", flat=True).first()
+        if capped:
+            user_lock(user=buyer)
         listing = listing_share_lock(listing_id=listing_id)
         if listing is None:
             raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
+        if listing.trust_capped and not capped:
+            # capped by its owner since the first read: not under the buyer's lock, so run again
+            raise Busy("this listing's trust cap changed while you bought; nothing was changed, try again")
         holding = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk, create=True)
         if idempotency_key is not None:
             # a request with this key may have committed while we waited for the holding

@@ -88,14 +88,55 @@ def _cap(network: TrustNetwork, ceiling: Decimal, place: _Place) -> Cap:
     )
 
 
+def _dataset_room(listing, cap: Cap, network: TrustNetwork, siblings: list[dict], held: dict[int, Decimal]) -> Cap:
+    """``cap`` (the map on ``listing``'s own ceiling) narrowed by the buyer's cap on its dataset.
+
+    Listings on one dataset are independent releases about the same people, so
+    a buyer's levels on them add up (``docs/mathematics.md``, composition
+    across listings). The cap on the dataset is the map at the buyer's
+    distance on the largest ceiling among its trust-capped listings; what the
+    buyer holds on the dataset's other capped listings is taken from it, and
+    the rest is all this listing may reach (its own cap permitting).
+    """
+    if not siblings or cap.distance is None:
+        return cap
+    top = max(row["ceiling"] for row in siblings)
+    dataset_cap = cap_for(top, cap.distance, network.map_kind, network.lam)
+    elsewhere = [(row, held[row["id"]]) for row in siblings if row["id"] != listing.pk and held.get(row["id"], 0) > 0]
+    if not elsewhere:
+        if dataset_cap >= cap.level:
+            return cap
+        return Cap(dataset_cap, cap.distance, f"{cap.reason}; your cap on this dataset is {plain(dataset_cap)}")
+    total = sum((level for _, level in elsewhere), Decimal(0))
+    room = max(dataset_cap - total, Decimal(0))
+    if room >= cap.level:
+        return cap
+    holds = ", ".join(f"{plain(level)} on {row['title']!r}" for row, level in elsewhere)
+    reason = (
+        f"you hold {holds} of the same dataset; your cap on this dataset is {plain(dataset_cap)} "
+        f"({cap.reason.split(': cap = ')[0]}: cap = {cap_formula(top, cap.distance, network.map_kind, network.lam)}), "
+        f"so at most {plain(room)} here"
+    )
+    return Cap(room, cap.distance, reason)
+
+
 def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
     """``{listing id: Cap}`` of ``buyer`` (signed in or not) on each of ``listings``,
-    in three queries whatever their number."""
+    in five queries whatever their number.
+
+    On a trust-capped listing the cap is the smaller of the map on its ceiling
+    and the room the buyer has left on its dataset (:func:`_dataset_room`):
+    the remaining room is what is shown and what a purchase may reach."""
     listings = list(listings)
     capped = [listing for listing in listings if listing.trust_capped]
     signed_in = bool(buyer and buyer.is_authenticated)
-    networks, tiers, nodes = {}, {}, {}
+    networks, tiers, nodes, siblings, held = {}, {}, {}, {}, {}
     if capped:
+        for row in visibility.capped_siblings(listing.dataset_id for listing in capped):
+            siblings.setdefault(row["dataset_id"], []).append(row)
+        if signed_in:
+            ids = [row["id"] for rows in siblings.values() for row in rows]
+            held = dict(visibility.holdings(buyer).filter(listing_id__in=ids).values_list("listing_id", "purchased"))
         networks = {network.owner_id: network for network in visibility.capping_networks(capped)}
         if signed_in:
             tier_places, node_places = visibility.trust_places(buyer)
@@ -117,7 +158,8 @@ def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
                 place = _place(network, tier=tiers.get(network.pk), node=nodes.get(network.pk))
             else:
                 place = _Place(None, "not signed in")
-            caps[listing.pk] = _cap(network, ceiling, place)
+            own = _cap(network, ceiling, place)
+            caps[listing.pk] = _dataset_room(listing, own, network, siblings.get(listing.dataset_id, []), held)
     return caps
 
 

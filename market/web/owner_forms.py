@@ -14,6 +14,7 @@ import re
 
 from django import forms
 
+from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
@@ -58,12 +59,12 @@ class DatasetUploadForm(forms.Form):
         widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"}),
     )
     total_budget = forms.DecimalField(
-        label="Total privacy budget (ε)",
-        required=False,
+        label="Privacy budget (ε)",
         max_digits=9,
         decimal_places=4,
         widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
-        help_text="The ceilings of all listings on this dataset may not add up to more. Leave empty for no limit.",
+        help_text="The most this dataset's listings may ever reveal: their ceilings may not add up to more "
+        "(each listing's releases add to the dataset's spent privacy). The suggested value may be kept.",
     )
     relation = forms.ChoiceField(
         label="Whom do releases protect?",
@@ -81,6 +82,10 @@ class DatasetUploadForm(forms.Form):
     )
     record_name_plural = forms.CharField(label="Plural", max_length=60, required=False, initial="records",
                                          help_text="e.g. patients.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["total_budget"].initial = default_budget()
 
 
 class ListingForm(forms.Form):

@@ -20,7 +20,7 @@ from django.urls import reverse
 from market.catalog import dashboard as figures
 from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import dataset_create, listing_create, same_content_notice
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
@@ -79,8 +79,11 @@ def dataset_new(request):
             messages.success(
                 request,
                 f"Dataset “{dataset.name}” uploaded: {dataset.row_count:,} records, "
-                f"columns {', '.join(dataset.columns)}. Now offer statistics over it.",
+                f"columns {', '.join(dataset.columns)}, privacy budget ε {dataset.total_budget.normalize():f}. "
+                "Now offer statistics over it.",
             )
+            if dataset.same_content_as:
+                messages.warning(request, same_content_notice(dataset.same_content_as))
             return redirect(f"{reverse('web:owner-listing-new')}?dataset={dataset.public_id}")
     return render(request, "owner/dataset_new.html", {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20})
 

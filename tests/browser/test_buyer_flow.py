@@ -14,7 +14,7 @@ def listing(users, fund):
     from market.catalog.services import dataset_create, listing_create
 
     owner = users("olivia", owner=True)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), relation="public_size")
+    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), relation="public_size", total_budget="100")
     return listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5", price_per_epsilon="10",
         compensation={"E": "40", "rate": "1", "E_min": "0"},

@@ -151,7 +151,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
         owner = User.objects.create_user("olivia", "olivia@example.com", "a-long-password-1", is_owner=True)
         fuzz = User.objects.create_user("fuzz", "fuzz@example.com", "a-long-password-1", is_owner=True)
         other = User.objects.create_user("otto", "otto@example.com", "a-long-password-1")
-        data = dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget=None)
+        data = dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget="10000")
         listing = listing_create(
             owner=owner,
             dataset_id=data.public_id,

@@ -1,5 +1,5 @@
 """Every sensitivity follows the dataset's neighbouring relation
-(market/catalog/statistics.py, docs/mathematics.md section 10).
+(market/catalog/statistics.py, docs/mathematics.md section 12).
 
 A private size: a neighbour has one record more or fewer. A public size: a
 neighbour has one record replaced, and the number of records is public. The

@@ -49,7 +49,7 @@ def buyer(users):
 
 @pytest.fixture
 def make_listing(owner):
-    def make(*, who=None, ceiling="5", price="10.00", statistics=STATISTICS, rows=500, budget=None):
+    def make(*, who=None, ceiling="5", price="10.00", statistics=STATISTICS, rows=500, budget="100"):
         who = who or owner
         dataset = dataset_create(owner=who, name="visits", data=make_csv(rows), total_budget=budget)
         return listing_create(

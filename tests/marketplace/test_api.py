@@ -140,7 +140,7 @@ def test_a_buyer_never_reads_another_buyers_things(
 def test_owners_upload_datasets_and_create_listings(api, owner, users):
     client = api(owner)
     upload = SimpleUploadedFile("visits.csv", make_csv(200), content_type="text/csv")
-    made = client.post("/api/v1/datasets/", {"name": "Visits", "file": upload}, format="multipart")
+    made = client.post("/api/v1/datasets/", {"name": "Visits", "file": upload, "total_budget": "100"}, format="multipart")
     assert made.status_code == 201, made.content
     assert made.json()["columns"] == ["age", "income", "visits"] and made.json()["row_count"] == 200
     listing = client.post(
@@ -161,7 +161,7 @@ def test_owners_upload_datasets_and_create_listings(api, owner, users):
     assert rival.get("/api/v1/datasets/").json()["count"] == 0
     # a buyer who is not an owner cannot upload
     upload = SimpleUploadedFile("visits.csv", make_csv(10), content_type="text/csv")
-    assert_error(api(users("plain")).post("/api/v1/datasets/", {"name": "x", "file": upload}, format="multipart"), 403)
+    assert_error(api(users("plain")).post("/api/v1/datasets/", {"name": "x", "file": upload, "total_budget": "100"}, format="multipart"), 403)
     assert Listing.objects.count() == 1
 
 
@@ -180,7 +180,7 @@ def test_owners_upload_datasets_and_create_listings(api, owner, users):
 )
 def test_broken_csv_uploads_are_refused_and_store_nothing(api, owner, content, message):
     upload = SimpleUploadedFile("bad.csv", content, content_type="text/csv")
-    answer = api(owner).post("/api/v1/datasets/", {"name": "bad", "file": upload}, format="multipart")
+    answer = api(owner).post("/api/v1/datasets/", {"name": "bad", "file": upload, "total_budget": "100"}, format="multipart")
     error = assert_error(answer, 400, field="file")
     assert message.lower() in " ".join(error["fields"]["file"]).lower()
     assert Dataset.objects.count() == 0

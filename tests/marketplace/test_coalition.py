@@ -40,7 +40,7 @@ def test_the_best_pooled_estimate_is_the_closest_buyers_answer(owner, users, fun
     buyers = [users(f"member{i}") for i in range(len(LEVELS))]
     for who in buyers:
         fund(who, 10_000)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(400))
+    dataset = dataset_create(owner=owner, name="visits", data=make_csv(400), total_budget="100")
     spec = [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": HIST_BINS}]  # 51 values, equal weights
     errors = []
     for _ in range(40):

@@ -98,3 +98,37 @@ def test_the_release_task_raced_by_two_workers_releases_once(listing, buyer, fun
     assert len({r.pk for r in results}) == 1
     assert Release.objects.count() == 1 and NoisePoint.objects.count() == 1
     assert connection.vendor == "postgresql"
+
+
+def test_two_purchases_on_two_capped_listings_of_one_dataset_share_one_cap(owner, users, fund, eager_celery):
+    """Ceilings 5 and 2 on one dataset, both trust-capped, unknown buyers: each one's cap on the
+    dataset is 5 e^(-1.5) = 1.1156. Buying 1 on the first and 0.4 on the second at once (each alone
+    fits; together 1.4 does not): exactly one passes, for every buyer of several rounds."""
+    from market.catalog.services import dataset_create, listing_create
+    from market.trading.models import Holding
+    from market.trust.services import trust_listings_set
+
+    from .conftest import STATISTICS, make_csv
+
+    dataset = dataset_create(owner=owner, name="visits", data=make_csv(100), total_budget="7")
+    ids = [
+        listing_create(
+            owner=owner, dataset_id=dataset.public_id, title=title, statistics=STATISTICS[:1], ceiling=ceiling,
+            price_per_epsilon="1.00",
+        ).pk
+        for title, ceiling in (("Ages", "5"), ("Visits", "2"))
+    ]
+    trust_listings_set(owner=owner, listing_ids=ids)
+    for round_ in range(6):
+        buyer = users(f"buyer{round_}")
+        fund(buyer, 100)
+        results = race(
+            [
+                lambda: purchase_create(buyer=buyer, listing_id=ids[0], epsilon="1"),
+                lambda: purchase_create(buyer=buyer, listing_id=ids[1], epsilon="0.4"),
+            ]
+        )
+        held = sum(h.purchased for h in Holding.objects.filter(buyer=buyer))
+        assert held <= Decimal("1.1156"), (round_, held, results)
+        assert sum(isinstance(r, tuple) for r in results) == 1, results
+        assert sum(isinstance(r, DomainError) and "your cap" in r.message for r in results) == 1, results

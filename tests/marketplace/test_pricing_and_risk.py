@@ -24,7 +24,7 @@ def count_listing(owner):
 
     from .conftest import make_csv
 
-    dataset = dataset_create(owner=owner, name="staff", data=make_csv(100))
+    dataset = dataset_create(owner=owner, name="staff", data=make_csv(100), total_budget="100")
     return listing_create(
         owner=owner,
         dataset_id=dataset.public_id,
@@ -51,7 +51,7 @@ def test_steps_on_a_power_curve_cost_exactly_the_direct_price(
     from .conftest import STATISTICS, make_csv
 
     owner = make_listing().dataset.owner
-    dataset = dataset_create(owner=owner, name="v2", data=make_csv(50))
+    dataset = dataset_create(owner=owner, name="v2", data=make_csv(50), total_budget="100")
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Power", statistics=STATISTICS, ceiling="5",
         price_curve={"kind": "power", "c": "7.00", "p": "1.5"},
@@ -109,7 +109,7 @@ def test_the_api_shows_curves_and_refuses_steep_powers(api, owner, count_listing
 
     client = api(owner)
     upload = SimpleUploadedFile("d.csv", make_csv(30), content_type="text/csv")
-    dataset = client.post("/api/v1/datasets/", {"name": "d", "file": upload}, format="multipart").json()
+    dataset = client.post("/api/v1/datasets/", {"name": "d", "file": upload, "total_budget": "100"}, format="multipart").json()
     base = {"dataset": dataset["id"], "title": "t", "statistics": [{"kind": "count"}], "ceiling": "2"}
     steep = client.post("/api/v1/listings/", {**base, "price_curve": {"kind": "power", "c": "1", "p": "2.5"}}, format="json")
     assert steep.status_code == 400 and "invites arbitrage" in steep.json()["error"]["message"]
@@ -126,7 +126,7 @@ def test_the_owner_form_offers_every_curve(client, owner):
 
     from .conftest import make_csv
 
-    dataset = dataset_create(owner=owner, name="staff", data=make_csv(40))
+    dataset = dataset_create(owner=owner, name="staff", data=make_csv(40), total_budget="100")
     client.force_login(owner)
     post = {
         "dataset": dataset.public_id, "title": "Count", "ceiling": "1", "price_kind": "power", "price_per_epsilon": "4", "p": "3",

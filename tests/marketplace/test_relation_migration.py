@@ -1,5 +1,5 @@
 """catalog.0006: what revealed an exact record count or was not eps-DP goes,
-without changing any price (market/catalog/migrations/0006_neighbouring_relation.py)."""
+without changing any price (market/catalog/migrations/0007_neighbouring_relation.py)."""
 
 import importlib
 from decimal import Decimal
@@ -10,7 +10,7 @@ from django.apps import apps
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of
 
-migration = importlib.import_module("market.catalog.migrations.0006_neighbouring_relation")
+migration = importlib.import_module("market.catalog.migrations.0007_neighbouring_relation")
 
 
 def _old_listing(dataset, statistics, **extra):

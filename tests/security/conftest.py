@@ -77,12 +77,12 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
         fund(people[actor], 500)
 
     data = make_csv(ROWS)
-    dataset = dataset_create(owner=people["owner"], name="visits", data=data)
+    dataset = dataset_create(owner=people["owner"], name="visits", data=data, total_budget="100")
     listing = listing_create(
         owner=people["owner"], dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS,
         ceiling="5", price_per_epsilon="10.00",
     )
-    other_dataset = dataset_create(owner=people["other_owner"], name="heights", data=make_csv(120, seed=7))
+    other_dataset = dataset_create(owner=people["other_owner"], name="heights", data=make_csv(120, seed=7), total_budget="100")
     other_listing = listing_create(
         owner=people["other_owner"], dataset_id=other_dataset.public_id, title="Heights", statistics=[{"kind": "count"}],
         ceiling="3", price_per_epsilon="1.00",

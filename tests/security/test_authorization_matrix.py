@@ -197,7 +197,7 @@ def payload(name, world, actor):
     if name == "listing":
         return {"dataset": D, "title": "Again", "statistics": [{"kind": "count"}], "ceiling": "1", "price_per_epsilon": "1.00"}
     if name == "dataset":
-        return {"name": "more", "description": "", "total_budget": "", "file": _csv_file()}
+        return {"name": "more", "description": "", "total_budget": "100", "file": _csv_file()}
     if name == "purchase":
         return {"listing": L, "epsilon": "2"}
     if name == "buy":

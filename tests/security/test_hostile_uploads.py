@@ -147,8 +147,8 @@ CASES = [
 def post(channel, client, data: bytes):
     upload = SimpleUploadedFile("hostile.csv", data, content_type="text/csv")
     if channel == "api":
-        return client.post(API, {"name": "hostile", "description": "", "file": upload}, format="multipart")
-    return client.post(PAGE, {"name": "hostile", "description": "", "total_budget": "", "file": upload})
+        return client.post(API, {"name": "hostile", "description": "", "total_budget": "100", "file": upload}, format="multipart")
+    return client.post(PAGE, {"name": "hostile", "description": "", "total_budget": "100", "file": upload})
 
 
 @pytest.fixture
@@ -252,7 +252,7 @@ def test_a_release_download_never_starts_a_cell_with_a_formula(
     rows = np.array([[i % 10, i] for i in range(200)], dtype="<f8")
     dataset = Dataset.objects.create(
         owner=owner, name="innocent", columns=['=HYPERLINK("http://evil.example","x")', "b"],
-        row_count=200, data=rows.tobytes(),
+        row_count=200, data=rows.tobytes(), total_budget=100,
     )
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Histogram", ceiling="5", price_per_epsilon="1",
@@ -284,7 +284,7 @@ def test_hostile_names_are_escaped_on_every_page(
 
     quoted = '"' + HOSTILE_NAME + '"'
     data = f"{quoted},b\n".encode() + b"".join(b"%d,%d\n" % (i % 10, i) for i in range(200))
-    dataset = dataset_create(owner=owner, name=HOSTILE_TITLE, data=data)
+    dataset = dataset_create(owner=owner, name=HOSTILE_TITLE, data=data, total_budget="100")
     assert dataset.columns == [HOSTILE_NAME, "b"]
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title=HOSTILE_TITLE, description=HOSTILE_NAME, ceiling="5",
@@ -328,7 +328,7 @@ def test_hostile_numbers_in_levels_amounts_prices_and_searches(client, owner, bu
         parse_level("٣")  # an Arabic-Indic three: Decimal would read it as 3
     with pytest.raises(InvalidInput, match="below"):
         money("1e26")
-    dataset = dataset_create(owner=owner, name="d", data=b"a,b\n1,2\n3,4\n")
+    dataset = dataset_create(owner=owner, name="d", data=b"a,b\n1,2\n3,4\n", total_budget="100")
     with pytest.raises(InvalidInput, match="too large|below"):
         listing_create(
             owner=owner, dataset_id=dataset.public_id, title="t", statistics=[{"kind": "count"}], ceiling="100",

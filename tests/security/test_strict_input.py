@@ -71,7 +71,7 @@ def _listing_body(dataset_id, **change):
 @pytest.fixture
 def dataset(api, owner):
     upload = SimpleUploadedFile("visits.csv", make_csv(50), content_type="text/csv")
-    answer = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload}, format="multipart")
+    answer = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100"}, format="multipart")
     assert answer.status_code == 201, answer.content
     return answer.json()["id"]
 
@@ -179,13 +179,13 @@ def test_uploads_over_the_limit_are_413_and_bad_forms_400(api, owner, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4000
     before = _counts()
     upload = SimpleUploadedFile("visits.csv", make_csv(500), content_type="text/csv")  # > 4000 bytes
-    assert_error(api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload}, format="multipart"), 413, "payload_too_large")
+    assert_error(api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100"}, format="multipart"), 413, "payload_too_large")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10**7
     settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
     upload = SimpleUploadedFile("visits.csv", make_csv(20), content_type="text/csv")
     fields = {f"f{i}": "x" for i in range(10)}
     error = assert_error(
-        api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, **fields}, format="multipart"), 400
+        api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100", **fields}, format="multipart"), 400
     )
     assert error["code"] == "parse_error"
     _nothing_changed(before)
@@ -256,7 +256,7 @@ def test_top_up_bounds_in_the_schema_are_the_accepted_bounds(api, buyer, schema,
 )
 def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, buyer, schema, level):
     # 100 credits per eps: the smallest level (0.0001) costs 0.01, so no valid level is refused as free
-    listing = make_listing(ceiling="10000", price="100", rows=50)
+    listing = make_listing(ceiling="10000", price="100", rows=50, budget="10000")
     quote = schema["paths"]["/api/v1/listings/{listing_id}/quote/"]["get"]["parameters"]
     pattern = re.compile(next(p for p in quote if p["name"] == "epsilon")["schema"]["pattern"])
     body_pattern, number = _string_and_number(_body_schema(schema, "/api/v1/purchases/")["properties"]["epsilon"])
@@ -272,7 +272,7 @@ def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, b
 
 @pytest.mark.parametrize("value", [0, -0.5, 10000.0001, 10001, 0.00001, True])
 def test_a_level_sent_as_a_number_outside_the_schema_is_refused(api, make_listing, buyer, fund, value):
-    listing = make_listing(ceiling="10000", price="0.01", rows=50)
+    listing = make_listing(ceiling="10000", price="0.01", rows=50, budget="10000")
     fund(buyer, 100)
     before = _counts()
     assert_error(api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": value}, format="json"), 400, field="epsilon")

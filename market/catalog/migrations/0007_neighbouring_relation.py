@@ -80,7 +80,7 @@ def close_and_fold(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0005_dataset_public_id'),
+        ('catalog', '0006_dataset_budget'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
