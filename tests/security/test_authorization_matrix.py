@@ -81,6 +81,8 @@ API = [
     api("GET",    "/api/v1/listings/{L}/",                  "200  200   200   200   200   200"),
     # the owner's 400s: "you own this listing: owners do not buy their own data"
     api("GET",    "/api/v1/listings/{L}/quote/?epsilon=2",  "200  200   200   400   200   200"),
+    # public: the profile depends on the statistics, the relation and the level only
+    api("GET",    "/api/v1/listings/{L}/privacy-profile/?epsilon=2", "200  200   200   200   200   200"),
     # creating a listing on D: non-owners 403 (role_required), the other owner 404 (not his)
     api("POST",   "/api/v1/listings/",                      "401  403   403   201   404   403", "listing"),
     api("PUT",    "/api/v1/listings/{L}/",                  "401  405   405   405   405   405", "listing"),
