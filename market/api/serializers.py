@@ -9,10 +9,10 @@ from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from jsonschema import Draft4Validator
 from jsonschema.exceptions import best_match
+from django.urls import reverse
 from rest_framework import serializers
 
 from market.catalog.pricing import curve_of
-from market.catalog.privacy import release_profile
 from market.catalog.risk import level_at_risk
 from market.core import ids
 from market.core.levels import MAX_LEVEL
@@ -559,9 +559,11 @@ class ReleaseSerializer(serializers.Serializer):
     privacy_at_risk = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
 
-    def get_privacy_profile(self, release) -> PrivacyProfileSerializer:
-        """The exact guarantee of this release: delta(eps') below its level."""
-        return PrivacyProfileSerializer(release_profile(release.listing, release.level)).data
+    def get_privacy_profile(self, release) -> str:
+        """Where the exact guarantee of this release is: its listing's privacy-loss profile at its level
+        (``GET listings/{id}/privacy-profile/?epsilon=``), computed on request, not on every poll."""
+        path = reverse("api-privacy-profile", kwargs={"listing_id": release.listing_id})
+        return f"{path}?epsilon={release.level}"
 
     @extend_schema_field(PrivacyAtRiskSerializer(allow_null=True))
     def get_privacy_at_risk(self, release):

@@ -81,7 +81,9 @@ def test_the_papers_example_on_a_release_and_the_dashboard(
     assert risk["gamma"] == pytest.approx(0.6093, abs=1e-3)
     assert "not the probability that the release is eps-DP" in risk["definition"]
     # the release's exact guarantee: one count at 0.5 is (eps', 1 - e^((eps' - 0.5)/2))-DP below 0.5
-    profile = body["release"]["privacy_profile"]
+    link = body["release"]["privacy_profile"]
+    assert link == f"/api/v1/listings/{count_listing.pk}/privacy-profile/?epsilon=0.5000"
+    profile = api(buyer).get(link).json()
     assert profile["level"] == "0.5000" and profile["method"] == "exact"
     assert profile["summary"] == {"epsilon": 0.25, "delta": pytest.approx(1 - math.exp(-0.125), rel=1e-12)}
     assert profile["points"][-1] == {"epsilon": 0.5, "delta": 0.0}

@@ -89,7 +89,7 @@ def test_an_l2_listing_has_a_profile_but_no_gamma(owner, buyer, fund, api, eager
         purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     release = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]
     assert release["privacy_at_risk"] is None
-    profile = release["privacy_profile"]
+    profile = api(buyer).get(release["privacy_profile"]).json()
     assert profile["method"].startswith("quadrature") and profile["points"][-1]["delta"] == 0.0
     assert 0 < profile["summary"]["delta"] < 1
 
