@@ -14,7 +14,7 @@ def listing(users, fund):
     from market.catalog.services import dataset_create, listing_create
 
     owner = users("olivia", owner=True)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), relation="public_size", total_budget="100")
+    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), total_budget="100")
     return listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5", price_per_epsilon="10",
         compensation={"E": "40", "rate": "1", "E_min": "0"},
@@ -61,6 +61,9 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
 
     page.goto(f"/listings/{listing.pk}/")
     expect(page.locator('[data-chart="error-chart"][data-drawn="true"]')).to_be_visible()
+    # whom a release protects and what it guarantees, in plain words
+    expect(page.locator("#protects")).to_contain_text("Protects any one record, whether or not they are in the data")
+    expect(page.locator("#guarantee")).to_contain_text("(eps, delta)-DP with delta below")
     page.get_by_label("Buy up to ε").fill("0.5")
     page.get_by_role("button", name="See the price").click()
     expect(page.get_by_text("5.00 credits", exact=True)).to_be_visible()
@@ -92,6 +95,9 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
     expect(owner.locator('[data-chart="budget-chart"][data-drawn="true"]')).to_be_visible()
     risk = owner.locator("section", has=owner.get_by_role("heading", name="Privacy at risk and compensation"))
     expect(risk.get_by_role("row").filter(has_text="credits")).to_have_count(2)  # levels 0.5 and 1.5, with budgets
+    # the exact guarantee of each released level, charted and tabled
+    expect(owner.locator('[data-chart="profile-chart"][data-drawn="true"]')).to_be_visible()
+    expect(owner.locator("#profile-table tbody tr")).to_have_count(2)
     shot(owner, "owner-listing")
 
 

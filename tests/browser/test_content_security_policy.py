@@ -30,7 +30,7 @@ def marketplace(users, fund, eager_celery, seeded_noise):
     staff.is_staff = staff.is_superuser = True
     staff.save()
     fund(buyer, 500)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), relation="public_size", total_budget="100")
+    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), total_budget="100")
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5",
         price_per_epsilon="10", compensation={"E": "40", "rate": "1", "E_min": "0"},

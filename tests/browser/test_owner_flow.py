@@ -33,9 +33,10 @@ def test_an_owner_uploads_data_and_lists_it(browse, shot):
     sign_up_as_owner(page, "olga")
 
     upload(page, "Clinic visits", make_csv(600))
-    page.get_by_label(re.compile("^Private size: protect any one record")).check()
+    page.get_by_label(re.compile("Private size: protect any one record")).check()
     page.get_by_label(re.compile("^One record is about a")).fill("patient")
     page.get_by_label(re.compile("^Plural")).fill("patients")
+    page.get_by_label(re.compile(r"^Privacy budget")).fill("10")
     page.get_by_role("button", name="Upload").click()
     expect(page.get_by_role("heading", name="Create a listing")).to_be_visible()
     dataset = Dataset.objects.get(owner__username="olga")
@@ -69,7 +70,7 @@ def test_an_owner_uploads_data_and_lists_it(browse, shot):
     expect(page.get_by_role("link", name="Clinic ages")).to_be_visible()
     shot(page, "owner-dashboard")
     page.goto(f"/listings/{listing.pk}/")
-    expect(page.get_by_text("about 600")).to_be_visible()
+    expect(page.get_by_text(re.compile("Protects any one patient, whether or not they are in the data"))).to_be_visible()
     expect(page.get_by_text("This is your listing.")).to_be_visible()
 
 
