@@ -102,7 +102,7 @@ def owner_overview(*, user) -> dict:
                 "columns": list(dataset.columns),
                 "listings": dataset.listing_count,
                 "budget": _budget(dataset),
-                "relation": dataset.get_relation_display(),
+                "relation": "public size" if dataset.size_is_public else "private size",
                 "protects": dataset.protects,
                 "created_at": dataset.created_at,
             }
