@@ -30,6 +30,8 @@ Fixed seeds (the ``rng`` fixture). A deeper run with more listings and
 orders: ``python -m bench.product_audit``.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -106,7 +108,7 @@ def test_many_listings_at_once_are_many_listings_one_by_one(order, rng):
     ranked = sorted(levels)
     for eps in ranked:
         assert stats.ks_2samp(batch[eps].ravel(), single[eps].ravel()).pvalue > 1e-4
-    for low, high in zip(ranked, ranked[1:]):
+    for low, high in itertools.pairwise(ranked):
         # P(V_low == V_high) = (low / high)^2 for both
         p = (low / high) ** 2
         n = batch[low].size
