@@ -50,10 +50,12 @@ level's released vector to two numbers:
 * ``sum``: the released coordinates that move, projected on the direction of
   the move, each in units of its noise scale.
 
-For each statistic, the events are every combination, over the levels, of
+For each of them, the events are every combination, over the levels, of
 "at most t", "above t" or "anything" for a grid of thresholds t (the tail
 sets of the existing engine audit, ``tests/engine/test_privacy_audit.py``, in
-as many dimensions as levels). Any choice of events keeps the bounds valid;
+as many dimensions as levels). A third family, ``total``, thresholds the
+levels' losses added up (``sum_j eps_j * loss_j`` over ``sum_j eps_j``): the
+Neyman-Pearson statistic if the levels were released independently. Any choice of events keeps the bounds valid;
 these are chosen so that the worst case of an honest release (every moving
 coordinate beyond both answers) and the extra loss of a broken one (the same
 at several levels at once) are events of the family.
@@ -120,6 +122,12 @@ DEEP_ORDERS: dict[str, tuple[float, ...]] = {
 LOSS_THRESHOLDS = np.array([-0.999, -0.9, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 0.9, 0.999])
 #: Thresholds for the projection, in units of the noise scale.
 SUM_THRESHOLDS = np.array([-6.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0])
+#: Thresholds for the levels' losses added up, over the sum of the levels (in [-1, 1]).
+TOTAL_THRESHOLDS = np.array(
+    [-0.999, -0.95, -0.9, -0.85, -0.8, -0.75, -0.7, -0.6, -0.5, -0.25, 0.0,
+     0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.999]
+)
+THRESHOLDS = {"loss": LOSS_THRESHOLDS, "total": TOTAL_THRESHOLDS, "sum": SUM_THRESHOLDS}
 
 
 # --------------------------------------------------------------------------
@@ -329,14 +337,14 @@ def tail_counts(bins: np.ndarray, k: int) -> np.ndarray:
     return grid
 
 
-def _describe(index: tuple[int, ...], thresholds: np.ndarray, levels, name: str) -> str:
+def _describe(index: tuple[int, ...], thresholds: np.ndarray, axes) -> str:
     k = thresholds.size
     parts = []
-    for level, i in zip(levels, index):
+    for axis, i in zip(axes, index):
         if i < k:
-            parts.append(f"{name}@{level:g} <= {thresholds[i]:g}")
+            parts.append(f"{axis} <= {thresholds[i]:g}")
         elif i < 2 * k:
-            parts.append(f"{name}@{level:g} > {thresholds[i - k]:g}")
+            parts.append(f"{axis} > {thresholds[i - k]:g}")
     return " and ".join(parts) or "anything"
 
 
@@ -351,7 +359,9 @@ def _statistics(case: Case, released: dict[float, np.ndarray], levels) -> dict[s
         y = released[eps][:, i]
         loss[:, j] = ((np.abs(y - u) - np.abs(y - v)) / w).sum(axis=1)
         proj[:, j] = (sign * (y - (u + v) / 2.0) * eps / w).sum(axis=1)
-    return {"loss": loss, "sum": proj}
+    eps = np.array(levels)
+    total = (loss * eps).sum(axis=1, keepdims=True) / eps.sum()
+    return {"loss": loss, "total": total, "sum": proj}
 
 
 def audit(
@@ -361,7 +371,7 @@ def audit(
     rng: np.random.Generator,
     noise: Callable = product_noise,
     weights=None,
-    families=("loss", "sum"),
+    families=("loss", "total", "sum"),
 ) -> Result:
     """Audit one case released at the levels ``order`` (in that order).
 
@@ -383,7 +393,7 @@ def audit(
         for name, values in _statistics(case, released, levels).items():
             if name not in families:
                 continue
-            thresholds = LOSS_THRESHOLDS if name == "loss" else SUM_THRESHOLDS
+            thresholds = THRESHOLDS[name]
             bins = np.searchsorted(thresholds, values, side="left")  # bin <= i  <=>  value <= t_i
             counts.setdefault(name, []).append(tail_counts(bins, thresholds.size + 1).ravel())
     events = sum(c[0].size for c in counts.values())
@@ -391,7 +401,7 @@ def audit(
     best = (-np.inf, "")
     best_estimate = -np.inf
     for name, (c_d, c_n) in counts.items():
-        thresholds = LOSS_THRESHOLDS if name == "loss" else SUM_THRESHOLDS
+        thresholds = THRESHOLDS[name]
         for num, den, direction in ((c_d, c_n, "D/D'"), (c_n, c_d, "D'/D")):
             n = listings
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -402,8 +412,9 @@ def audit(
             bound[~np.isfinite(bound)] = -np.inf
             top = int(np.argmax(bound))
             if bound[top] > best[0]:
-                index = np.unravel_index(top, (2 * thresholds.size + 1,) * len(levels))
-                best = (float(bound[top]), f"{direction}: {_describe(index, thresholds, levels, name)}")
+                axes = ["total loss"] if name == "total" else [f"{name}@{eps:g}" for eps in levels]
+                index = np.unravel_index(top, (2 * thresholds.size + 1,) * len(axes))
+                best = (float(bound[top]), f"{direction}: {_describe(index, thresholds, axes)}")
             seen = (num >= 1000) & (den >= 1000)
             if seen.any():
                 best_estimate = max(best_estimate, float(estimate[seen].max()))

@@ -8,7 +8,8 @@ replaced), through the product's functions: ``build_plan`` and ``compute``
 (initial, relax, tighten, bridge, reuse) and ``snap`` (rounding, clamping).
 
 For every event of a family fixed in advance (tail sets of each level's
-privacy-loss statistic, combined over the levels) it computes Clopper-Pearson
+privacy-loss statistic, combined over the levels, and of the levels' losses
+added up) it computes Clopper-Pearson
 lower confidence bounds on ``ln(P_D(E) / P_D'(E))`` and the reverse. All the
 bounds of one audit hold together with probability at least 1 - 10^-6
 (Bonferroni), so a bound above the largest level released would show, at that
@@ -52,8 +53,9 @@ from .laws import binomial_close
 
 #: Listings per dataset in the CI audits (the deep run uses 2 x 10^6).
 LISTINGS = 400_000
-#: The CI audits build their events on the per-level loss statistic only.
-FAMILIES = ("loss",)
+#: The CI audits build their events on the per-level losses and on their total (the
+#: deep run adds the projection).
+FAMILIES = ("loss", "total")
 CASES = cases()
 STEPS = {
     "ascending": ("initial", "relax"),
