@@ -113,8 +113,12 @@ def one_error_shape(ctx, response, case):
 
 load_all_checks()
 #: every check schemathesis has (server errors, status codes, content types, headers, bodies,
-#: positive data accepted, negative data refused, undocumented methods, auth, ...) and ours
-CHECKS = [*REGISTERED_CHECKS.get_all(), one_error_shape]
+#: positive data accepted, negative data refused, undocumented methods, auth, ...) and ours,
+#: but one: ``use_after_free`` expects a resource to be gone after its DELETE. The one DELETE
+#: of the API revokes a key, and a revoked key stays readable on purpose (status "revoked", for
+#: the owner's audit, as Stripe does); tests/accounts/test_api_keys.py checks exactly that
+#: (revoked at once, refused for sign-in, still listed), so the generic check is replaced there.
+CHECKS = [*(c for c in REGISTERED_CHECKS.get_all() if c.__name__ != "use_after_free"), one_error_shape]
 
 
 @dataclass
