@@ -534,8 +534,8 @@ class PrivacyAtRiskSerializer(serializers.Serializer):
 
 
 class ProfilePointSerializer(serializers.Serializer):
-    epsilon = serializers.FloatField(help_text="eps', at most the level")
-    delta = serializers.FloatField(help_text="the release is (eps', delta)-DP")
+    epsilon = serializers.DecimalField(max_digits=12, decimal_places=6, help_text="eps', at most the level (exact)")
+    delta = serializers.FloatField(help_text="δ at this ε′: the hockey-stick divergence, a probability")
 
 
 class PrivacyProfileSerializer(serializers.Serializer):

@@ -32,10 +32,15 @@ CHART_POINTS = 41
 SUMMARY_FRACTION = Fraction(1, 2)
 
 
-def _grid(level: float, points: int = CHART_POINTS) -> np.ndarray:
-    grid = level * 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, points)))
-    grid[0], grid[-1] = 0.0, level
-    return grid
+#: eps' on a chart are exact decimals with this many places.
+GRID_QUANTUM = Decimal("0.000001")
+
+
+def _grid(level: Decimal, points: int = CHART_POINTS) -> list[Decimal]:
+    """eps' from 0 to ``level`` as exact decimals, on a cosine grid (dense at both ends)."""
+    shape = 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, points)))
+    inner = [(level * Decimal(repr(float(x)))).quantize(GRID_QUANTUM) for x in shape[1:-1]]
+    return [Decimal(0), *inner, level]
 
 
 @lru_cache(maxsize=1024)
@@ -59,16 +64,15 @@ def release_profile(listing, level, *, plan=None) -> dict:
     """The privacy-loss profile of ``listing``'s release at ``level``.
 
     ``{"level": Decimal, "method": "exact" | "quadrature (absolute error below 1e-10)",
-    "points": [{"epsilon": float, "delta": float}] (eps' from 0 to the level),
+    "points": [{"epsilon": Decimal, "delta": float}] (eps' from 0 to the level, exact decimals),
     "summary": {"epsilon", "delta"} (at half the level), "guarantee": one line on the float path,
     "protects": whom it protects}``.
     """
     plan = plan or listing_plan(listing)
     level = Decimal(level)
-    xs = _grid(float(level))
-    half = float(Fraction(level) * SUMMARY_FRACTION)
-    at = (*[float(x) for x in xs], half)
-    deltas = _deltas(plan.norm, plan.loss_shares, len(plan.labels), level, at)
+    half = level * Decimal(SUMMARY_FRACTION.numerator) / Decimal(SUMMARY_FRACTION.denominator)
+    at = (*_grid(level), half)
+    deltas = _deltas(plan.norm, plan.loss_shares, len(plan.labels), level, tuple(float(x) for x in at))
     return {
         "level": level,
         "method": "exact" if plan.norm == "l1" else "quadrature (absolute error below 1e-10)",
@@ -86,7 +90,7 @@ def profile_chart(profiles: list[dict]) -> dict | None:
     return {
         "data": [
             {
-                "x": [p["epsilon"] for p in profile["points"]],
+                "x": [float(p["epsilon"]) for p in profile["points"]],
                 "y": [p["delta"] for p in profile["points"]],
                 "type": "scatter", "mode": "lines", "name": f"released at ε = {profile['level'].normalize()}",
             }

@@ -44,6 +44,7 @@ import math
 import numbers
 from fractions import Fraction
 from collections.abc import Callable
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -306,30 +307,33 @@ class Reading:
     neighbours: Neighbours
 
 
-class Kind:
+class Kind(ABC):
     """One kind of statistic. Subclasses set ``name`` and implement
-    :meth:`validate`, :meth:`groups` and :meth:`read`; :meth:`refusal` says
-    why the kind is not sold under a relation (None when it is)."""
+    :meth:`validate`, :meth:`groups` and :meth:`describe`, and may override
+    :meth:`read` and :meth:`curve`; :meth:`refusal` says why the kind is not
+    sold under a relation (None when it is)."""
 
     name: ClassVar[str]
     #: a vector statistic is listed on its own and released with l2 noise
     vector: ClassVar[bool] = False
 
+    @abstractmethod
     def validate(self, item: dict, where: str, columns) -> dict:
-        raise NotImplementedError
+        """The normalised statistic, or SpecError naming what is wrong."""
 
     def refusal(self, stat: dict, nb: Neighbours) -> str | None:
         return None
 
+    @abstractmethod
     def groups(self, stat: dict, number: int, nb: Neighbours) -> tuple[Group, ...]:
-        raise NotImplementedError
+        """The groups of coordinates the statistic reads, in the order :meth:`read` expects them."""
 
     def curve_name(self, stat: dict) -> str:
         return f"{self.name} of {stat['column']}"
 
+    @abstractmethod
     def describe(self, stat: dict, nb: Neighbours) -> str:
         """The statistic in words, as listing pages show it."""
-        raise NotImplementedError
 
     def curve(self, stat: dict, where: tuple[int, ...], weights, nb: Neighbours) -> dict | None:
         """The 95% error bound against eps, ``{"name", "bound": f(eps)}`` (one
@@ -493,12 +497,17 @@ class _Vector(Kind):
             raise SpecError(f"{where}: radius must be positive")
         return {"kind": self.name, "columns": list(names), "radius": radius}
 
+    def groups(self, stat, number, nb):
+        """None: a vector statistic is laid out whole by :meth:`layout`, with l2 noise."""
+        return ()
+
+    @abstractmethod
     def layout(self, stat: dict, nb: Neighbours) -> tuple[float, list[float], list[float]]:
         """(l2 sensitivity, declared lower, declared upper) of the vector."""
-        raise NotImplementedError
 
+    @abstractmethod
     def measure(self, stat: dict, points: np.ndarray, nb: Neighbours) -> np.ndarray:
-        raise NotImplementedError
+        """The vector's true value from the records' points."""
 
     def curve(self, stat, where, weights, nb):
         dim, w = len(where), float(weights[where[0]])

@@ -85,8 +85,8 @@ def test_the_papers_example_on_a_release_and_the_dashboard(
     assert link == f"/api/v1/listings/{count_listing.pk}/privacy-profile/?epsilon=0.5000"
     profile = api(buyer).get(link).json()
     assert profile["level"] == "0.5000" and profile["method"] == "exact"
-    assert profile["summary"] == {"epsilon": 0.25, "delta": pytest.approx(1 - math.exp(-0.125), rel=1e-12)}
-    assert profile["points"][-1] == {"epsilon": 0.5, "delta": 0.0}
+    assert profile["summary"] == {"epsilon": "0.250000", "delta": pytest.approx(1 - math.exp(-0.125), rel=1e-12)}
+    assert profile["points"][-1] == {"epsilon": "0.500000", "delta": 0.0}
 
     client.force_login(owner)
     page = client.get(f"/owner/listings/{count_listing.pk}/").content.decode()
