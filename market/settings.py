@@ -83,6 +83,8 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # {{ x|level }} everywhere: levels shown without trailing zeros or exponent
+            "builtins": ["market.web.templatetags.levels"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

@@ -485,6 +485,11 @@ class DatasetCreateSerializer(StrictSerializer):
     record_name_plural = text_field(max_length=60, required=False, help_text='e.g. "patients"')
 
 
+class BudgetChangeSerializer(StrictSerializer):
+    budget = LevelTextField(help_text="the new budget, e.g. \"4\": at least what the listings' ceilings add up to")
+    reason = text_field(max_length=500, help_text="why, for the dataset's audit record")
+
+
 class AccuracySerializer(serializers.Serializer):
     label = serializers.CharField()
     noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")

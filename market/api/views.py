@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from market.accounts.signin import signin_authenticate
 from market.catalog import selectors as catalog
-from market.catalog.services import dataset_create, listing_create, same_content_notice
+from market.catalog.services import dataset_budget_set, dataset_create, listing_create, same_content_notice
 from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -175,6 +175,22 @@ class DatasetListView(GenericAPIView):
             "notice": same_content_notice(earlier) if earlier else None,
         }
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+class DatasetBudgetView(APIView):
+    """Change your dataset's privacy budget. It never drops below what its listings' ceilings add
+    up to; every change is recorded with who made it and why."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=s.BudgetChangeSerializer, responses={200: s.DatasetSerializer, **documented(400, 404)})
+    def post(self, request, dataset_id: str):
+        form = s.BudgetChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
+        dataset_budget_set(actor=request.user, dataset_id=dataset.public_id, budget=d["budget"], reason=d["reason"])
+        return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
 
 class PurchaseListView(GenericAPIView):

@@ -79,6 +79,21 @@ def dataset_list(*, user) -> QuerySet:
     return with_budget_figures(visibility.owned_datasets(user).defer("data")).order_by("-created_at", "-id")
 
 
+def dataset_get(*, user, dataset_id: str):
+    """One of the owner's datasets by its public id, with its budget figures; NotFound otherwise."""
+    dataset = dataset_list(user=user).filter(public_id=str(dataset_id)).first()
+    if dataset is None:
+        raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+    return dataset
+
+
+def dataset_budget_history(*, user, dataset) -> QuerySet:
+    """The recorded changes of one of the owner's datasets' budget, newest first."""
+    from .models import DatasetBudgetChange
+
+    return DatasetBudgetChange.objects.filter(dataset__in=visibility.owned_datasets(user), dataset=dataset).select_related("actor")
+
+
 def holdings_list(*, user) -> QuerySet:
     """The listings the user holds a level on, highest first."""
     return visibility.holdings(user).filter(purchased__gt=0).select_related("listing").order_by("-updated_at")

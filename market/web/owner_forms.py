@@ -88,6 +88,16 @@ class DatasetUploadForm(forms.Form):
         self.fields["total_budget"].initial = default_budget()
 
 
+class BudgetForm(forms.Form):
+    total_budget = forms.DecimalField(
+        label="New budget (ε)", max_digits=9, decimal_places=4,
+        widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
+        help_text="At least what the listings' ceilings add up to. A larger budget lets you list more on the "
+        "same people: it is the most all the dataset's listings may ever reveal together.",
+    )
+    reason = forms.CharField(max_length=500, help_text="Why: it is kept with the change, for the dataset's record.")
+
+
 class ListingForm(forms.Form):
     """A listing's own fields. The dataset is chosen on the page (the column
     inputs depend on it) and travels in a hidden input, checked against the

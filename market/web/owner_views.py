@@ -20,12 +20,14 @@ from django.urls import reverse
 from market.catalog import dashboard as figures
 from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
-from market.catalog.services import dataset_create, listing_create, same_content_notice
+from market.catalog import selectors as catalog_selectors
+from market.catalog.services import dataset_budget_set, dataset_create, listing_create, same_content_notice
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
 
 from .owner_forms import (
+    BudgetForm,
     DatasetUploadForm,
     ListingForm,
     StatisticForm,
@@ -51,6 +53,31 @@ def owner_required(view):
 @owner_required
 def dashboard(request):
     return render(request, "owner/dashboard.html", figures.owner_overview(user=request.user))
+
+
+@login_required
+@owner_required
+def dataset_budget(request, dataset_id: str):
+    """Change one of the owner's datasets' budget, with the reason kept; its past changes below."""
+    try:
+        dataset = catalog_selectors.dataset_get(user=request.user, dataset_id=dataset_id)
+    except NotFound:
+        raise Http404("no such dataset among yours") from None
+    posted = request.method == "POST"
+    form = BudgetForm(request.POST) if posted else BudgetForm(initial={"total_budget": dataset.total_budget})
+    if posted and form.is_valid():
+        try:
+            dataset_budget_set(
+                actor=request.user, dataset_id=dataset.public_id, budget=form.cleaned_data["total_budget"],
+                reason=form.cleaned_data["reason"],
+            )
+        except DomainError as exc:
+            add_domain_errors(form, exc)
+        else:
+            messages.success(request, f"The budget of “{dataset.name}” is now ε {form.cleaned_data['total_budget'].normalize():f}.")
+            return redirect("web:owner")
+    history = catalog_selectors.dataset_budget_history(user=request.user, dataset=dataset)
+    return render(request, "owner/dataset_budget.html", {"dataset": dataset, "form": form, "history": history})
 
 
 @login_required

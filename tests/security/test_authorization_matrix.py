@@ -89,6 +89,8 @@ API = [
     api("DELETE", "/api/v1/listings/{L}/",                  "401  405   405   405   405   405"),
     api("GET",    "/api/v1/datasets/",                      "401  200   200   200   200   200"),
     api("POST",   "/api/v1/datasets/",                      "401  403   403   201   201   403", "dataset"),
+    # a budget is changed by its owner (staff change it in the admin): anyone else's is not found
+    api("POST",   "/api/v1/datasets/{D}/budget/",           "401  404   404   200   404   404", "budget"),
     api("GET",    "/api/v1/purchases/",                     "401  200   200   200   200   200"),
     api("POST",   "/api/v1/purchases/",                     "401  202   202   400   202   202", "purchase"),
     api("GET",    "/api/v1/purchases/{P}/",                 "401  200   404   404   404   404"),
@@ -133,6 +135,8 @@ PAGES = [
     page("GET",  "/owner/",                                 "302L 403   403   200   200   403"),
     page("GET",  "/owner/datasets/new/",                    "302L 403   403   200   200   403"),
     page("POST", "/owner/datasets/new/",                    "302L 403   403   302   302   403", "dataset"),
+    page("GET",  "/owner/datasets/{D}/budget/",             "302L 403   403   200   404   403"),
+    page("POST", "/owner/datasets/{D}/budget/",             "302L 403   403   302   404   403", "budget_form"),
     page("GET",  "/owner/listings/new/",                    "302L 403   403   200   200   403"),
     page("GET",  "/owner/listings/new/?dataset={D}",        "302L 403   403   200   404   403"),
     # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
@@ -200,6 +204,10 @@ def payload(name, world, actor):
         return {"dataset": D, "title": "Again", "statistics": [{"kind": "count"}], "ceiling": "1", "price_per_epsilon": "1.00"}
     if name == "dataset":
         return {"name": "more", "description": "", "total_budget": "100", "file": _csv_file()}
+    if name == "budget":
+        return {"budget": "150", "reason": "matrix"}
+    if name == "budget_form":
+        return {"total_budget": "150", "reason": "matrix"}
     if name == "purchase":
         return {"listing": L, "epsilon": "2"}
     if name == "buy":
