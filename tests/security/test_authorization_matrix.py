@@ -539,6 +539,9 @@ def test_a_closed_listing_exists_for_its_owner_and_its_buyers_only(world, tokens
         assert page.status_code == expected, actor
         if sees:
             assert answer.json()["closed_reason"] == reason and reason in page.content.decode()
+        if actor == "buyer":  # their library marks it closed, the reason on hover
+            library = pages.get("/library/").content.decode()
+            assert f'<span class="badge" title="{reason}">closed</span>' in library
         listed = [item["id"] for item in api_client.get("/api/v1/listings/").json()["results"]]
         assert (L in listed) == sees, actor
     # nobody buys it, its buyer included
