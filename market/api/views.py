@@ -183,7 +183,7 @@ class DatasetBudgetView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=s.BudgetChangeSerializer, responses={200: s.DatasetSerializer, **documented(400, 404)})
+    @extend_schema(request=s.BudgetChangeSerializer, responses={200: s.DatasetSerializer, **documented(400, 404, 413, 415)})
     def post(self, request, dataset_id: str):
         form = s.BudgetChangeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
