@@ -43,6 +43,20 @@ def _eps(value) -> Decimal:
     return _plain(Decimal(value or 0))
 
 
+#: A listing page charts the profiles of at most this many released levels (a busy path has thousands).
+PROFILED_LEVELS = 6
+
+
+def _profiled(points) -> list[Decimal]:
+    """The released levels whose profiles the owner's page shows: all of them when few, else
+    ``PROFILED_LEVELS`` spread evenly from the lowest to the largest (which is what was spent)."""
+    levels = [point["level"] for point in points]
+    if len(levels) <= PROFILED_LEVELS:
+        return levels
+    last = len(levels) - 1
+    return [levels[round(i * last / (PROFILED_LEVELS - 1))] for i in range(PROFILED_LEVELS)]
+
+
 def _budget(dataset) -> dict:
     """A dataset's budget (annotated by ``selectors.with_budget_figures``): its listings' ceilings add
     up to ``used`` (the most they can ever spend together), at most ``total``; ``left`` is what a new
@@ -241,7 +255,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
         "risk": [figures for point in points if (figures := level_at_risk(listing, point["level"]))],
         "risk_definition": RISK_DEFINITION,
         # per released level: the exact guarantee of the release (delta below the level)
-        "profiles": [release_profile(listing, point["level"], plan=plan) for point in points],
+        "profiles": [release_profile(listing, level, plan=plan) for level in _profiled(points)],
+        "levels_released": len(points),
         "protects": listing.dataset.protects,
         "compensation": listing.compensation,
         "price_formula": curve_of(listing).formula(),

@@ -120,3 +120,20 @@ def test_the_owner_page_charts_the_profile_of_every_released_level(owner, buyer,
     # one count at 2: delta(1) = 1 - e^((1 - 2)/2)
     assert f"{1 - math.exp(-0.5):.4g}" in page
     assert Decimal("2") == listing.noise_path.__class__.objects.get(listing=listing).released_max
+
+
+def test_a_busy_path_charts_a_few_profiles_the_spent_level_included(owner, users, fund, client, eager_celery,
+                                                                    django_capture_on_commit_callbacks):
+    """A path read by thousands of buyers has thousands of levels: the page computes six profiles, not one each."""
+    listing = _listing(owner, relation="private_size", statistics=[{"kind": "count"}])
+    levels = ["0.2", "0.4", "0.6", "0.8", "1", "1.2", "1.6", "2"]
+    for i, level in enumerate(levels):
+        who = users(f"b{i}")
+        fund(who, 100)
+        with django_capture_on_commit_callbacks(execute=True):
+            purchase_create(buyer=who, listing_id=listing.pk, epsilon=level)
+    client.force_login(owner)
+    page = client.get(f"/owner/listings/{listing.pk}/").content.decode()
+    table = page[page.index('id="profile-table"'):page.index("</table>", page.index('id="profile-table"'))]
+    assert table.count("<tr><td") == 6 and '<td class="num">2</td>' in table and '<td class="num">0.2</td>' in table
+    assert "Profiles of 6 of the 8 levels released" in page

@@ -31,8 +31,11 @@ CENTROID_REASON = (
 )
 
 
-def _closed_reason() -> models.TextField:
-    return models.TextField(blank=True, help_text='why the listing was closed, shown to its buyers (empty while open)')
+def _closed_reason(*, named: bool = False) -> models.TextField:
+    field = models.TextField(blank=True, help_text='why the listing was closed, shown to its buyers (empty while open)')
+    if named:  # for the schema editor, which needs the column's name
+        field.set_attributes_from_name("closed_reason")
+    return field
 
 
 def add_closed_reason(apps, schema_editor):
@@ -40,18 +43,14 @@ def add_closed_reason(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         schema_editor.execute('ALTER TABLE "catalog_listing" ADD COLUMN "closed_reason" text NOT NULL DEFAULT \'\'')
     else:
-        field = _closed_reason()
-        field.set_attributes_from_name("closed_reason")
-        schema_editor.add_field(apps.get_model("catalog", "Listing"), field)
+        schema_editor.add_field(apps.get_model("catalog", "Listing"), _closed_reason(named=True))
 
 
 def drop_closed_reason(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         schema_editor.execute('ALTER TABLE "catalog_listing" DROP COLUMN "closed_reason"')
     else:
-        field = _closed_reason()
-        field.set_attributes_from_name("closed_reason")
-        schema_editor.remove_field(apps.get_model("catalog", "Listing"), field)
+        schema_editor.remove_field(apps.get_model("catalog", "Listing"), _closed_reason(named=True))
 
 
 def _fold(value: str, people: int) -> str:
