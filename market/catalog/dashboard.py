@@ -19,6 +19,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
+from market.catalog.columns import columns_from
 from market.catalog.pricing import curve_of
 from market.catalog.privacy import release_profile
 from market.catalog.risk import DEFINITION as RISK_DEFINITION
@@ -138,26 +139,65 @@ def dataset_options(*, user) -> list[dict]:
     ]
 
 
-def dataset_summary(*, user, dataset_id) -> dict:
-    """One of the owner's datasets, to choose a listing's bounds and ceiling by:
-    ``{"id", "name", "records", "columns": [{"name", "min", "max"}], "budget": {"used", "total", "left", "spent"}}``.
+def _shown(value):
+    """A stored minimum or maximum for display: a number without float noise, else as stored (a date)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # the shortest decimal that reads back as the stored float: 285.92, not 285.9200000001
+        return _plain(Decimal(repr(float(value))))
+    return value
 
-    The minimum and maximum of each column are the owner's own data, shown to
-    them only. Raises NotFound for a dataset that is not theirs.
+
+def _suggested(entry: dict) -> list:
+    """The categories an ingested column's summary suggests (its most frequent values), as text."""
+    summary = entry.get("summary") if isinstance(entry.get("summary"), dict) else entry
+    found = summary.get("categories") or summary.get("top") or summary.get("suggestions") or []
+    out = []
+    for item in found:
+        value = item.get("value") if isinstance(item, dict) else item[0] if isinstance(item, (list, tuple)) else item
+        if value is not None:
+            out.append("true" if value is True else "false" if value is False else str(value))
+    return out
+
+
+def dataset_summary(*, user, dataset_id) -> dict:
+    """One of the owner's datasets, to choose a listing's statistics by:
+    ``{"id", "name", "records", "columns": [{"name", "type", "missing", "min", "max", "missing_count",
+    "categories"}], "budget": {"used", "total", "left", "spent"}}``.
+
+    The minimum and maximum of each column, its count of missing values and
+    its most frequent categories (suggestions for a group-by) are the owner's
+    own data, shown to them only. Raises NotFound for a dataset that is not theirs.
     """
     dataset = with_budget_figures(visibility.owned_datasets(user).filter(public_id=str(dataset_id))).first()
     if dataset is None:
         raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
-    values = dataset.matrix()
+    columns = columns_from(dataset.columns)
+    entries = [entry if isinstance(entry, dict) else {"name": entry} for entry in dataset.columns]
+    if all(isinstance(entry, str) for entry in dataset.columns) and dataset.columns:
+        # a dataset stored before typed columns: a matrix of numbers, summarised here
+        values = dataset.matrix()
+        for entry, low, high in zip(entries, values.min(axis=0), values.max(axis=0)):
+            entry.update({"min": float(low), "max": float(high)})
+    shown = []
+    for column, entry in zip(columns, entries):
+        summary = entry.get("summary") if isinstance(entry.get("summary"), dict) else entry
+        shown.append({
+            "name": column.name,
+            "type": column.type,
+            "missing": column.missing,
+            "min": _shown(summary.get("min")),
+            "max": _shown(summary.get("max")),
+            "missing_count": summary.get("missing_count", summary.get("missing_values")),
+            "categories": (_suggested(entry) or (["true", "false"] if column.type == "boolean" else []))
+            if column.categorical else [],
+        })
     return {
         "id": dataset.public_id,
         "name": dataset.name,
         "records": dataset.row_count,
-        "columns": [
-            # the shortest decimal that reads back as the stored float: 285.92, not 285.9200000001
-            {"name": name, "min": _plain(Decimal(repr(float(low)))), "max": _plain(Decimal(repr(float(high))))}
-            for name, low, high in zip(dataset.columns, values.min(axis=0), values.max(axis=0))
-        ],
+        "columns": shown,
         "budget": _budget(dataset),
     }
 

@@ -9,27 +9,19 @@ messages next to the inputs that caused them.
 
 from __future__ import annotations
 
-import math
 import re
 
 from django import forms
 
 from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
+from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
 from market.catalog.statistics import MAX_STATISTICS
+from market.web.listing_builder import FILTER_SLOTS, OPERATORS, builder_kinds, statistic_spec
 from market.core import visibility
 
 #: Empty statistic rows shown on a new listing form.
 DEFAULT_ROWS = 4
-
-KIND_CHOICES = [("", "(unused)"), ("count", "count"), ("sum", "sum"), ("mean", "mean"), ("histogram", "histogram")]
-# The inputs each kind of statistic needs (see market.catalog.statistics).
-_NEEDS = {
-    "count": (),
-    "sum": ("column", "lower", "upper"),
-    "mean": ("column", "lower", "upper"),
-    "histogram": ("column", "bins"),
-}
 
 # "statistic 3 (sum): lower must be below upper": the service numbers the
 # statistics it was given from 1, unused rows skipped.
@@ -226,60 +218,82 @@ class ListingForm(forms.Form):
         self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk", "public_id")
 
 
-def _bin_edges(text: str) -> list[float]:
-    """``"0, 18, 65, 100"`` -> ``[0.0, 18.0, 65.0, 100.0]``, or ValidationError."""
-    edges = []
-    for piece in text.split(","):
-        piece = piece.strip()
-        try:
-            edge = float(piece)
-        except ValueError:
-            edge = math.nan
-        if not math.isfinite(edge):
-            shown = repr(piece[:20]) if piece else "an empty edge"
-            raise forms.ValidationError(f"{shown} is not a number: give edges such as 0, 18, 65, 100.")
-        edges.append(edge)
-    return edges
+def _columns_of(columns) -> tuple[Column, ...]:
+    return columns_from(columns)
+
+
+def _choices(columns, types) -> list[tuple[str, str]]:
+    return [("", "(none)")] + [(c.name, c.name) for c in columns if c.type in types]
 
 
 class StatisticForm(forms.Form):
     """One row of the statistics: a kind and what that kind needs.
 
     Every input is optional on its own: a row without a kind is unused (and
-    must then be empty); a kind requires its own inputs (sum and mean: column,
-    lower, upper; histogram: column, bin edges). ``cleaned_data["spec"]`` is
-    the row's statistic as the service reads it, or None for an unused row.
+    must then be empty); a kind requires its own inputs (see
+    ``market.web.listing_builder``, which turns the row into a spec and names
+    the inputs at fault). ``cleaned_data["spec"]`` is the row's statistic as the
+    service reads it, or None for an unused row.
+
+    The column inputs offer only the columns a kind may read there: numeric
+    ones to sum, average or bin; categorical and true/false ones (and dates,
+    when a kind bins them) to group by; any column in a filter.
     """
 
-    kind = forms.ChoiceField(choices=KIND_CHOICES, required=False)
-    column = forms.ChoiceField(choices=(), required=False)
-    lower = forms.FloatField(required=False, widget=forms.NumberInput(attrs={"step": "any"}))
-    upper = forms.FloatField(required=False, widget=forms.NumberInput(attrs={"step": "any"}))
+    kind = forms.ChoiceField(choices=(), required=False)
+    column = forms.ChoiceField(choices=(), required=False, help_text="A numeric column.")
+    lower = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
+    upper = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
     bins = forms.CharField(label="Bin edges", required=False, max_length=2000)
+    by = forms.ChoiceField(label="Group by", choices=(), required=False,
+                           help_text="One value per category, plus “other” for the rest. A table's rows.")
+    categories = forms.CharField(
+        required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="One per line. Suggested from your data: keep only values anyone may know.",
+    )
+    by2 = forms.ChoiceField(label="Table columns", choices=(), required=False, help_text="A two-way table's columns.")
+    categories2 = forms.CharField(label="Its categories", required=False, max_length=20000,
+                                  widget=forms.Textarea(attrs={"rows": 4}), help_text="One per line.")
+    categories_public = forms.BooleanField(label="I confirm these categories are public", required=False)
+    bin = forms.ChoiceField(label="Date bins", choices=[("", "(none)"), ("month", "month"), ("year", "year")],
+                            required=False)
+    date_from = forms.CharField(label="From", required=False, max_length=40,
+                                widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.CharField(label="To", required=False, max_length=40,
+                              widget=forms.DateInput(attrs={"type": "date"}))
 
     def __init__(self, *args, columns=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["column"].choices = [("", "(none)")] + [(name, name) for name in columns]
+        self.columns = _columns_of(columns)
+        self.kinds = builder_kinds()
+        dated = any("bin" in kind.fields for kind in self.kinds.values())
+        self.fields["kind"].choices = [("", "(unused)")] + [(k.name, k.title) for k in self.kinds.values()]
+        self.fields["column"].choices = _choices(self.columns, NUMERIC + (TEMPORAL if dated else ()))
+        self.fields["by"].choices = _choices(self.columns, CATEGORICAL + (TEMPORAL if dated else ()))
+        self.fields["by2"].choices = _choices(self.columns, CATEGORICAL)
+        anything = [t for t in TYPES if t != "ignored"]
+        for i in range(FILTER_SLOTS):
+            self.fields[f"where_{i}_column"] = forms.ChoiceField(
+                label=f"Filter {i + 1}: column", choices=_choices(self.columns, anything), required=False)
+            self.fields[f"where_{i}_op"] = forms.ChoiceField(
+                label="operator", choices=[("", "")] + [(op, words) for op, words, _ in OPERATORS], required=False)
+            self.fields[f"where_{i}_value"] = forms.CharField(
+                label="value(s)", required=False, max_length=2000,
+                help_text="Comma-separated for “is one of” and “is between”." if i == 0 else "")
 
-    def clean_bins(self) -> list[float] | None:
-        text = self.cleaned_data["bins"].strip()
-        return _bin_edges(text) if text else None
+    def filters(self):
+        """The filter slots' bound fields, one (column, operator, value) triple per slot."""
+        return [tuple(self[f"where_{i}_{part}"] for part in ("column", "op", "value")) for i in range(FILTER_SLOTS)]
 
     def clean(self):
         data = super().clean()
-        kind = data.get("kind")
-        if not kind:
-            if any(data.get(name) not in (None, "") for name in ("column", "lower", "upper", "bins")):
-                self.add_error("kind", "Choose a kind for this row, or clear it.")
-            data["spec"] = None
-            return data
-        missing = [name for name in _NEEDS[kind] if data.get(name) in (None, "") and name not in self.errors]
-        for name in missing:
-            self.add_error(name, f"Required for a {kind}.")
-        if not self.errors:
-            data["spec"] = {"kind": kind, **{name: data[name] for name in _NEEDS[kind]}}
+        spec, errors = statistic_spec(data, self.columns, self.kinds)
+        for name, messages in errors.items():
+            for message in messages:
+                if name not in self.errors:  # a field's own error (an invalid choice) says enough
+                    self.add_error(name if name in self.fields else None, message)
+        data["spec"] = None if self.errors else spec
         return data
-
 
 class BaseStatisticFormSet(forms.BaseFormSet):
     def specs(self) -> tuple[list[dict], list[int]]:

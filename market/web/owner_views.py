@@ -22,6 +22,7 @@ from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors
 from market.catalog.services import dataset_budget_set, dataset_create, listing_create, same_content_notice
+from market.catalog.columns import Column
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
@@ -35,6 +36,7 @@ from .owner_forms import (
     add_statistics_errors,
     statistic_formset,
 )
+from .listing_builder import builder_kinds
 
 
 def owner_required(view):
@@ -168,39 +170,85 @@ def _create_listing(request, form, formset) -> int | None:
     return listing.pk
 
 
-def _with_another_row(request, columns: list[str]):
+def _suggestions(summary: dict | None) -> dict[str, str]:
+    """Per categorical column, its suggested categories as the categories input holds them (one per line)."""
+    if not summary:
+        return {}
+    return {column["name"]: "\n".join(column["categories"]) for column in summary["columns"] if column["categories"]}
+
+
+def _suggest_categories(rows, suggestions: dict[str, str]) -> None:
+    """Fill the empty categories of each row grouped by a column with that column's suggestions
+    (the page's script does it as the column is chosen; without it, the page comes back filled
+    in). ``rows``: the posted data (``stats-N-<input>`` names, mutable), or a list of per-row dicts."""
+    pairs = (("by", "categories"), ("by2", "categories2"))
+    if isinstance(rows, list):
+        for row in rows:
+            for by, categories in pairs:
+                if row.get(by) in suggestions and not (row.get(categories) or "").strip():
+                    row[categories] = suggestions[row[by]]
+        return
+    total = min(_as_id(rows.get("stats-TOTAL_FORMS")) or 0, MAX_STATISTICS)
+    for i in range(total):
+        for by, categories in pairs:
+            column, key = rows.get(f"stats-{i}-{by}"), f"stats-{i}-{categories}"
+            if column in suggestions and not (rows.get(key) or "").strip():
+                rows[key] = suggestions[column]
+
+
+def _with_another_row(request, columns, suggestions: dict[str, str]):
     """The forms as posted, unbound (no errors yet), with one more statistic row."""
     post = request.POST
     total = min(_as_id(post.get("stats-TOTAL_FORMS")) or 0, MAX_STATISTICS)
-    rows = [{name: post.get(f"stats-{i}-{name}", "") for name in StatisticForm.base_fields} for i in range(total)]
+    names = list(StatisticForm(columns=columns).fields)
+    rows = [{name: post.get(f"stats-{i}-{name}", "") for name in names} for i in range(total)]
+    for row in rows:
+        row["categories_public"] = bool(row["categories_public"])
+    _suggest_categories(rows, suggestions)
     form = ListingForm(user=request.user, initial={name: post.get(name, "") for name in ListingForm.base_fields})
     return form, statistic_formset(columns=columns, initial=rows, extra=1)
+
+
+def _builder(columns, suggestions: dict[str, str]) -> dict:
+    """What the page's script reads: each kind's inputs, the columns' types, the suggested categories."""
+    return {
+        "kinds": {name: list(kind.inputs) for name, kind in builder_kinds().items()},
+        "types": {column.name: column.type for column in columns},
+        "suggestions": suggestions,
+    }
 
 
 @login_required
 @owner_required
 def listing_new(request):
     """Create a listing on one of the owner's datasets, chosen by ``?dataset=<id>``
-    (default: the newest); its column summary helps choose bounds and bins.
-    The "Add a statistic row" button posts the form to get it back with one more row."""
+    (default: the newest); its column summary helps choose bounds, bins and categories.
+    The "Add a statistic row" button posts the form to get it back with one more row
+    (and a group-by's suggested categories filled in)."""
     options = figures.dataset_options(user=request.user)
     if not options:
         return render(request, "owner/listing_new.html", {"options": options})
     summary = _chosen_dataset(request, options)
-    columns = [column["name"] for column in summary["columns"]] if summary else []
+    columns = (
+        [Column(column["name"], column["type"], column["missing"]) for column in summary["columns"]] if summary else []
+    )
+    suggestions = _suggestions(summary)
     if request.method != "POST":
         form = ListingForm(user=request.user, initial={"dataset": summary["id"]})
         formset = statistic_formset(columns=columns)
     elif request.POST.get("action") == "add-row" and summary:
-        form, formset = _with_another_row(request, columns)
+        form, formset = _with_another_row(request, columns, suggestions)
     else:
-        form = ListingForm(request.POST, user=request.user)
-        formset = statistic_formset(columns=columns, data=request.POST)
+        data = request.POST.copy()
+        form = ListingForm(data, user=request.user)
+        formset = statistic_formset(columns=columns, data=data)
         if form.is_valid() and formset.is_valid():
             listing_id = _create_listing(request, form, formset)
             if listing_id is not None:
                 return redirect("web:owner-listing", listing_id=listing_id)
-    context = {"options": options, "summary": summary, "form": form, "formset": formset}
+        _suggest_categories(data, suggestions)  # shown with the errors, for the owner to check
+    context = {"options": options, "summary": summary, "form": form, "formset": formset,
+               "builder": _builder(columns, suggestions)}
     return render(request, "owner/listing_new.html", context)
 
 

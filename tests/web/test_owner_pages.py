@@ -85,8 +85,9 @@ def listing_post(dataset, rows, **fields) -> dict:
         "stats-MAX_NUM_FORMS": "20",
     }
     for i, row in enumerate(rows):
-        for name in ("kind", "column", "lower", "upper", "bins"):
-            data[f"stats-{i}-{name}"] = row.get(name, "")
+        for name, value in row.items():
+            data[f"stats-{i}-{name}"] = value
+        data.setdefault(f"stats-{i}-kind", "")
     data.update(fields)
     return data
 
@@ -212,7 +213,7 @@ def test_the_listing_form_shows_the_columns_and_four_rows(signed_in, owner, data
     assert 'name="stats-TOTAL_FORMS" value="4"' in page
     ages = dataset.matrix()[:, 0]  # whole numbers
     cells = f'<td class="num">{ages.min():g}</td><td class="num">{ages.max():g}</td>'
-    assert f'<th scope="row">age</th>{cells}' in page
+    assert f'<th scope="row">age</th><td>decimal</td>{cells}' in page
     assert '<option value="income">income</option>' in page
     assert "its listings' ceilings take ε 0, so this ceiling can be at most ε 3" in page
     for field in ("id_title", "id_ceiling", "id_price_per_epsilon", "id_stats-0-kind", "id_stats-3-bins"):

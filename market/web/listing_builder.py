@@ -1,0 +1,395 @@
+"""The owner's listing builder: from the inputs of one statistic row to the statistic's spec.
+
+A row of the "new listing" page has one input per part of a statistic (its
+kind, a numeric column, bounds, bin edges, a group-by column and its
+categories, a second one for a two-way table, date bins, filter conditions).
+Which parts a kind takes is read from the kind itself (``Kind.schema()`` in
+``market.catalog.statistics``: its JSON schema's properties), so a new kind
+whose fields are among the inputs below appears on the page without a change
+here. :func:`statistic_spec` is the one place that turns the posted text into
+a spec; it is pure (no Django) and returns the inputs at fault with their
+messages, which the form shows next to them.
+
+Values are typed by the column they are about: a filter on a numeric column
+compares numbers, on a boolean column ``true``/``false``, on a date column an
+ISO date (2024-01-31), on a categorical column text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, Column
+from market.catalog.statistics import KINDS, OFFERED_KINDS
+
+__all__ = [
+    "FILTER_SLOTS",
+    "OPERATORS",
+    "SPEC_INPUTS",
+    "BuilderKind",
+    "builder_kinds",
+    "parse_values",
+    "statistic_spec",
+]
+
+#: Filter conditions a row offers (the page shows one more when JavaScript is on and one is used).
+FILTER_SLOTS = 3
+
+#: Filter operators: (spec op, words on the page, how many values: 1, "many", 2 or 0).
+OPERATORS = (
+    ("=", "is", 1),
+    ("in", "is one of", "many"),
+    ("<", "<", 1),
+    ("<=", "≤", 1),
+    (">", ">", 1),
+    (">=", "≥", 1),
+    ("between", "is between", 2),
+    ("is missing", "is missing", 0),
+)
+_ARITY = {op: arity for op, _, arity in OPERATORS}
+
+#: Each spec field a kind may take, and the row input that holds it. A two-way
+#: table's rows are the row's group-by column and categories, its columns the second pair.
+SPEC_INPUTS = {
+    "column": "column",
+    "lower": "lower",
+    "upper": "upper",
+    "bins": "bins",
+    "by": "by",
+    "categories": "categories",
+    "rows": "by",
+    "row_categories": "categories",
+    "columns": "by2",
+    "column_categories": "categories2",
+    "bin": "bin",
+    "from": "date_from",
+    "to": "date_to",
+    "where": "where",
+}
+#: The row inputs besides the kind, the filters and the confirmation, in page order.
+INPUTS = ("column", "lower", "upper", "bins", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
+
+#: What a kind takes when it does not publish a JSON schema: the fields of the issue's spec.
+_FALLBACK_FIELDS = {
+    "count": ((), ("by", "categories", "where")),
+    "sum": (("column", "lower", "upper"), ("by", "categories", "where")),
+    "mean": (("column", "lower", "upper"), ("by", "categories", "where")),
+    "histogram": (("column", "bins"), ("where",)),
+    "table": (("rows", "columns", "row_categories", "column_categories"), ("where",)),
+}
+_TITLES = {
+    "count": "count",
+    "sum": "sum",
+    "mean": "mean",
+    "histogram": "histogram",
+    "table": "two-way table (counts)",
+    "date_histogram": "histogram by date",
+}
+
+
+@dataclass(frozen=True)
+class BuilderKind:
+    """A kind as the builder offers it: ``required`` and ``optional`` spec fields."""
+
+    name: str
+    title: str
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The row inputs this kind reads (``where`` for the filters)."""
+        seen: list[str] = []
+        for name in self.fields:
+            if SPEC_INPUTS[name] not in seen:
+                seen.append(SPEC_INPUTS[name])
+        return tuple(seen)
+
+
+def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    schema_of = getattr(kind, "schema", None)
+    if callable(schema_of):
+        schema = schema_of()
+        properties = [name for name in schema.get("properties", {}) if name != "kind"]
+        required = [name for name in schema.get("required", ()) if name != "kind"]
+        return tuple(required), tuple(name for name in properties if name not in required)
+    return _FALLBACK_FIELDS.get(kind.name)
+
+
+def builder_kinds() -> dict[str, BuilderKind]:
+    """The kinds a row may be, by name, in the order the statistics module lists them:
+    every offered kind that is not a vector statistic and whose fields all have an input."""
+    out = {}
+    for name in OFFERED_KINDS:
+        kind = KINDS[name]
+        if getattr(kind, "vector", False):
+            continue
+        fields = _fields_of(kind)
+        if fields is None or any(field not in SPEC_INPUTS for field in fields[0] + fields[1]):
+            continue
+        out[name] = BuilderKind(name, _TITLES.get(name, name.replace("_", " ")), fields[0], fields[1])
+    return out
+
+
+# --------------------------------------------------------------------------
+# typed values
+
+
+def _number(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x):
+        raise ValueError(f"{text[:20]!r} is not a number")
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def _boolean(text: str) -> bool:
+    word = text.strip().lower()
+    if word in ("true", "yes", "1"):
+        return True
+    if word in ("false", "no", "0"):
+        return False
+    raise ValueError(f"{text[:20]!r} is not true or false")
+
+
+def _when(text: str, column: Column) -> str:
+    try:
+        if column.type == "date":
+            return date.fromisoformat(text).isoformat()
+        return datetime.fromisoformat(text).isoformat()
+    except ValueError:
+        raise ValueError(f"{text[:30]!r} is not a date such as 2024-01-31") from None
+
+
+def typed(text: str, column: Column):
+    """One value as the spec holds it for ``column``'s type; ValueError saying why not."""
+    text = text.strip()
+    if not text:
+        raise ValueError("an empty value")
+    if column.type in NUMERIC:
+        return _number(text)
+    if column.type == "boolean":
+        return _boolean(text)
+    if column.type in TEMPORAL:
+        return _when(text, column)
+    return text
+
+
+def parse_values(text: str, column: Column, *, lines: bool = False) -> list:
+    """Several values: one per line when ``lines`` (categories, which may hold commas),
+    else comma-separated; each typed for ``column``. Repeated values are an error."""
+    pieces = [p.strip() for p in (text.splitlines() if lines else text.split(","))]
+    pieces = [p for p in pieces if p]
+    values = [typed(p, column) for p in pieces]
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            raise ValueError(f"{pieces[i][:30]!r} is listed twice")
+    return values
+
+
+def bin_edges(text: str) -> list[float]:
+    """``"0, 18, 65, 100"`` -> ``[0.0, 18.0, 65.0, 100.0]``; ValueError naming a piece that is not a number."""
+    edges = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        try:
+            edge = float(piece)
+        except ValueError:
+            edge = math.nan
+        if not math.isfinite(edge):
+            shown = repr(piece[:20]) if piece else "an empty edge"
+            raise ValueError(f"{shown} is not a number: give edges such as 0, 18, 65, 100.")
+        edges.append(edge)
+    return edges
+
+
+# --------------------------------------------------------------------------
+# one row -> one statistic
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _used_filters(values: dict) -> list[int]:
+    return [
+        i for i in range(FILTER_SLOTS)
+        if not all(_blank(values.get(f"where_{i}_{part}")) for part in ("column", "op", "value"))
+    ]
+
+
+def _filters(values: dict, columns: dict[str, Column], errors: dict) -> list[dict]:
+    where = []
+    for i in _used_filters(values):
+        name, op, text = (values.get(f"where_{i}_{part}") or "" for part in ("column", "op", "value"))
+        if name not in columns:
+            errors.setdefault(f"where_{i}_column", []).append("Choose the column of this condition.")
+            continue
+        if op not in _ARITY:
+            errors.setdefault(f"where_{i}_op", []).append("Choose how to compare.")
+            continue
+        column, arity = columns[name], _ARITY[op]
+        condition = {"column": name, "op": op}
+        try:
+            if arity == 0:
+                if not _blank(text):
+                    raise ValueError("“is missing” takes no value: clear it")
+            elif arity == 1:
+                condition["value"] = typed(text, column)
+            else:
+                condition["values"] = parse_values(text, column)
+                if arity == 2 and len(condition["values"]) != 2:
+                    raise ValueError("give two values, comma-separated: the lowest and the highest")
+                if not condition["values"]:
+                    raise ValueError("give one value or more, comma-separated")
+        except ValueError as exc:
+            message = str(exc)
+            errors.setdefault(f"where_{i}_value", []).append(message[:1].upper() + message[1:] + ".")
+            continue
+        where.append(condition)
+    return where
+
+
+def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None = None) -> tuple[dict | None, dict]:
+    """The statistic one row describes, and the inputs at fault.
+
+    ``values``: the row's inputs as posted (text; ``categories_public`` a bool).
+    ``columns``: the dataset's :class:`Column` objects. Returns ``(spec, errors)``:
+    ``spec`` is None for an unused row (no kind and nothing typed) or when
+    ``errors`` (input name -> messages) is not empty. The service checks the
+    rest (that bounds are ordered, that the column may be summed, ...).
+    """
+    kinds = builder_kinds() if kinds is None else kinds
+    by_name = {column.name: column for column in columns if column.type != "ignored"}
+    errors: dict[str, list[str]] = {}
+
+    def fault(name: str, message: str) -> None:
+        errors.setdefault(name, []).append(message)
+
+    name = values.get("kind") or ""
+    typed_inputs = [i for i in INPUTS if not _blank(values.get(i))]
+    if not name:
+        if typed_inputs or _used_filters(values):
+            fault("kind", "Choose a kind for this row, or clear it.")
+        return None, errors
+    if name not in kinds:
+        fault("kind", "Choose one of the kinds offered.")
+        return None, errors
+    kind = kinds[name]
+    article = "an" if kind.title[0] in "aeiou" else "a"
+    for input_name in typed_inputs:
+        if input_name not in kind.inputs:
+            fault(input_name, f"{article.capitalize()} {kind.title} does not use this: clear it.")
+    if _used_filters(values) and "where" not in kind.inputs:
+        fault("kind", f"{article.capitalize()} {kind.title} takes no filter conditions: clear them.")
+
+    spec: dict = {"kind": name}
+    grouped = any(f in kind.fields for f in ("rows", "columns")) or not _blank(values.get("by"))
+
+    def column_input(input_name: str, allowed: tuple[str, ...], what: str) -> Column | None:
+        chosen = values.get(input_name) or ""
+        if not chosen:
+            fault(input_name, f"Required for {article} {kind.title}.")
+            return None
+        column = by_name.get(chosen)
+        if column is None or column.type not in allowed:
+            fault(input_name, f"Choose {what}.")
+            return None
+        return column
+
+    if "column" in kind.fields and ("column" in kind.required or not _blank(values.get("column"))):
+        allowed = TEMPORAL if "bin" in kind.required else NUMERIC
+        column = column_input("column", allowed, "a date column" if allowed is TEMPORAL else "a numeric column")
+        if column:
+            spec["column"] = column.name
+    for bound in ("lower", "upper"):
+        if bound in kind.fields and (bound in kind.required or not _blank(values.get(bound))):
+            text = values.get(bound)
+            if _blank(text):
+                fault(bound, f"Required for {article} {kind.title}.")
+                continue
+            try:
+                spec[bound] = float(_number(str(text).strip()))
+            except ValueError as exc:
+                fault(bound, f"{exc}.")
+    if "bins" in kind.fields and ("bins" in kind.required or not _blank(values.get("bins"))):
+        if _blank(values.get("bins")):
+            fault("bins", f"Required for {article} {kind.title}.")
+        else:
+            try:
+                spec["bins"] = bin_edges(values["bins"])
+            except ValueError as exc:
+                fault("bins", str(exc))
+
+    def categories(input_name: str, column: Column, field: str) -> None:
+        text = values.get(input_name) or ""
+        if _blank(text):
+            fault(input_name, f"List the categories of {column.name}, one per line: the values that may be shown.")
+            return
+        try:
+            spec[field] = parse_values(text, column, lines=True)
+        except ValueError as exc:
+            fault(input_name, f"{exc}.")
+
+    def dates(column: Column) -> None:
+        if values.get("bin") not in ("month", "year"):
+            fault("bin", "Choose month or year.")
+        else:
+            spec["bin"] = values["bin"]
+        for input_name, field in (("date_from", "from"), ("date_to", "to")):
+            try:
+                spec[field] = _when((values.get(input_name) or "").strip(), column)
+            except ValueError as exc:
+                fault(input_name, f"{exc}.")
+
+    confirm_needed = False
+    if "rows" in kind.fields:  # a two-way table: by and its categories are the rows, by2 the columns
+        rows = column_input("by", CATEGORICAL, "a categorical or true/false column")
+        cols = column_input("by2", CATEGORICAL, "a categorical or true/false column")
+        if rows:
+            spec["rows"] = rows.name
+            categories("categories", rows, "row_categories")
+        if cols:
+            spec["columns"] = cols.name
+            categories("categories2", cols, "column_categories")
+        if rows and cols and rows.name == cols.name:
+            fault("by2", "Choose another column than the rows'.")
+        confirm_needed = True
+    elif "by" in kind.fields and grouped:
+        dated = "bin" in kind.fields
+        allowed = CATEGORICAL + (TEMPORAL if dated else ())
+        what = "a categorical, true/false or date column" if dated else "a categorical or true/false column"
+        by = column_input("by", allowed, what)
+        if by:
+            spec["by"] = by.name
+            if by.type in TEMPORAL:
+                dates(by)
+                if not _blank(values.get("categories")):
+                    fault("categories", "Dates are grouped by month or year: clear the categories.")
+            else:
+                categories("categories", by, "categories")
+                confirm_needed = True
+                for input_name in ("bin", "date_from", "date_to"):
+                    if not _blank(values.get(input_name)):
+                        fault(input_name, f"{by.name} is not a date: clear this.")
+    elif "by" in kind.fields and not _blank(values.get("categories")):
+        fault("by", "Choose the column these categories are of, or clear them.")
+    elif "bin" in kind.required and "column" in spec:  # a histogram by date
+        dates(by_name[spec["column"]])
+    if confirm_needed and not values.get("categories_public"):
+        fault("categories_public", "Confirm that these categories are public: which values occur in your data is "
+                                   "itself private, so list only values anyone may know.")
+
+    if "where" in kind.fields:
+        where = _filters(values, by_name, errors)
+        if where:
+            spec["where"] = where
+    return (None if errors else spec), errors
