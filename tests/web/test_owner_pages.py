@@ -420,3 +420,69 @@ def test_every_form_that_posts_carries_a_csrf_token(signed_in, owner, listing):
         assert all("csrfmiddlewaretoken" in form["inputs"] for form in posting), url
         # the dataset picker is a GET form: a token there would end up in the address
         assert all("csrfmiddlewaretoken" not in form["inputs"] for form in parser.forms if form["method"] == "get")
+
+
+# --- the listing builder: group-by, filters, tables; any kind on the listing's page
+
+
+def test_the_owners_page_of_a_vector_listing_renders(signed_in, owner, buyer, fund, eager_celery):
+    """Issue 12: the owner's page of a centroid listing crashed with KeyError: 'bins'."""
+    data = dataset_create(owner=owner, name="points", data=make_csv(50), total_budget="10", relation="public_size")
+    from market.catalog.services import listing_create
+
+    listing = listing_create(
+        owner=owner, dataset_id=data.public_id, title="Mean point", ceiling="2", price_per_epsilon="1",
+        statistics=[{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+    )
+    fund(buyer, 100)
+    purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    answer = signed_in(owner).get(owner_listing(listing.pk))
+    assert answer.status_code == 200
+    assert "Centroid of (age, income)" in text(answer)
+
+
+def _typed(dataset, **types):
+    """Give the dataset's columns types (as an ingested dataset has), with suggested categories."""
+    dataset.columns = [
+        {"name": name, "type": types.get(name, "decimal"), "missing": "none",
+         **({"categories": ["1", "2", "3"]} if types.get(name) == "categorical" else {})}
+        for name in ("age", "income", "visits")
+    ]
+    dataset.save(update_fields=["columns"])
+    return dataset
+
+
+def test_the_builder_offers_each_input_only_the_columns_it_may_read(signed_in, owner, dataset):
+    _typed(dataset, visits="categorical")
+    page = text(signed_in(owner).get(LISTING_NEW))
+    column = page.split('name="stats-0-column"')[1].split("</select>")[0]
+    by = page.split('name="stats-0-by"')[1].split("</select>")[0]
+    where = page.split('name="stats-0-where_0_column"')[1].split("</select>")[0]
+    assert '"age"' in column and '"visits"' not in column
+    assert '"visits"' in by and '"age"' not in by
+    assert all(f'"{name}"' in where for name in ("age", "income", "visits"))
+    assert "I confirm these categories are public" in page
+    builder = json.loads(page.split('<script id="listing-builder" type="application/json">')[1].split("</script>")[0])
+    assert builder["suggestions"] == {"visits": "1\n2\n3"} and builder["types"]["visits"] == "categorical"
+    assert "by" in builder["kinds"]["count"] and "bins" in builder["kinds"]["histogram"]
+
+
+def test_an_unconfirmed_group_by_comes_back_with_suggested_categories_to_check(signed_in, owner, dataset):
+    _typed(dataset, visits="categorical")
+    rows = [{"kind": "count", "by": "visits", "where_0_column": "age", "where_0_op": ">=", "where_0_value": "old"}]
+    answer = signed_in(owner).post(LISTING_NEW, listing_post(dataset, rows))
+    assert answer.status_code == 200 and not Listing.objects.exists()
+    assert "List the categories of visits" in error_of(answer, "id_stats-0-categories")
+    assert "'old' is not a number" in error_of(answer, "id_stats-0-where_0_value")
+    block = row_block(answer, 1)
+    assert ">\n1\n2\n3</textarea>" in block  # the suggestions, filled in for the owner to check
+    assert 'name="stats-0-categories_public"' in block and "checked" not in block.split('categories_public"')[1][:40]
+
+
+def test_adding_a_row_fills_in_a_group_bys_suggested_categories(signed_in, owner, dataset):
+    _typed(dataset, visits="categorical")
+    rows = [{"kind": "count", "by": "visits", "categories_public": "on"}]
+    answer = signed_in(owner).post(LISTING_NEW, listing_post(dataset, rows, action="add-row"))
+    assert answer.status_code == 200 and 'class="errorlist"' not in text(answer)
+    block = row_block(answer, 1)
+    assert ">\n1\n2\n3</textarea>" in block and '<option value="visits" selected>' in block
