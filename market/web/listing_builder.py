@@ -113,13 +113,23 @@ class BuilderKind:
 
 
 def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(required, optional) spec fields of a kind, from its JSON schema: an object's
+    properties, or for a ``oneOf`` of objects (a histogram of numbers or of dates) the
+    fields every variant requires, and the others as optional."""
     schema_of = getattr(kind, "schema", None)
-    if callable(schema_of):
-        schema = schema_of()
-        properties = [name for name in schema.get("properties", {}) if name != "kind"]
-        required = [name for name in schema.get("required", ()) if name != "kind"]
-        return tuple(required), tuple(name for name in properties if name not in required)
-    return _FALLBACK_FIELDS.get(kind.name)
+    if not callable(schema_of):
+        return _FALLBACK_FIELDS.get(kind.name)
+    schema = schema_of()
+    variants = schema.get("oneOf") or [schema]
+    properties: list[str] = []
+    required: set[str] | None = None
+    for variant in variants:
+        properties += [name for name in variant.get("properties", {}) if name != "kind" and name not in properties]
+        needs = {name for name in variant.get("required", ()) if name != "kind"}
+        required = needs if required is None else required & needs
+    required = required or set()
+    return (tuple(name for name in properties if name in required),
+            tuple(name for name in properties if name not in required))
 
 
 def builder_kinds() -> dict[str, BuilderKind]:
@@ -167,6 +177,19 @@ def _when(text: str, column: Column) -> str:
         return datetime.fromisoformat(text).isoformat()
     except ValueError:
         raise ValueError(f"{text[:30]!r} is not a date such as 2024-01-31") from None
+
+
+def period(text: str, unit: str | None) -> str:
+    """A month ("2024-01") or a year ("2024") as a date group-by's range states it; a full date
+    (2024-01-31, as a date picker gives it) is cut to its month or year."""
+    if unit == "year" and len(text) >= 4 and text[:4].isdigit() and (len(text) == 4 or text[4] == "-"):
+        return text[:4]
+    if unit == "month" and len(text) >= 7 and text[:4].isdigit() and text[4] == "-" and text[5:7].isdigit():
+        if 1 <= int(text[5:7]) <= 12 and (len(text) == 7 or text[7] == "-"):
+            return text[:7]
+    example = "2024" if unit == "year" else "2024-01"
+    shown = repr(text[:20]) if text else "an empty period"
+    raise ValueError(f"{shown} is not a {unit or 'month or year'} such as {example}")
 
 
 def typed(text: str, column: Column):
@@ -305,11 +328,26 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
             return None
         return column
 
+    def dates() -> None:
+        unit = values.get("bin")
+        if unit not in ("month", "year"):
+            fault("bin", "Choose month or year.")
+        else:
+            spec["bin"] = unit
+        for input_name, field in (("date_from", "from"), ("date_to", "to")):
+            try:
+                spec[field] = period((values.get(input_name) or "").strip(), unit)
+            except ValueError as exc:
+                fault(input_name, f"{exc}.")
+
+    dated_column = False  # a histogram of dates: the column binned by month or year
     if "column" in kind.fields and ("column" in kind.required or not _blank(values.get("column"))):
-        allowed = TEMPORAL if "bin" in kind.required else NUMERIC
-        column = column_input("column", allowed, "a date column" if allowed is TEMPORAL else "a numeric column")
+        own_dates = "bin" in kind.fields and "by" not in kind.fields
+        allowed = NUMERIC + (TEMPORAL if own_dates else ())
+        column = column_input("column", allowed, "a numeric or date column" if own_dates else "a numeric column")
         if column:
             spec["column"] = column.name
+            dated_column = column.type in TEMPORAL
     for bound in ("lower", "upper"):
         if bound in kind.fields and (bound in kind.required or not _blank(values.get(bound))):
             text = values.get(bound)
@@ -320,7 +358,11 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
                 spec[bound] = float(_number(str(text).strip()))
             except ValueError as exc:
                 fault(bound, f"{exc}.")
-    if "bins" in kind.fields and ("bins" in kind.required or not _blank(values.get("bins"))):
+    if dated_column:
+        if not _blank(values.get("bins")):
+            fault("bins", f"{spec['column']} is a date: it is binned by month or year, not by edges.")
+        dates()
+    elif "bins" in kind.fields and ("bins" in kind.required or "bin" in kind.fields or not _blank(values.get("bins"))):
         if _blank(values.get("bins")):
             fault("bins", f"Required for {article} {kind.title}.")
         else:
@@ -329,26 +371,19 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
             except ValueError as exc:
                 fault("bins", str(exc))
 
-    def categories(input_name: str, column: Column, field: str) -> None:
+    def categories(input_name: str, column: Column, field: str) -> bool:
+        """Read one list of categories; True if the owner must confirm it public."""
         text = values.get(input_name) or ""
+        if _blank(text) and column.type == "boolean":
+            return False  # true and false: nothing to confirm
         if _blank(text):
             fault(input_name, f"List the categories of {column.name}, one per line: the values that may be shown.")
-            return
+            return True
         try:
             spec[field] = parse_values(text, column, lines=True)
         except ValueError as exc:
             fault(input_name, f"{exc}.")
-
-    def dates(column: Column) -> None:
-        if values.get("bin") not in ("month", "year"):
-            fault("bin", "Choose month or year.")
-        else:
-            spec["bin"] = values["bin"]
-        for input_name, field in (("date_from", "from"), ("date_to", "to")):
-            try:
-                spec[field] = _when((values.get(input_name) or "").strip(), column)
-            except ValueError as exc:
-                fault(input_name, f"{exc}.")
+        return True
 
     confirm_needed = False
     if "rows" in kind.fields:  # a two-way table: by and its categories are the rows, by2 the columns
@@ -356,13 +391,12 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
         cols = column_input("by2", CATEGORICAL, "a categorical or true/false column")
         if rows:
             spec["rows"] = rows.name
-            categories("categories", rows, "row_categories")
+            confirm_needed |= categories("categories", rows, "row_categories")
         if cols:
             spec["columns"] = cols.name
-            categories("categories2", cols, "column_categories")
+            confirm_needed |= categories("categories2", cols, "column_categories")
         if rows and cols and rows.name == cols.name:
             fault("by2", "Choose another column than the rows'.")
-        confirm_needed = True
     elif "by" in kind.fields and grouped:
         dated = "bin" in kind.fields
         allowed = CATEGORICAL + (TEMPORAL if dated else ())
@@ -371,19 +405,16 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
         if by:
             spec["by"] = by.name
             if by.type in TEMPORAL:
-                dates(by)
+                dates()
                 if not _blank(values.get("categories")):
                     fault("categories", "Dates are grouped by month or year: clear the categories.")
             else:
-                categories("categories", by, "categories")
-                confirm_needed = True
+                confirm_needed = categories("categories", by, "categories")
                 for input_name in ("bin", "date_from", "date_to"):
                     if not _blank(values.get(input_name)):
                         fault(input_name, f"{by.name} is not a date: clear this.")
     elif "by" in kind.fields and not _blank(values.get("categories")):
         fault("by", "Choose the column these categories are of, or clear them.")
-    elif "bin" in kind.required and "column" in spec:  # a histogram by date
-        dates(by_name[spec["column"]])
     if confirm_needed and not values.get("categories_public"):
         fault("categories_public", "Confirm that these categories are public: which values occur in your data is "
                                    "itself private, so list only values anyone may know.")

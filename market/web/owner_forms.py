@@ -258,9 +258,8 @@ class StatisticForm(forms.Form):
     bin = forms.ChoiceField(label="Date bins", choices=[("", "(none)"), ("month", "month"), ("year", "year")],
                             required=False)
     date_from = forms.CharField(label="From", required=False, max_length=40,
-                                widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.CharField(label="To", required=False, max_length=40,
-                              widget=forms.DateInput(attrs={"type": "date"}))
+                                help_text="A month (2024-01) or a year (2024), included.")
+    date_to = forms.CharField(label="To", required=False, max_length=40, help_text="Included.")
 
     def __init__(self, *args, columns=(), **kwargs):
         super().__init__(*args, **kwargs)

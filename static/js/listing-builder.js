@@ -22,11 +22,12 @@
     var inputs = builder.kinds[value(row, "kind")] || [];
     var has = function (name) { return inputs.indexOf(name) >= 0; };
     var table = has("by2");
-    var datedBy = has("bin") && ((has("by") && isDate(row, "by")) || (!has("by") && has("column")));
+    var datedColumn = has("bin") && !has("by") && isDate(row, "column");  // a histogram of dates
+    var datedBy = has("bin") && ((has("by") && isDate(row, "by")) || datedColumn);
     var grouped = value(row, "by") !== "";
     var visible = {
       kind: true,
-      column: has("column"), lower: has("lower"), upper: has("upper"), bins: has("bins"),
+      column: has("column"), lower: has("lower"), upper: has("upper"), bins: has("bins") && !datedColumn,
       by: has("by"), by2: table, categories2: table,
       categories: has("categories") && (table || (grouped && !datedBy)),
       bin: datedBy, date_from: datedBy, date_to: datedBy,

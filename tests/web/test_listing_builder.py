@@ -15,6 +15,7 @@ COLUMNS = (
 )
 KINDS = {
     "count": BuilderKind("count", "count", (), ("by", "categories", "bin", "from", "to", "where")),
+    "dated": BuilderKind("dated", "histogram", ("column",), ("bins", "where", "bin", "from", "to")),
     "mean": BuilderKind("mean", "mean", ("column", "lower", "upper"), ("by", "categories", "where")),
     "histogram": BuilderKind("histogram", "histogram", ("column", "bins"), ("where",)),
     "table": BuilderKind("table", "two-way table (counts)",
@@ -107,9 +108,9 @@ def test_a_two_way_table_reads_both_pairs_and_one_confirmation():
 
 
 def test_a_date_group_by_takes_bins_and_a_range_not_categories():
-    spec, errors = spec_of(kind="count", by="day", bin="month", date_from="2024-01-01", date_to="2024-12-31")
-    assert errors == {} and spec == {"kind": "count", "by": "day", "bin": "month", "from": "2024-01-01",
-                                     "to": "2024-12-31"}
+    spec, errors = spec_of(kind="count", by="day", bin="month", date_from="2024-01", date_to="2024-12-31")
+    assert errors == {} and spec == {"kind": "count", "by": "day", "bin": "month", "from": "2024-01",
+                                     "to": "2024-12"}
     _, errors = spec_of(kind="count", by="day", bin="week", date_from="soon", categories="x")
     assert set(errors) == {"bin", "date_from", "date_to", "categories"}
     _, errors = spec_of(kind="count", by="city", categories="Oslo", categories_public=True, bin="month")
@@ -142,3 +143,22 @@ def test_the_offered_kinds_come_from_the_statistics_module():
     assert "centroid" not in kinds and "point" not in kinds  # a vector statistic is listed apart; the point is withdrawn
     assert kinds["histogram"].required[:2] == ("column", "bins")
     assert "lower" in kinds["sum"].inputs and "bins" not in kinds["sum"].inputs
+
+
+def test_a_histogram_bins_numbers_by_edges_and_dates_by_month_or_year():
+    """As the statistics module's histogram schema: one of column + bins, or column + bin, from, to."""
+    spec, errors = spec_of(kind="dated", column="day", bin="year", date_from="2019", date_to="2024")
+    assert errors == {} and spec == {"kind": "dated", "column": "day", "bin": "year", "from": "2019", "to": "2024"}
+    spec, errors = spec_of(kind="dated", column="age", bins="0, 50, 100")
+    assert errors == {} and spec == {"kind": "dated", "column": "age", "bins": [0.0, 50.0, 100.0]}
+    _, errors = spec_of(kind="dated", column="age")
+    assert errors == {"bins": ["Required for a histogram."]}
+    _, errors = spec_of(kind="dated", column="day", bins="1, 2", bin="month", date_from="2024-13", date_to="2024-02")
+    assert "is a date" in errors["bins"][0] and "not a month" in errors["date_from"][0] and "date_to" not in errors
+
+
+def test_boolean_groups_need_no_categories_or_confirmation():
+    spec, errors = spec_of(kind="table", by="smoker", by2="city", categories2="Oslo", categories_public=True)
+    assert errors == {} and "row_categories" not in spec and spec["column_categories"] == ["Oslo"]
+    spec, errors = spec_of(kind="count", by="smoker")
+    assert errors == {} and spec == {"kind": "count", "by": "smoker"}
