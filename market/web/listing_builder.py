@@ -32,6 +32,7 @@ __all__ = [
     "builder_kinds",
     "parse_values",
     "statistic_spec",
+    "used_filters",
 ]
 
 #: Filter conditions a row offers (the page shows one more when JavaScript is on and one is used).
@@ -242,7 +243,7 @@ def _blank(value) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _used_filters(values: dict) -> list[int]:
+def used_filters(values: dict) -> list[int]:
     return [
         i for i in range(FILTER_SLOTS)
         if not all(_blank(values.get(f"where_{i}_{part}")) for part in ("column", "op", "value"))
@@ -251,7 +252,7 @@ def _used_filters(values: dict) -> list[int]:
 
 def _filters(values: dict, columns: dict[str, Column], errors: dict) -> list[dict]:
     where = []
-    for i in _used_filters(values):
+    for i in used_filters(values):
         name, op, text = (values.get(f"where_{i}_{part}") or "" for part in ("column", "op", "value"))
         if name not in columns:
             errors.setdefault(f"where_{i}_column", []).append("Choose the column of this condition.")
@@ -300,7 +301,7 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
     name = values.get("kind") or ""
     typed_inputs = [i for i in INPUTS if not _blank(values.get(i))]
     if not name:
-        if typed_inputs or _used_filters(values):
+        if typed_inputs or used_filters(values):
             fault("kind", "Choose a kind for this row, or clear it.")
         return None, errors
     if name not in kinds:
@@ -311,7 +312,7 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
     for input_name in typed_inputs:
         if input_name not in kind.inputs:
             fault(input_name, f"{article.capitalize()} {kind.title} does not use this: clear it.")
-    if _used_filters(values) and "where" not in kind.inputs:
+    if used_filters(values) and "where" not in kind.inputs:
         fault("kind", f"{article.capitalize()} {kind.title} takes no filter conditions: clear them.")
 
     spec: dict = {"kind": name}

@@ -17,7 +17,9 @@ from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
 from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
 from market.catalog.statistics import MAX_STATISTICS
-from market.web.listing_builder import FILTER_SLOTS, OPERATORS, builder_kinds, statistic_spec
+from market.web.listing_builder import (
+    FILTER_SLOTS, OPERATORS, SPEC_INPUTS, builder_kinds, statistic_spec, used_filters,
+)
 from market.core import visibility
 
 #: Empty statistic rows shown on a new listing form.
@@ -25,7 +27,9 @@ DEFAULT_ROWS = 4
 
 # "statistic 3 (sum): lower must be below upper": the service numbers the
 # statistics it was given from 1, unused rows skipped.
-_STATISTIC_PREFIX = re.compile(r"^statistic (\d+)(?: \([a-z]+\))?: ")
+_STATISTIC_PREFIX = re.compile(r"^statistic (\d+)(?: \([a-z_]+\))?(?:, condition (\d+))?: ")
+# "categories lists 'x' twice": a message that starts with a spec field names its input
+_SPEC_FIELD = re.compile(r"^'?([a-z_]+)'?\b")
 _STATISTIC_NUMBER = re.compile(r"\bstatistic (\d+)\b")
 
 
@@ -333,7 +337,21 @@ def add_statistics_errors(formset, rows: list[int], messages: list[str]) -> None
         prefix = _STATISTIC_PREFIX.match(message)
         number = int(prefix.group(1)) if prefix else 0
         if 1 <= number <= len(rows):
-            rest = message[prefix.end():]
-            formset.forms[rows[number - 1]].add_error(None, _STATISTIC_NUMBER.sub(on_page, rest))
+            rest = _STATISTIC_NUMBER.sub(on_page, message[prefix.end():])
+            form = formset.forms[rows[number - 1]]
+            form.add_error(_input_of(form, rest, prefix.group(2)), rest)
         else:
             formset.non_form_errors().append(message)
+
+
+def _input_of(form, message: str, condition: str | None) -> str | None:
+    """The row input a service message is about: the value of the filter it numbers (the
+    conditions are the used filter slots, in order), the input of the spec field it starts
+    with ("lower must be below upper"), else None (the row)."""
+    if condition is not None:
+        used = used_filters(form.cleaned_data)
+        number = int(condition)
+        return f"where_{used[number - 1]}_value" if 1 <= number <= len(used) else None
+    field = _SPEC_FIELD.match(message)
+    name = SPEC_INPUTS.get(field.group(1)) if field else None
+    return name if name in form.fields else None

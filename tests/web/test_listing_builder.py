@@ -162,3 +162,26 @@ def test_boolean_groups_need_no_categories_or_confirmation():
     assert errors == {} and "row_categories" not in spec and spec["column_categories"] == ["Oslo"]
     spec, errors = spec_of(kind="count", by="smoker")
     assert errors == {} and spec == {"kind": "count", "by": "smoker"}
+
+
+def test_a_services_error_about_a_condition_or_field_is_shown_at_its_input():
+    from market.web.owner_forms import add_statistics_errors, statistic_formset
+
+    data = {"stats-TOTAL_FORMS": "2", "stats-INITIAL_FORMS": "0", "stats-0-kind": "",
+            "stats-1-kind": "count", "stats-1-by": "city", "stats-1-categories": "Oslo",
+            "stats-1-categories_public": "on",
+            "stats-1-where_1_column": "city", "stats-1-where_1_op": "=", "stats-1-where_1_value": "Oslo",
+            "stats-1-where_2_column": "city", "stats-1-where_2_op": "=", "stats-1-where_2_value": "Bergen"}
+    formset = statistic_formset(columns=COLUMNS, data=data)
+    assert formset.is_valid(), formset.errors
+    specs, rows = formset.specs()
+    assert rows == [1] and [c["value"] for c in specs[0]["where"]] == ["Oslo", "Bergen"]
+    add_statistics_errors(formset, rows, [
+        "statistic 1 (count), condition 2: op '<' needs a number or date column; 'city' is categorical",
+        "statistic 1 (count): categories lists 'Oslo' twice",
+        "statistic 1 (count): same as statistic 1",
+    ])
+    row = formset.forms[1]
+    assert "needs a number" in row.errors["where_2_value"][0]  # the second used slot is the third on the page
+    assert "twice" in row.errors["categories"][0]
+    assert row.non_field_errors() == ["same as statistic 2"]
