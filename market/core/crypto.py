@@ -69,6 +69,10 @@ class CryptoError(Exception):
     """A blob that cannot be opened: wrong key, unknown key id, tampered or truncated data."""
 
 
+class UnknownKeyError(CryptoError):
+    """Sealed with a key that is not configured: the data is fine, the configuration is not."""
+
+
 class KeyConfigError(ValueError):
     """GRADUAL_ENCRYPTION_KEYS is malformed (the message says where, never a key)."""
 
@@ -195,7 +199,7 @@ class Keyring:
         for known, key in self.keys:
             if known == key_id:
                 return AESGCM(key)
-        raise CryptoError(
+        raise UnknownKeyError(
             f"encrypted with key '{key_id}', which is not in GRADUAL_ENCRYPTION_KEYS (known: {', '.join(self.ids)})"
         )
 
@@ -316,6 +320,23 @@ def keyring() -> Keyring:
     return ring
 
 
+def seal_floats(values, *, context: bytes) -> bytes:
+    """A float64 vector (little-endian), sealed: how true answers and noise are stored."""
+    import numpy as np
+
+    return seal(np.ascontiguousarray(values, dtype="<f8").tobytes(), context=context)
+
+
+def unseal_floats(blob: bytes, *, context: bytes):
+    """The float64 vector of :func:`seal_floats` (a fresh, writable array)."""
+    import numpy as np
+
+    raw = unseal(bytes(blob), context=context)
+    if len(raw) % 8:
+        raise CryptoError("encrypted value is not a float64 vector")
+    return np.frombuffer(raw, dtype="<f8").copy()
+
+
 def current_key_id() -> str:
     return keyring().current_id
 
@@ -341,14 +362,47 @@ def uses_derived_key() -> bool:
     return current_key_id() == DERIVED_KEY_ID
 
 
+# --- the associated data of the product's sealed columns (one place: models and migrations use these)
+
+
+def answer_context(listing_pk: int) -> bytes:
+    """``Listing.answer``: bound to its row."""
+    return b"listing-answer:%d" % int(listing_pk)
+
+
+def jumps_context(path_pk: int) -> bytes:
+    """``NoisePath.jumps``: bound to its row."""
+    return b"noise-path:%d" % int(path_pk)
+
+
+def noise_context(path_pk: int, level) -> bytes:
+    """``NoisePoint.noise``: bound to its path and level (unique together, known before the insert);
+    the level as stored, with four decimal places."""
+    from decimal import Decimal
+
+    quantized = Decimal(str(level)).quantize(Decimal("0.0001"))
+    return b"noise-point:%d:%s" % (int(path_pk), format(quantized, "f").encode())
+
+
+def reseal(blob: bytes, *, context: bytes, ring: Keyring | None = None) -> bytes | None:
+    """``blob`` sealed again under the current key, or None when it already is (idempotent rotation)."""
+    ring = ring or keyring()
+    blob = bytes(blob)
+    if key_id_of(blob) == ring.current_id:
+        return None
+    return ring.seal(ring.unseal(blob, context=context), context=context)
+
+
 # --- rotation: every kind of sealed thing registers one rotator
 
 @dataclass
 class Rotated:
-    """What one rotator did: blobs re-sealed under the current key, and blobs already under it."""
+    """What one rotator did: blobs re-sealed under the current key, blobs already under it, and
+    blobs that did not open (left as they are, reported; the command then fails)."""
 
     resealed: int = 0
     unchanged: int = 0
+    damaged: int = 0
 
 
 _rotators: dict[str, Callable[[], Rotated]] = {}
