@@ -209,27 +209,19 @@ def noise_rotate() -> crypto.Rotated:
     One path at a time, under the path's row lock (the lock releases take, so none is
     made meanwhile). Noise points are append-only: their trigger is lifted for the
     rewrite only, in the same transaction, and only when the path has a point to
-    rewrite; the noise itself never changes. Idempotent; what does not open is
-    counted as damaged and left as it is.
+    rewrite; the noise itself never changes. Idempotent (what is already under the
+    current key is only checked to open); what does not open is counted as damaged
+    and left as it is.
     """
     done = crypto.Rotated()
-    current = crypto.current_key_id()
     for path_id in NoisePath.objects.order_by("pk").values_list("pk", flat=True).iterator():
-        counts = retrying(lambda p=path_id: _path_reseal(path_id=p, current=current), what="key rotation")
+        counts = retrying(lambda p=path_id: _path_reseal(path_id=p), what="key rotation")
         for name, n in counts.items():
             setattr(done, name, getattr(done, name) + n)
     return done
 
 
-def _stale(blob, current) -> bool | None:
-    """Whether a blob is under another key than ``current``; None when it is no sealed value."""
-    try:
-        return crypto.key_id_of(bytes(blob)) != current
-    except CryptoError:
-        return None
-
-
-def _path_reseal(*, path_id: int, current: str) -> dict[str, int]:
+def _path_reseal(*, path_id: int) -> dict[str, int]:
     counts = {"resealed": 0, "unchanged": 0, "damaged": 0}
 
     def rewrite(obj, field, context):
@@ -251,10 +243,8 @@ def _path_reseal(*, path_id: int, current: str) -> dict[str, int]:
             return counts
         if path.jumps is not None and rewrite(path, "jumps", path.jumps_context()):
             path.save(update_fields=["jumps"])
-        points = list(NoisePoint.objects.filter(path=path).only("pk", "path_id", "level", "noise").order_by("pk"))
-        stale = [p for p in points if _stale(p.noise, current) is not False]
-        counts["unchanged"] += len(points) - len(stale)
-        changed = [p for p in stale if rewrite(p, "noise", p.noise_context())]
+        points = NoisePoint.objects.filter(path=path).only("pk", "path_id", "level", "noise").order_by("pk")
+        changed = [p for p in points if rewrite(p, "noise", p.noise_context())]
         if changed:
             with append_only_lifted(transaction.get_connection(), NoisePoint._meta.db_table):
                 NoisePoint.objects.bulk_update(changed, ["noise"])

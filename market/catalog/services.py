@@ -271,14 +271,13 @@ def listing_answers_rotate() -> crypto.Rotated:
     """Re-encrypt every listing's true answer under the current key (``manage.py rotate_encryption_keys``).
 
     One listing at a time, under its row lock (its purchases wait a moment); an answer
-    already under the current key is left alone, so a second run changes nothing. An
-    answer that does not open is counted as damaged and left as it is.
+    already under the current key is only checked to open, so a second run changes nothing.
+    An answer that does not open is counted as damaged and left as it is.
     """
     done = crypto.Rotated()
-    current = crypto.current_key_id()
     for pk, blob in Listing.objects.order_by("pk").values_list("pk", "answer").iterator():
         try:
-            stale = crypto.key_id_of(bytes(blob)) != current
+            stale = crypto.reseal(blob, context=crypto.answer_context(pk)) is not None
         except crypto.CryptoError:
             done.damaged += 1
             continue

@@ -385,12 +385,17 @@ def noise_context(path_pk: int, level) -> bytes:
 
 
 def reseal(blob: bytes, *, context: bytes, ring: Keyring | None = None) -> bytes | None:
-    """``blob`` sealed again under the current key, or None when it already is (idempotent rotation)."""
+    """``blob`` sealed again under the current key, or None when it already is (idempotent rotation).
+
+    Either way the blob is opened first (:class:`CryptoError` if it does not open): rotation
+    also proves that everything opens with the configured keys, e.g. that a key id was not
+    reused for other key bytes, before an old key is removed."""
     ring = ring or keyring()
     blob = bytes(blob)
+    plain = ring.unseal(blob, context=context)
     if key_id_of(blob) == ring.current_id:
         return None
-    return ring.seal(ring.unseal(blob, context=context), context=context)
+    return ring.seal(plain, context=context)
 
 
 # --- rotation: every kind of sealed thing registers one rotator

@@ -233,3 +233,25 @@ def test_the_migrations_seal_rows_in_the_clear_and_their_reverses_open_them(
     with pytest.raises(DB_ERRORS, match="append-only"):
         with transaction.atomic():
             NoisePoint.objects.filter(pk=next(iter(noise))).update(noise=b"x")
+
+
+def test_the_command_prints_a_fresh_key_entry(settings):
+    out = io.StringIO()
+    call_command("rotate_encryption_keys", "--new-key", "k2026", stdout=out)
+    line = out.getvalue().strip()
+    ring = crypto.Keyring.from_config(line)
+    assert ring.ids == ["k2026"]
+    with pytest.raises(CommandError, match="bad key id"):
+        call_command("rotate_encryption_keys", "--new-key", "dev", stdout=io.StringIO())
+
+
+def test_rotation_checks_that_what_is_under_the_current_key_opens(settings, make_listing):
+    """A key id reused for other key bytes: nothing would open; rotation says so instead of
+    reporting everything as already done."""
+    settings.GRADUAL_ENCRYPTION_KEYS = NEW
+    make_listing()
+    settings.GRADUAL_ENCRYPTION_KEYS = entry("new", 3)
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="did not open"):
+        call_command("rotate_encryption_keys", stdout=out)
+    assert "listing answers: 0 re-encrypted, 0 already under 'new', 1 DAMAGED" in out.getvalue()

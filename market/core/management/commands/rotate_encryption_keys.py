@@ -16,7 +16,19 @@ from market.core import crypto
 class Command(BaseCommand):
     help = "Re-encrypt data files, true answers and stored noise under the current encryption key."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--new-key", metavar="ID",
+            help="only print a fresh entry 'ID:base64' to put first in GRADUAL_ENCRYPTION_KEYS, and stop",
+        )
+
     def handle(self, *args, **options):
+        if options.get("new_key"):
+            try:
+                self.stdout.write(crypto.new_key_entry(options["new_key"]))
+            except crypto.KeyConfigError as exc:
+                raise CommandError(str(exc)) from None
+            return
         autodiscover_modules("services")  # where the apps register their rotators
         ring = crypto.keyring()
         self.stdout.write(f"current key: {ring.current_id}; keys that open: {', '.join(ring.ids)}")
