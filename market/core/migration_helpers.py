@@ -135,13 +135,18 @@ def append_only_lifted(connection, table: str):
     quoted = connection.ops.quote_name(table)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # ALTER TABLE refuses a table with deferred checks still pending in this transaction
+            # (foreign keys of rows inserted earlier in it): run them now; they are deferred again below
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"ALTER TABLE {quoted} DISABLE TRIGGER {trigger}")
         else:
             cursor.execute(f"DROP TRIGGER {trigger}")
     yield
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"ALTER TABLE {quoted} ENABLE TRIGGER {trigger}")
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")  # every deferrable check here is INITIALLY DEFERRED
         else:
             (sql,) = [s for s in invariants.SQLITE if f"CREATE TRIGGER {trigger} " in s]
             cursor.execute(sql)
