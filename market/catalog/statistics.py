@@ -1226,9 +1226,10 @@ OFFERED_KINDS = tuple(name for name in KINDS if name != "point")
 
 
 def statistic_schema() -> dict:
-    """The JSON schema of one statistic as sent: the union of the offered kinds' schemas."""
+    """The JSON schema of one statistic as sent and stored: the union of the kinds' schemas
+    (the point is withdrawn, but stored listings still hold it)."""
     variants = []
-    for name in OFFERED_KINDS:
+    for name in KINDS:
         schema = KINDS[name].schema()
         variants += schema["oneOf"] if "oneOf" in schema else [schema]
     return {"oneOf": variants}
