@@ -1,39 +1,61 @@
 """The statistics a listing offers, released together as one vector.
 
 A listing's *spec* is a JSON-able list of statistics over the dataset's
-columns::
+typed columns (``market.catalog.columns``)::
 
     [{"kind": "count"},
      {"kind": "sum", "column": "age", "lower": 0, "upper": 100},
-     {"kind": "mean", "column": "age", "lower": 0, "upper": 100},
-     {"kind": "histogram", "column": "age", "bins": [0, 18, 30, 50, 100]}]
+     {"kind": "mean", "column": "age", "lower": 0, "upper": 100,
+      "by": "island", "categories": ["Biscoe", "Dream"]},
+     {"kind": "count", "where": [{"column": "sex", "op": "=", "value": "female"}]},
+     {"kind": "histogram", "column": "age", "bins": [0, 18, 30, 50, 100]},
+     {"kind": "histogram", "column": "joined", "bin": "month", "from": "2024-01", "to": "2024-12"},
+     {"kind": "table", "rows": "species", "columns": "island",
+      "row_categories": ["Adelie"], "column_categories": ["Biscoe", "Dream"]}]
 
 or one vector statistic on its own (a centroid). Each kind of statistic is
 one class below (:class:`Count`, :class:`Sum`, :class:`Mean`,
-:class:`Histogram`, :class:`Centroid`, and :class:`Point`, which is kept only
-to read old releases): it owns its validation, the coordinates it needs, their
-computation, sensitivity and labels, and how its released value and accuracy
-are read back. Everything else iterates over :data:`KINDS`.
+:class:`Histogram`, :class:`TwoWay`, :class:`Centroid`, and :class:`Point`,
+which is kept only to read old releases): it owns its fields and validation,
+its JSON schema, the coordinates it needs (what each one is on the data, as
+``compute.Aggregate``), their sensitivity and labels, its description, and
+how its released value and accuracy are read back. Everything else iterates
+over :data:`KINDS`.
+
+Filters (``where``: ``=``, ``in``, ``<``, ``<=``, ``>``, ``>=``,
+``between``, ``is missing``, with constants typed to the column) apply to
+any statistic but a vector; a test of a missing value is false except ``is
+missing``. A group-by (``by``) splits a count, sum or mean over the
+categories the owner declares public (never taken from the data), plus
+"other" (present values outside the list; left out when the list is a
+boolean's whole domain) and "missing" (when the column's policy counts
+missing values as a category); a date is grouped by month or year over a
+declared range (``"bin"``, ``"from"``, ``"to"``: "YYYY-MM" or "YYYY", both
+ends included), values outside it in "other". Labels read like
+"mean(body_mass_g) | sex = female, island = Biscoe".
 
 Who is protected is the dataset's *neighbouring relation*
 (:class:`Neighbours`, docs/mathematics.md section 12), and every sensitivity
-follows from it:
+follows from it (the table there lists each statistic's worst cases):
 
 * **private size** (add or remove one record; the number of records n is
-  private): a count moves by 1, a sum of values clamped to ``[L, U]`` by
-  ``max(|L|, |U|)``, a histogram by 1 in one bin;
-* **public size** (replace one record; n is public and declared): a count is
-  not for sale (it is public), a sum moves by ``U - L``, a histogram by 1 in
-  two bins (2 in all), a mean is the sum divided by the public n, a centroid
-  of points pulled into a ball of radius R moves by ``2R / n``.
+  private): a count or a cell moves by 1, a sum of values clamped to
+  ``[L, U]`` by ``max(|L|, |U|)``, a histogram by 1 in one bin;
+* **public size** (replace one record; n is public and declared): the count
+  of all records is not for sale (it is public), a sum moves by ``U - L``
+  (``max(U, 0) - min(L, 0)`` when a record may count 0), a histogram,
+  a grouped count or a table by 1 in two cells, a grouped sum by one of
+  those or by ``max(|L|, |U|)`` in two cells, a mean is the sum divided by
+  the public n (complete column, no filter or group-by), a centroid of
+  points pulled into a ball of radius R moves by ``2R / n``.
 
 :func:`build_plan` validates a spec and lays it out as the coordinates of one
-answer vector ``u``; :func:`compute` evaluates ``u`` on the data; the release
-engine adds noise and snaps (``releases.postprocess``); :func:`present` turns
-the released vector back into one reading per requested statistic with its
-error bound. Coordinates are shared: a mean reads its sum's coordinate (and,
-with a private size, the count's), which is post-processing and costs no
-privacy.
+answer vector ``u``; :func:`compute` (``market.catalog.compute``) evaluates
+``u`` on a :class:`Table` with DuckDB; the release engine adds noise and snaps
+(``releases.postprocess``); :func:`present` turns the released vector back
+into one reading per requested statistic with its error bound. Coordinates
+are shared: a mean reads its sum's coordinates (and a count's), which is
+post-processing and costs no privacy.
 
 This module is plain Python and numpy; it does not import Django.
 """
