@@ -11,8 +11,9 @@ The statistics module describes each coordinate without any SQL, as an
 :class:`Aggregate` (a count of the records matching some :class:`Condition`,
 or a sum of a column's values clamped to ``[lower, upper]`` over them). This
 module is the only one that knows SQL and DuckDB: it renders every
-coordinate of the plan as one aggregate with a ``FILTER (WHERE ...)`` clause,
-all in ONE ``SELECT`` over the table, so the data is scanned once and a
+coordinate of the plan as one conditional aggregate (``sum(CASE WHEN ...)``,
+which DuckDB runs several times faster than ``FILTER (WHERE ...)``), all in
+ONE ``SELECT`` over the table, so the data is scanned once and a
 group-by over declared categories is a set of conditional aggregates (no
 category found in the data ever leaves the query; only the owner's declared
 list goes in). Every constant is a bound parameter and every identifier is
@@ -251,16 +252,24 @@ def _filter(where, params: list) -> str:
     return " FILTER (WHERE " + " AND ".join(_condition(c, params) for c in where) + ")"
 
 
+def _when(where, params: list) -> str:
+    return " AND ".join(_condition(c, params) for c in where) if where else "TRUE"
+
+
 def _aggregate(a: Aggregate, params: list) -> str:
+    # conditional aggregates as CASE expressions: in DuckDB 1.5 several times faster than
+    # FILTER (WHERE ...) clauses with bound parameters, and the same answer
     if a.op == "count":
-        return "count(*)" + _filter(a.where, params)
+        if not a.where:
+            return "count(*)"
+        return f"coalesce(sum(CASE WHEN {_when(a.where, params)} THEN 1 ELSE 0 END), 0)"
     if a.op == "sum":
         col = quote(a.column)
+        # least/greatest skip NULLs, so a missing value is kept out by the condition, not by them
+        when = _when((*a.where, Condition(a.column, "present")), params)
         lower, upper = _param(float(a.lower), params), _param(float(a.upper), params)
-        # least/greatest skip NULLs, so a missing value is kept out by the filter, not by them
-        where = (*a.where, Condition(a.column, "present"))
         inner = f"least(greatest(CAST({col} AS DOUBLE), {lower}), {upper})"
-        return f"coalesce(fsum({inner}){_filter(where, params)}, 0.0)"
+        return f"coalesce(fsum(CASE WHEN {when} THEN {inner} END), 0.0)"
     raise ValueError(f"unknown aggregate {a.op!r}")
 
 
