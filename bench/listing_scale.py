@@ -176,7 +176,13 @@ def run_pandas(path: str) -> list[float]:
         m = np.ones(len(frame), dtype=bool)
         for cond in a.where:
             m &= mask(cond).to_numpy(dtype=bool, na_value=False)
-        if a.op == "count":
+        if hasattr(a, "cells"):  # several counts over exclusive cells
+            for cell in a.cells:
+                c = m.copy()
+                for cond in cell:
+                    c &= mask(cond).to_numpy(dtype=bool, na_value=False)
+                out.append(float(c.sum()))
+        elif a.op == "count":
             out.append(float(m.sum()))
         else:
             values = frame[a.column][m].dropna().astype("float64").clip(a.lower, a.upper)

@@ -78,7 +78,7 @@ import numpy as np
 from releases.postprocess import laplace_error_bound
 
 from .columns import CATEGORICAL, NUMERIC, TEMPORAL, Column, columns_from
-from .compute import Aggregate, Condition, Row, Table, compute
+from .compute import Aggregate, Cells, Condition, Row, Table, compute
 from .compute import Centroid as VectorCentroid
 
 __all__ = [
@@ -214,8 +214,8 @@ class Plan:
     statistic: its noise is the l2 path's, density proportional to
     ``exp(-eps ||v|| / sensitivity)``.
     ``neighbours``: the relation the plan was laid out for.
-    ``aggregates``: per coordinate, what it is on the data
-    (``market.catalog.compute.Aggregate``); ``vector``: an l2 plan's vector
+    ``aggregates``: what the coordinates are on the data, in order
+    (``market.catalog.compute.Aggregate``: one coordinate; ``Cells``: several); ``vector``: an l2 plan's vector
     statistic (``compute.Centroid`` or ``compute.Row``).
     """
 
@@ -554,6 +554,7 @@ class Scope:
     where: tuple[Condition, ...]
     parts: tuple[str, ...]
     cells: tuple[tuple[str | None, tuple[Condition, ...]], ...]
+    period: tuple | None = None
 
     @property
     def grouped(self) -> bool:
@@ -580,7 +581,15 @@ def _scope(stat: dict, columns) -> Scope:
         where=tuple(_condition(c, columns) for c in where),
         parts=tuple(_condition_text(c) for c in where),
         cells=cells,
+        period=_period_of(by, columns) if "bin" in by else None,
     )
+
+
+def _period_of(stat: dict, columns) -> tuple:
+    """The fast path of a date binning (``compute.Cells.period``)."""
+    name = stat.get("by", stat.get("column"))
+    periods = _periods(stat)
+    return (name, stat["bin"], periods[0][1], len(periods))
 
 
 # --------------------------------------------------------------------------
@@ -649,7 +658,8 @@ def _count_group(nb: Neighbours, scope: Scope | None = None, present: str | None
         key=("count",) if legacy else ("count", scope.key, present), rank=0 if legacy else 2,
         labels=labels, lower=(0.0,) * len(labels), upper=(float(nb.rows),) * len(labels),
         cases=_count_cases(nb, len(labels)),
-        aggregates=tuple(Aggregate("count", where) for where in scope.conditions(extra)),
+        aggregates=(Cells(scope.where + extra, tuple(cell for _, cell in scope.cells), scope.period),)
+        if scope.grouped else (Aggregate("count", scope.where + extra),),
     )
 
 
@@ -680,13 +690,14 @@ def _sum_group(column: str, lower: float, upper: float, nb: Neighbours, scope: S
     )
 
 
-def _bins_group(number: int, labels: list[str], conditions: list[tuple[Condition, ...]], nb: Neighbours,
-                key: str = "histogram") -> Group:
+def _bins_group(number: int, labels: list[str], cells: list[tuple[Condition, ...]], nb: Neighbours,
+                key: str = "histogram", where: tuple[Condition, ...] = (), period: tuple | None = None) -> Group:
+    """Counts of the records meeting ``where`` in mutually exclusive cells (bins, table cells)."""
     return Group(
         key=(key, number), rank=2, labels=tuple(labels),
         lower=(0.0,) * len(labels), upper=(float(nb.rows),) * len(labels),
         cases=_count_cases(nb, len(labels)),
-        aggregates=tuple(Aggregate("count", where) for where in conditions),
+        aggregates=(Cells(where, tuple(cells), period),),
     )
 
 
@@ -697,8 +708,8 @@ def _histogram_group(number: int, column: str, edges: list[float], nb: Neighbour
     for i in range(len(edges) - 1):
         last = i == len(edges) - 2
         labels.append(f"{column} in [{_text(edges[i])}, {_text(edges[i + 1])}{']' if last else ')'}" + suffix)
-        conditions.append(scope.where + (Condition(column, ">=", edges[i]), Condition(column, "<=" if last else "<", edges[i + 1])))
-    return _bins_group(number, labels, conditions, nb)
+        conditions.append((Condition(column, ">=", edges[i]), Condition(column, "<=" if last else "<", edges[i + 1])))
+    return _bins_group(number, labels, conditions, nb, where=scope.where)
 
 
 def _date_histogram_group(number: int, stat: dict, columns, nb: Neighbours, scope: Scope) -> Group:
@@ -708,8 +719,8 @@ def _date_histogram_group(number: int, stat: dict, columns, nb: Neighbours, scop
     for label, start, after in _periods(stat):
         a, b = (start, after) if column.type == "date" else (_moment(start), _moment(after))
         labels.append(f"{column.name} in {label}" + suffix)
-        conditions.append(scope.where + (Condition(column.name, ">=", a), Condition(column.name, "<", b)))
-    return _bins_group(number, labels, conditions, nb)
+        conditions.append((Condition(column.name, ">=", a), Condition(column.name, "<", b)))
+    return _bins_group(number, labels, conditions, nb, where=scope.where, period=_period_of(stat, columns))
 
 
 # --------------------------------------------------------------------------
@@ -1072,8 +1083,8 @@ class TwoWay(Kind):
         for row_label, row_where in rows:
             for col_label, col_where in cols:
                 labels.append("count | " + ", ".join(scope.parts + (row_label, col_label)))
-                conditions.append(scope.where + row_where + col_where)
-        return (_bins_group(number, labels, conditions, nb, key="table"),)
+                conditions.append(row_where + col_where)
+        return (_bins_group(number, labels, conditions, nb, key="table", where=scope.where),)
 
     @classmethod
     def schema(cls):
