@@ -73,6 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from market.catalog.compute import Table
 from market.catalog.statistics import (
     PRIVATE_SIZE,
     PUBLIC_SIZE,
@@ -83,6 +84,11 @@ from market.catalog.statistics import (
 )
 from releases.path import NoisePath
 from releases.postprocess import snap
+
+
+def compute_on(plan, names, values):
+    """The plan's answer on a float matrix with one column per name (through DuckDB)."""
+    return compute(plan, Table.from_matrix(names, values))
 
 __all__ = [
     "DEEP_ORDERS",
@@ -206,7 +212,7 @@ def cases(rows: int = 40, seed: int = 20261121) -> dict[str, Case]:
     added = np.concatenate([data, extreme])
     out["private size"] = Case(
         "private size", private, COLUMNS, data, added,
-        compute(private, COLUMNS, data), compute(private, COLUMNS, added),
+        compute_on(private, COLUMNS, data), compute_on(private, COLUMNS, added),
     )
 
     public = build_plan(common, COLUMNS, neighbours=Neighbours(PUBLIC_SIZE, size=rows))
@@ -216,7 +222,7 @@ def cases(rows: int = 40, seed: int = 20261121) -> dict[str, Case]:
     replaced[0] = extreme[0]
     out["public size"] = Case(
         "public size", public, COLUMNS, before, replaced,
-        compute(public, COLUMNS, before), compute(public, COLUMNS, replaced),
+        compute_on(public, COLUMNS, before), compute_on(public, COLUMNS, replaced),
     )
     return out
 

@@ -12,6 +12,7 @@ from jsonschema.exceptions import best_match
 from django.urls import reverse
 from rest_framework import serializers
 
+from market.catalog.statistics import statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
 from market.core import ids
@@ -211,33 +212,9 @@ def _object(kinds: list[str], required: dict, description: str) -> dict:
 
 _NUMBER = {"type": "number"}
 _COLUMNS = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 16}
-#: one statistic of a listing (``market/catalog/statistics.py``), as sent and as stored
-STATISTIC_SCHEMA = {
-    "oneOf": [
-        _object(["count"], {}, description="the number of records"),
-        _object(
-            ["sum", "mean"],
-            {"column": {"type": "string"}, "lower": _NUMBER, "upper": _NUMBER},
-            description="the sum or mean of a column, each value clamped to [lower, upper]",
-        ),
-        _object(
-            ["histogram"],
-            {"column": {"type": "string"}, "bins": {"type": "array", "items": _NUMBER, "minItems": 2, "maxItems": 51}},
-            description="counts per bin; bins lists 2 to 51 increasing edges",
-        ),
-        _object(
-            ["centroid"],
-            {"columns": _COLUMNS, "center": {"type": "array", "items": _NUMBER}, "radius": _NUMBER,
-             "min_records": {"type": "integer", "minimum": 2}},
-            description="a vector statistic, listed on its own: the centroid of the points pulled within radius of center",
-        ),
-        _object(
-            ["point"],
-            {"columns": _COLUMNS, "row": {"type": "integer", "minimum": 1}, "radius": _NUMBER},
-            description="a vector statistic, listed on its own: one record's point, protected within radius",
-        ),
-    ]
-}
+#: one statistic of a listing, as sent and as stored: the union of the kinds' own schemas
+#: (``market/catalog/statistics.py``, ``Kind.schema``)
+STATISTIC_SCHEMA = statistic_schema()
 
 
 def _positive(whole: str, top: str | None = None) -> dict:

@@ -5,7 +5,10 @@ A release at level eps is eps-DP for the dataset's relation: for a worst-case
 neighbour its privacy loss never exceeds eps. Below eps it is
 (eps', delta(eps'))-DP, with ``delta`` the hockey-stick value of the actual
 release: the sum of independent Laplace losses, one per coordinate that the
-neighbour moves, each with parameter ``share * eps`` (``Plan.loss_shares``).
+neighbour moves, each with parameter ``share * eps`` (``Plan.loss_cases``);
+when the plan has several incomparable worst cases (a grouped sum under a
+public size moves one cell far or two cells less), the largest of their
+profiles, point by point.
 ``releases.profile`` computes it exactly for l1 listings and by a quadrature
 of stated accuracy for l2 ones. The profile depends on the spec, the relation
 and the level only, never on the data, so it is public.
@@ -44,18 +47,21 @@ def _grid(level: Decimal, points: int = CHART_POINTS) -> list[Decimal]:
 
 
 @lru_cache(maxsize=1024)
-def _deltas(norm: str, shares: tuple[Fraction, ...] | None, dim: int, level: Decimal, at: tuple[float, ...]) -> tuple:
+def _deltas(norm: str, cases: tuple[tuple[Fraction, ...], ...] | None, dim: int, level: Decimal, at: tuple[float, ...]) -> tuple:
     """The profile at ``at``, kept in this process and in the shared cache: it depends on public
     inputs only, and a listing of 40 values of two sizes takes about a third of a second."""
-    key = "profile:" + hashlib.sha256(repr((norm, shares, dim, str(level), at)).encode()).hexdigest()
+    key = "profile:" + hashlib.sha256(repr((norm, cases, dim, str(level), at)).encode()).hexdigest()
     found = cache.get(key)
     if found is not None:
         return tuple(found)
     if norm == "l2":
         deltas = tuple(float(d) for d in loss_profile_l2(dim, Fraction(level), np.array(at)))
     else:
-        a = [share * Fraction(level) for share in shares]
-        deltas = tuple(float(d) for d in loss_profile_l1(a, np.array(at)))
+        worst = np.zeros(len(at))
+        for shares in cases:  # the profile of each worst case; the release's is their maximum
+            a = [share * Fraction(level) for share in shares]
+            worst = np.maximum(worst, np.array([float(d) for d in loss_profile_l1(a, np.array(at))]))
+        deltas = tuple(float(d) for d in worst)
     cache.set(key, list(deltas), timeout=None)
     return deltas
 
@@ -72,7 +78,7 @@ def release_profile(listing, level, *, plan=None) -> dict:
     level = Decimal(level)
     half = level * Decimal(SUMMARY_FRACTION.numerator) / Decimal(SUMMARY_FRACTION.denominator)
     at = (*_grid(level), half)
-    deltas = _deltas(plan.norm, plan.loss_shares, len(plan.labels), level, tuple(float(x) for x in at))
+    deltas = _deltas(plan.norm, plan.loss_cases, len(plan.labels), level, tuple(float(x) for x in at))
     return {
         "level": level,
         "method": "exact" if plan.norm == "l1" else "quadrature (absolute error below 1e-10)",

@@ -8,6 +8,8 @@ from market.core.errors import NotFound
 
 from .budget import counted
 from .models import Listing
+from .statistics import KINDS as STATISTIC_KINDS
+from .statistics import OFFERED_KINDS
 
 _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 
@@ -45,7 +47,8 @@ SORTS = {
     "ceiling": ("-ceiling", "-id"),
     "title": ("title", "id"),
 }
-KINDS = ("count", "sum", "mean", "histogram")
+#: The kinds the catalogue can be searched by: every offered l1 kind (``market.catalog.statistics``).
+KINDS = tuple(name for name in OFFERED_KINDS if not STATISTIC_KINDS[name].vector)
 
 
 def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_ceiling=None, sort: str = "newest") -> QuerySet:

@@ -23,6 +23,7 @@ from .locks import dataset_lock, dataset_lock_any, listing_answer_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
+from .compute import Table
 from .statistics import SpecError, build_plan, compute
 
 
@@ -239,7 +240,9 @@ def listing_create(
                     fields={"ceiling": [f"At most {left}."]},
                 )
         try:
-            answer = compute(plan, dataset.columns, dataset.matrix())
+            # until the typed file is wired in: the dataset's float matrix, one column per name
+            names = [c if isinstance(c, str) else c["name"] for c in dataset.columns]
+            answer = compute(plan, Table.from_matrix(names, dataset.matrix()))
         except ValueError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
         listing = Listing.objects.create(

@@ -1,60 +1,92 @@
 """The statistics a listing offers, released together as one vector.
 
 A listing's *spec* is a JSON-able list of statistics over the dataset's
-columns::
+typed columns (``market.catalog.columns``)::
 
     [{"kind": "count"},
      {"kind": "sum", "column": "age", "lower": 0, "upper": 100},
-     {"kind": "mean", "column": "age", "lower": 0, "upper": 100},
-     {"kind": "histogram", "column": "age", "bins": [0, 18, 30, 50, 100]}]
+     {"kind": "mean", "column": "age", "lower": 0, "upper": 100,
+      "by": "island", "categories": ["Biscoe", "Dream"]},
+     {"kind": "count", "where": [{"column": "sex", "op": "=", "value": "female"}]},
+     {"kind": "histogram", "column": "age", "bins": [0, 18, 30, 50, 100]},
+     {"kind": "histogram", "column": "joined", "bin": "month", "from": "2024-01", "to": "2024-12"},
+     {"kind": "table", "rows": "species", "columns": "island",
+      "row_categories": ["Adelie"], "column_categories": ["Biscoe", "Dream"]}]
 
 or one vector statistic on its own (a centroid). Each kind of statistic is
 one class below (:class:`Count`, :class:`Sum`, :class:`Mean`,
-:class:`Histogram`, :class:`Centroid`, and :class:`Point`, which is kept only
-to read old releases): it owns its validation, the coordinates it needs, their
-computation, sensitivity and labels, and how its released value and accuracy
-are read back. Everything else iterates over :data:`KINDS`.
+:class:`Histogram`, :class:`TwoWay`, :class:`Centroid`, and :class:`Point`,
+which is kept only to read old releases): it owns its fields and validation,
+its JSON schema, the coordinates it needs (what each one is on the data, as
+``compute.Aggregate``), their sensitivity and labels, its description, and
+how its released value and accuracy are read back. Everything else iterates
+over :data:`KINDS`.
+
+Filters (``where``: ``=``, ``in``, ``<``, ``<=``, ``>``, ``>=``,
+``between``, ``is missing``, with constants typed to the column) apply to
+any statistic but a vector; a test of a missing value is false except ``is
+missing``. A group-by (``by``) splits a count, sum or mean over the
+categories the owner declares public (never taken from the data), plus
+"other" (present values outside the list; left out when the list is a
+boolean's whole domain) and "missing" (when the column's policy counts
+missing values as a category); a date is grouped by month or year over a
+declared range (``"bin"``, ``"from"``, ``"to"``: "YYYY-MM" or "YYYY", both
+ends included), values outside it in "other". Labels read like
+"mean(body_mass_g) | sex = female, island = Biscoe".
 
 Who is protected is the dataset's *neighbouring relation*
 (:class:`Neighbours`, docs/mathematics.md section 12), and every sensitivity
-follows from it:
+follows from it (the table there lists each statistic's worst cases):
 
 * **private size** (add or remove one record; the number of records n is
-  private): a count moves by 1, a sum of values clamped to ``[L, U]`` by
-  ``max(|L|, |U|)``, a histogram by 1 in one bin;
-* **public size** (replace one record; n is public and declared): a count is
-  not for sale (it is public), a sum moves by ``U - L``, a histogram by 1 in
-  two bins (2 in all), a mean is the sum divided by the public n, a centroid
-  of points pulled into a ball of radius R moves by ``2R / n``.
+  private): a count or a cell moves by 1, a sum of values clamped to
+  ``[L, U]`` by ``max(|L|, |U|)``, a histogram by 1 in one bin;
+* **public size** (replace one record; n is public and declared): the count
+  of all records is not for sale (it is public), a sum moves by ``U - L``
+  (``max(U, 0) - min(L, 0)`` when a record may count 0), a histogram,
+  a grouped count or a table by 1 in two cells, a grouped sum by one of
+  those or by ``max(|L|, |U|)`` in two cells, a mean is the sum divided by
+  the public n (complete column, no filter or group-by), a centroid of
+  points pulled into a ball of radius R moves by ``2R / n``.
 
 :func:`build_plan` validates a spec and lays it out as the coordinates of one
-answer vector ``u``; :func:`compute` evaluates ``u`` on the data; the release
-engine adds noise and snaps (``releases.postprocess``); :func:`present` turns
-the released vector back into one reading per requested statistic with its
-error bound. Coordinates are shared: a mean reads its sum's coordinate (and,
-with a private size, the count's), which is post-processing and costs no
-privacy.
+answer vector ``u``; :func:`compute` (``market.catalog.compute``) evaluates
+``u`` on a :class:`Table` with DuckDB; the release engine adds noise and snaps
+(``releases.postprocess``); :func:`present` turns the released vector back
+into one reading per requested statistic with its error bound. Coordinates
+are shared: a mean reads its sum's coordinates (and a count's), which is
+post-processing and costs no privacy.
 
 This module is plain Python and numpy; it does not import Django.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
+import json
 import math
 import numbers
-from fractions import Fraction
-from collections.abc import Callable
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
 from releases.postprocess import laplace_error_bound
 
+from .columns import CATEGORICAL, NUMERIC, TEMPORAL, Column, columns_from
+from .compute import Aggregate, Cells, Condition, Row, Table, compute
+from .compute import Centroid as VectorCentroid
+
 __all__ = [
     "KINDS",
     "MAX_BINS",
+    "MAX_CASES",
+    "MAX_CATEGORIES",
+    "MAX_COORDINATES",
     "MAX_BOUND",
     "MAX_STATISTICS",
     "PRIVATE_SIZE",
@@ -64,7 +96,9 @@ __all__ = [
     "Neighbours",
     "Plan",
     "SpecError",
+    "Table",
     "build_plan",
+    "statistic_schema",
     "compute",
     "describe",
     "l2_error_radius",
@@ -81,6 +115,18 @@ MAX_BINS = 50
 MAX_BOUND = 1e15
 #: A vector statistic has between 2 and this many columns.
 MAX_VECTOR_DIM = 16
+#: A declared list of categories (or of values for ``in``) has at most this many.
+MAX_CATEGORIES = 100
+#: A histogram or group-by of dates covers at most this many months or years.
+MAX_DATE_BINS = 240
+#: A filter has at most this many conditions.
+MAX_CONDITIONS = 10
+#: A category or text constant has at most this many characters.
+MAX_TEXT = 200
+#: A plan has at most this many coordinates.
+MAX_COORDINATES = 2000
+#: A plan has at most this many incomparable worst cases (``Plan.loss_cases``).
+MAX_CASES = 64
 
 #: Add or remove one record: the number of records is private.
 PRIVATE_SIZE = "private_size"
@@ -153,15 +199,24 @@ class Plan:
     gets weight ``K * s``, so the whole release is eps-DP
     (``sum over groups of s / (K s) * eps = eps``) and no statistic pays for
     another's large range.
-    ``loss_shares``: for a worst-case neighbour, one entry per coordinate that
-    moves: the fraction of eps that coordinate's privacy loss can reach
-    (its move divided by its weight), exact. They add up to exactly 1; the privacy-loss
-    profile of a release at eps is that of independent Laplace losses with
-    parameters ``share * eps``. None for an l2 (vector) plan.
+    ``loss_cases``: the worst-case neighbours' privacy losses, one tuple per
+    case, with one entry per coordinate that moves: the fraction of eps that
+    coordinate's privacy loss can reach (its move divided by its weight),
+    exact. Each case adds up to at most 1 (the largest to exactly 1); the
+    privacy-loss profile of a release at eps is, for each case, that of
+    independent Laplace losses with parameters ``share * eps``, and the
+    release's profile is the largest over the cases. Most plans have one
+    case; a grouped sum under a public size has two incomparable ones (one
+    cell by ``U - L``, or two cells by ``max(|L|, |U|)``), and the plan has
+    every combination of its groups' cases (at most :data:`MAX_CASES`).
+    ``loss_shares``: the one case of a single-case plan. None for an l2 plan.
     ``norm``: "l1" (per-coordinate Laplace noise) or "l2" for a vector
     statistic: its noise is the l2 path's, density proportional to
     ``exp(-eps ||v|| / sensitivity)``.
     ``neighbours``: the relation the plan was laid out for.
+    ``aggregates``: what the coordinates are on the data, in order
+    (``market.catalog.compute.Aggregate``: one coordinate; ``Cells``: several); ``vector``: an l2 plan's vector
+    statistic (``compute.Centroid`` or ``compute.Row``).
     """
 
     statistics: tuple[dict, ...]
@@ -171,10 +226,20 @@ class Plan:
     upper: np.ndarray
     indices: tuple[tuple[int, ...], ...]
     weights: np.ndarray
-    loss_shares: tuple[Fraction, ...] | None = None
+    loss_cases: tuple[tuple[Fraction, ...], ...] | None = None
     norm: str = "l1"
     neighbours: Neighbours = field(default_factory=Neighbours)
+    aggregates: tuple = ()
+    vector: object = None
 
+    @property
+    def loss_shares(self) -> tuple[Fraction, ...] | None:
+        """The shares of a single-case plan (see ``loss_cases``); ValueError when it has several."""
+        if self.loss_cases is None:
+            return None
+        if len(self.loss_cases) != 1:
+            raise ValueError("this plan has several worst cases: read loss_cases")
+        return self.loss_cases[0]
 
 # --------------------------------------------------------------------------
 # validation helpers
@@ -204,11 +269,25 @@ def _fields(item: dict, where: str, required: tuple[str, ...], optional: tuple[s
             raise SpecError(f"{where}: missing field {key!r}")
 
 
-def _column(item: dict, where: str, columns) -> str:
-    column = item["column"]
-    if not isinstance(column, str) or column not in columns:
-        raise SpecError(f"{where}: no column named {column!r}")
-    return column
+_NEEDS = {
+    NUMERIC: "an integer or decimal column",
+    CATEGORICAL: "a categorical or boolean column",
+    TEMPORAL: "a date or datetime column",
+    CATEGORICAL + TEMPORAL: "a categorical, boolean, date or datetime column",
+}
+
+
+def _column(item: dict, where: str, columns, key: str = "column", types: tuple[str, ...] | None = NUMERIC) -> str:
+    """The column named by ``item[key]``: it exists, is not ignored and has one of ``types``."""
+    name = item[key]
+    if not isinstance(name, str) or name not in columns:
+        raise SpecError(f"{where}: no column named {name!r}")
+    column = columns[name]
+    if column.type == "ignored":
+        raise SpecError(f"{where}: {key} {name!r} is ignored (set its type to use it)")
+    if types is not None and column.type not in types:
+        raise SpecError(f"{where}: {key} {name!r} is {column.type}; this needs {_NEEDS.get(types, ', '.join(types))}")
+    return name
 
 
 def _bounds(item: dict, where: str) -> tuple[float, float]:
@@ -224,6 +303,295 @@ def _text(x: float) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
+def _constant(value, column: Column, where: str, name: str):
+    """A public constant typed to ``column``, as stored in the spec (JSON): a float for a
+    number, a string for a category, true/false for a boolean, ISO text for a date."""
+    if column.numeric:
+        return _number(value, where, name)
+    if column.type == "categorical":
+        if not isinstance(value, str) or len(value) > MAX_TEXT:
+            raise SpecError(f"{where}: {name} must be a text of at most {MAX_TEXT} characters "
+                            f"({column.name!r} is categorical), got {value!r}")
+        return value
+    if column.type == "boolean":
+        if not isinstance(value, bool):
+            raise SpecError(f"{where}: {name} must be true or false ({column.name!r} is boolean), got {value!r}")
+        return value
+    if column.type == "date":
+        try:
+            if not isinstance(value, str) or len(value) != 10:
+                raise ValueError
+            return dt.date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise SpecError(f"{where}: {name} must be a date such as \"2024-01-31\", got {value!r}") from None
+    try:  # datetime
+        if not isinstance(value, str) or len(value) < 10:
+            raise ValueError
+        moment = dt.datetime.fromisoformat(value)
+        if moment.tzinfo is not None:
+            raise ValueError
+        return moment.isoformat()
+    except ValueError:
+        raise SpecError(f"{where}: {name} must be a date and time such as \"2024-01-31T08:00:00\" "
+                        f"(no time zone), got {value!r}") from None
+
+
+def _typed(value, column: Column):
+    """A spec constant as the value the data is compared with."""
+    if column.type == "date":
+        return dt.date.fromisoformat(value)
+    if column.type == "datetime":
+        return dt.datetime.fromisoformat(value)
+    return value
+
+
+def _shown(value) -> str:
+    """A constant in a label."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _text(value)
+    return str(value)
+
+
+#: The operators a filter may use, and the column types each applies to.
+OPS = ("=", "in", "<", "<=", ">", ">=", "between", "is missing")
+_ORDERED = NUMERIC + TEMPORAL
+
+
+def _values(raw, column: Column, where: str, name: str, *, at_most: int = MAX_CATEGORIES) -> list:
+    """A declared list of constants: not empty, at most ``at_most``, no duplicates, typed to the column."""
+    if not isinstance(raw, (list, tuple)):
+        raise SpecError(f"{where}: {name} must be a list, got {raw!r}")
+    if not raw:
+        raise SpecError(f"{where}: {name} is empty")
+    if len(raw) > at_most:
+        raise SpecError(f"{where}: {name} lists {len(raw)} values; at most {at_most} are allowed")
+    out = [_constant(v, column, where, f"{name} item {i}") for i, v in enumerate(raw, start=1)]
+    seen = set()
+    for v in out:
+        marker = (type(v), v)
+        if marker in seen:
+            raise SpecError(f"{where}: {name} lists {_shown(v)!r} twice")
+        seen.add(marker)
+    return out
+
+
+def _where(item: dict, where: str, columns) -> list[dict]:
+    """The normalised filter: a list of ``{"column", "op", "value" | "values"}``."""
+    raw = item.get("where", [])
+    if not isinstance(raw, (list, tuple)):
+        raise SpecError(f"{where}: where must be a list of conditions, got {raw!r}")
+    if len(raw) > MAX_CONDITIONS:
+        raise SpecError(f"{where}: where has {len(raw)} conditions; at most {MAX_CONDITIONS} are allowed")
+    out = []
+    for number, cond in enumerate(raw, start=1):
+        here = f"{where}, condition {number}"
+        if not isinstance(cond, dict):
+            raise SpecError(f'{here}: expected an object such as {{"column": "sex", "op": "=", "value": "female"}}')
+        op = cond.get("op")
+        if op not in OPS:
+            raise SpecError(f"{here}: op must be one of {', '.join(OPS)}, got {op!r}")
+        needed = {"is missing": (), "in": ("values",), "between": ("values",)}.get(op, ("value",))
+        for key in cond:
+            if key not in ("column", "op", *needed):
+                raise SpecError(f"{here}: unknown field {key!r}" + (f" (op {op!r} takes {needed[0]!r})" if needed else ""))
+        for key in ("column", *needed):
+            if key not in cond:
+                raise SpecError(f"{here}: missing field {key!r}")
+        name = _column(cond, here, columns, types=None)
+        column = columns[name]
+        if op in ("<", "<=", ">", ">=", "between") and column.type not in _ORDERED:
+            raise SpecError(f"{here}: op {op!r} needs a number or date column; {name!r} is {column.type}")
+        normal = {"column": name, "op": op}
+        if op == "in":
+            normal["values"] = _values(cond["values"], column, here, "values")
+        elif op == "between":
+            pair = cond["values"]
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise SpecError(f"{here}: between takes values [low, high], got {pair!r}")
+            low, high = (_constant(v, column, here, n) for v, n in zip(pair, ("low", "high")))
+            if _typed(low, column) > _typed(high, column):
+                raise SpecError(f"{here}: between's low is above its high")
+            normal["values"] = [low, high]
+        elif op != "is missing":
+            normal["value"] = _constant(cond["value"], column, here, "value")
+        if normal in out:
+            raise SpecError(f"{here}: same as condition {out.index(normal) + 1}")
+        out.append(normal)
+    return out
+
+
+def _period(text, unit: str, where: str, name: str) -> dt.date:
+    pattern = r"\d{4}-\d{2}" if unit == "month" else r"\d{4}"
+    example = "2024-01" if unit == "month" else "2024"
+    if not isinstance(text, str) or not re.fullmatch(pattern, text):
+        raise SpecError(f"{where}: {name} must be a {unit} such as \"{example}\", got {text!r}")
+    try:
+        return dt.date(int(text[:4]), int(text[5:7]) if unit == "month" else 1, 1)
+    except ValueError:
+        raise SpecError(f"{where}: {name} must be a {unit} such as \"{example}\", got {text!r}") from None
+
+
+def _next(day: dt.date, unit: str) -> dt.date:
+    if unit == "year":
+        return dt.date(day.year + 1, 1, 1)
+    return dt.date(day.year + day.month // 12, day.month % 12 + 1, 1)
+
+
+def _bins(item: dict, where: str) -> dict:
+    """A declared date range in months or years: ``{"bin", "from", "to"}``, both ends included."""
+    unit = item["bin"]
+    if unit not in ("month", "year"):
+        raise SpecError(f"{where}: bin must be \"month\" or \"year\", got {unit!r}")
+    start, end = _period(item["from"], unit, where, "from"), _period(item["to"], unit, where, "to")
+    if start > end:
+        raise SpecError(f"{where}: from must not be after to")
+    count = (end.year - start.year) * (12 if unit == "month" else 1) + (end.month - start.month if unit == "month" else 0) + 1
+    if count > MAX_DATE_BINS:
+        raise SpecError(f"{where}: {count} {unit}s from {item['from']} to {item['to']}; at most {MAX_DATE_BINS} are allowed")
+    return {"bin": unit, "from": item["from"], "to": item["to"]}
+
+
+def _periods(stat: dict) -> list[tuple[str, dt.date, dt.date]]:
+    """Each period of a declared range: (label, first day, first day after)."""
+    unit = stat["bin"]
+    day = _period(stat["from"], unit, "", "")
+    end = _period(stat["to"], unit, "", "")
+    out = []
+    while day <= end:
+        after = _next(day, unit)
+        out.append((day.strftime("%Y-%m") if unit == "month" else str(day.year), day, after))
+        day = after
+    return out
+
+
+def _by(item: dict, where: str, columns) -> dict:
+    """A group-by: ``{"by", "categories"}`` for a categorical or boolean column,
+    ``{"by", "bin", "from", "to"}`` for a date."""
+    if "by" not in item:
+        for key in ("categories", "bin", "from", "to"):
+            if key in item:
+                raise SpecError(f"{where}: {key!r} is for a group-by; name the column in 'by'")
+        return {}
+    name = _column(item, where, columns, key="by", types=CATEGORICAL + TEMPORAL)
+    column = columns[name]
+    if column.temporal:
+        if "categories" in item:
+            raise SpecError(f"{where}: a date is grouped by bin, from and to, not by categories")
+        for key in ("bin", "from", "to"):
+            if key not in item:
+                raise SpecError(f"{where}: missing field {key!r} (a date is grouped by month or year over a declared range)")
+        return {"by": name, **_bins(item, where)}
+    for key in ("bin", "from", "to"):
+        if key in item:
+            raise SpecError(f"{where}: {key!r} is for grouping by a date; {name!r} is {column.type}")
+    if "categories" not in item:
+        if column.type == "boolean":
+            return {"by": name, "categories": [True, False]}
+        raise SpecError(f"{where}: missing field 'categories' (the categories of {name!r} you declare public)")
+    return {"by": name, "categories": _values(item["categories"], column, where, "categories")}
+
+
+def _cells(stat: dict, columns) -> list[tuple[str, tuple[Condition, ...]]]:
+    """A group-by's cells: one per declared category (or period), then "other" (present values
+    outside the list, unless the list is every value a boolean has), then "missing" when the
+    column's policy counts missing values as a category. Each as (label part, conditions)."""
+    name = stat["by"]
+    column = columns[name]
+    out = []
+    if column.temporal:
+        periods = _periods({"bin": stat["bin"], "from": stat["from"], "to": stat["to"]})
+        for label, start, after in periods:
+            a, b = (start, after) if column.type == "date" else (_moment(start), _moment(after))
+            out.append((f"{name} = {label}", (Condition(name, ">=", a), Condition(name, "<", b))))
+        first, last = periods[0][1], periods[-1][2]
+        if column.type == "datetime":
+            first, last = _moment(first), _moment(last)
+        out.append((f"{name} = other", (Condition(name, "outside", (first, last)),)))
+    else:
+        values = stat["categories"]
+        for v in values:
+            out.append((f"{name} = {_shown(v)}", (Condition(name, "=", v),)))
+        if not (column.type == "boolean" and set(values) == {True, False}):
+            out.append((f"{name} = other", (Condition(name, "not in", tuple(values)),)))
+    if column.missing == "category":
+        out.append((f"{name} is missing", (Condition(name, "is missing"),)))
+    return out
+
+
+def _moment(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day)
+
+
+def _condition_text(cond: dict) -> str:
+    name, op = cond["column"], cond["op"]
+    if op == "is missing":
+        return f"{name} is missing"
+    if op == "in":
+        return f"{name} in ({', '.join(_shown(v) for v in cond['values'])})"
+    if op == "between":
+        return f"{name} between {_shown(cond['values'][0])} and {_shown(cond['values'][1])}"
+    return f"{name} {op} {_shown(cond['value'])}"
+
+
+def _condition(cond: dict, columns) -> Condition:
+    column = columns[cond["column"]]
+    if cond["op"] == "is missing":
+        return Condition(column.name, "is missing")
+    if cond["op"] in ("in", "between"):
+        return Condition(column.name, cond["op"], tuple(_typed(v, column) for v in cond["values"]))
+    return Condition(column.name, cond["op"], _typed(cond["value"], column))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which records a statistic reads and how it splits them: ``where``, its filter;
+    ``cells``, one (label part, conditions) per group (one unnamed cell without a group-by);
+    ``key``: equal keys are the same scope (empty for every record, ungrouped)."""
+
+    key: tuple
+    where: tuple[Condition, ...]
+    parts: tuple[str, ...]
+    cells: tuple[tuple[str | None, tuple[Condition, ...]], ...]
+    period: tuple | None = None
+
+    @property
+    def grouped(self) -> bool:
+        return self.cells[0][0] is not None
+
+    def labels(self, base: str) -> tuple[str, ...]:
+        out = []
+        for part, _ in self.cells:
+            parts = self.parts + ((part,) if part else ())
+            out.append(base + (" | " + ", ".join(parts) if parts else ""))
+        return tuple(out)
+
+    def conditions(self, extra: tuple[Condition, ...] = ()) -> tuple[tuple[Condition, ...], ...]:
+        return tuple(self.where + cell + extra for _, cell in self.cells)
+
+
+def _scope(stat: dict, columns) -> Scope:
+    where = stat.get("where", [])
+    by = {key: stat[key] for key in ("by", "categories", "bin", "from", "to") if key in stat}
+    key = (json.dumps(where, sort_keys=True), json.dumps(by, sort_keys=True)) if (where or by) else ()
+    cells = tuple(_cells(stat, columns)) if by else ((None, ()),)
+    return Scope(
+        key=key,
+        where=tuple(_condition(c, columns) for c in where),
+        parts=tuple(_condition_text(c) for c in where),
+        cells=cells,
+        period=_period_of(by, columns) if "bin" in by else None,
+    )
+
+
+def _period_of(stat: dict, columns) -> tuple:
+    """The fast path of a date binning (``compute.Cells.period``)."""
+    name = stat.get("by", stat.get("column"))
+    periods = _periods(stat)
+    return (name, stat["bin"], periods[0][1], len(periods))
+
+
 # --------------------------------------------------------------------------
 # groups: coordinates that share one part of the budget
 
@@ -233,15 +601,16 @@ class Group:
     """Coordinates of the answer vector that one or more statistics read,
     released with one equal share of the budget.
 
-    ``key``: equal keys are one group (a mean and a sum with the same column
-    and bounds read the same coordinate). ``rank``: the layout order (0 the
-    count, 1 the sums, 2 the histograms; then first appearance).
-    ``labels`` / ``long_labels``: the coordinates' labels, and the longer
-    ones used when two groups would otherwise share a label. ``sensitivity``:
-    the group's l1-sensitivity under the relation; ``moves``: how far each
-    coordinate a worst-case neighbour changes moves (they add up to the
-    sensitivity). ``measure(column, n)``: the group's true values from the
-    column it reads (None for the count) and the number of records.
+    ``key``: equal keys are one group (a mean and a sum with the same column,
+    bounds, filter and group-by read the same coordinates). ``rank``: the
+    layout order (0 the count of all records, 1 the sums, 2 the histograms,
+    other counts and tables; then first appearance). ``labels`` /
+    ``long_labels``: the coordinates' labels, and the longer ones used when
+    two groups would otherwise share a label. ``cases``: how far each
+    coordinate a worst-case neighbour changes can move, one tuple per
+    incomparable worst case; ``sensitivity``: the group's l1-sensitivity
+    under the relation, the largest total of a case. ``aggregates``: what each
+    coordinate is on the data.
     """
 
     key: tuple
@@ -249,46 +618,109 @@ class Group:
     labels: tuple[str, ...]
     lower: tuple[float, ...]
     upper: tuple[float, ...]
-    sensitivity: float
-    moves: tuple[float, ...]
-    measure: Callable[[np.ndarray | None, int], np.ndarray]
-    column: str | None = None
+    cases: tuple[tuple[float, ...], ...]
+    aggregates: tuple[Aggregate, ...]
     long_labels: tuple[str, ...] | None = None
 
+    @property
+    def sensitivity(self) -> float:
+        return max(sum(case) for case in self.cases)
 
-def _count_group(nb: Neighbours) -> Group:
+
+def _prune(cases) -> tuple[tuple[float, ...], ...]:
+    """The cases no other case dominates (each loss at least as large, after sorting
+    both largest first and padding with zeros: the profile grows with every loss)."""
+    cases = sorted({tuple(sorted(c, reverse=True)) for c in cases}, key=lambda c: (-sum(c), c))
+    kept: list[tuple[float, ...]] = []
+    for case in cases:
+        def dominated_by(other):
+            width = max(len(other), len(case))
+            a, b = other + (0.0,) * (width - len(other)), case + (0.0,) * (width - len(case))
+            return all(x >= y for x, y in zip(a, b))
+        if not any(dominated_by(other) for other in kept):
+            kept.append(case)
+    return tuple(kept)
+
+
+def _count_cases(nb: Neighbours, cells: int) -> tuple[tuple[float, ...], ...]:
+    # adding or removing a record moves one cell by 1; replacing one moves one cell down and another up
+    return ((1.0, 1.0),) if nb.public and cells > 1 else ((1.0,),)
+
+
+def _count_group(nb: Neighbours, scope: Scope | None = None, present: str | None = None) -> Group:
+    """The number of records in each cell of ``scope`` (all records without one); with
+    ``present``, only those where that column is not missing (a mean's divisor)."""
+    scope = scope or Scope((), (), (), ((None, ()),))
+    legacy = not scope.key and present is None
+    extra = (Condition(present, "present"),) if present else ()
+    labels = scope.labels("count" if present is None else f"count({present})")
     return Group(
-        key=("count",), rank=0, labels=("count",), lower=(0.0,), upper=(float(nb.rows),),
-        sensitivity=1.0, moves=(1.0,), measure=lambda column, n: np.array([float(n)]),
+        key=("count",) if legacy else ("count", scope.key, present), rank=0 if legacy else 2,
+        labels=labels, lower=(0.0,) * len(labels), upper=(float(nb.rows),) * len(labels),
+        cases=_count_cases(nb, len(labels)),
+        aggregates=(Cells(scope.where + extra, tuple(cell for _, cell in scope.cells), scope.period),)
+        if scope.grouped else (Aggregate("count", scope.where + extra),),
     )
 
 
-def _sum_group(column: str, lower: float, upper: float, nb: Neighbours) -> Group:
-    # replacing a value in [L, U] moves the sum by at most U - L; adding or removing one by max(|L|, |U|)
-    sensitivity = upper - lower if nb.public else max(abs(lower), abs(upper))
+def _sum_group(column: str, lower: float, upper: float, nb: Neighbours, scope: Scope | None = None,
+               excludable: bool = False) -> Group:
+    """The sum of ``column``'s present values clamped to ``[lower, upper]``, per cell of ``scope``.
+
+    Sensitivity, with ``m = max(|L|, |U|)``: adding or removing a record moves one
+    cell by at most ``m``. Replacing one moves its cell by at most ``U - L`` when
+    the record always counts (a complete column, no filter), else by
+    ``max(U, 0) - min(L, 0)`` (a record may count 0, by a missing value or a filter);
+    with a group-by it may instead leave one cell for another: two cells by ``m`` each.
+    """
+    scope = scope or Scope((), (), (), ((None, ()),))
+    m = max(abs(lower), abs(upper))
+    if not nb.public:
+        cases = ((m,),)
+    else:
+        span = (max(upper, 0.0) - min(lower, 0.0)) if (excludable or scope.where) else upper - lower
+        cases = ((span,), (m, m)) if scope.grouped else ((span,),)
+    labels = scope.labels(f"sum({column})")
     return Group(
-        key=("sum", column, lower, upper), rank=1,
-        labels=(f"sum({column})",), long_labels=(f"sum({column}; {_text(lower)}..{_text(upper)})",),
-        lower=(min(0.0, lower) * nb.rows,), upper=(max(0.0, upper) * nb.rows,),
-        sensitivity=sensitivity, moves=(sensitivity,), column=column,
-        measure=lambda values, n: np.array([math.fsum(np.clip(values, lower, upper).tolist())]),
+        key=("sum", column, lower, upper) + ((scope.key,) if scope.key else ()), rank=1,
+        labels=labels, long_labels=scope.labels(f"sum({column}; {_text(lower)}..{_text(upper)})"),
+        lower=(min(0.0, lower) * nb.rows,) * len(labels), upper=(max(0.0, upper) * nb.rows,) * len(labels),
+        cases=_prune(cases),
+        aggregates=tuple(Aggregate("sum", where, column, lower, upper) for where in scope.conditions()),
     )
 
 
-def _histogram_group(number: int, column: str, edges: list[float], nb: Neighbours) -> Group:
-    labels = []
-    for i in range(len(edges) - 1):
-        close = "]" if i == len(edges) - 2 else ")"
-        labels.append(f"{column} in [{_text(edges[i])}, {_text(edges[i + 1])}{close}")
-    # adding or removing a record moves one bin by 1; replacing one moves one bin down and another up
-    moves = (1.0, 1.0) if nb.public and len(edges) > 2 else (1.0,)
-    bins = np.array(edges)
+def _bins_group(number: int, labels: list[str], cells: list[tuple[Condition, ...]], nb: Neighbours,
+                key: str = "histogram", where: tuple[Condition, ...] = (), period: tuple | None = None) -> Group:
+    """Counts of the records meeting ``where`` in mutually exclusive cells (bins, table cells)."""
     return Group(
-        key=("histogram", number), rank=2, labels=tuple(labels),
+        key=(key, number), rank=2, labels=tuple(labels),
         lower=(0.0,) * len(labels), upper=(float(nb.rows),) * len(labels),
-        sensitivity=float(len(moves)), moves=moves, column=column,
-        measure=lambda values, n: np.histogram(values, bins=bins)[0].astype(np.float64),
+        cases=_count_cases(nb, len(labels)),
+        aggregates=(Cells(where, tuple(cells), period),),
     )
+
+
+def _histogram_group(number: int, column: str, edges: list[float], nb: Neighbours, scope: Scope | None = None) -> Group:
+    scope = scope or Scope((), (), (), ((None, ()),))
+    labels, conditions = [], []
+    suffix = " | " + ", ".join(scope.parts) if scope.parts else ""
+    for i in range(len(edges) - 1):
+        last = i == len(edges) - 2
+        labels.append(f"{column} in [{_text(edges[i])}, {_text(edges[i + 1])}{']' if last else ')'}" + suffix)
+        conditions.append((Condition(column, ">=", edges[i]), Condition(column, "<=" if last else "<", edges[i + 1])))
+    return _bins_group(number, labels, conditions, nb, where=scope.where)
+
+
+def _date_histogram_group(number: int, stat: dict, columns, nb: Neighbours, scope: Scope) -> Group:
+    column = columns[stat["column"]]
+    labels, conditions = [], []
+    suffix = " | " + ", ".join(scope.parts) if scope.parts else ""
+    for label, start, after in _periods(stat):
+        a, b = (start, after) if column.type == "date" else (_moment(start), _moment(after))
+        labels.append(f"{column.name} in {label}" + suffix)
+        conditions.append((Condition(column.name, ">=", a), Condition(column.name, "<", b)))
+    return _bins_group(number, labels, conditions, nb, where=scope.where, period=_period_of(stat, columns))
 
 
 # --------------------------------------------------------------------------
@@ -307,11 +739,65 @@ class Reading:
     neighbours: Neighbours
 
 
+_S_NUMBER = {"type": "number"}
+_S_NAME = {"type": "string"}
+_S_CONSTANT = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}
+_S_WHERE = {
+    "type": "array", "maxItems": 10,
+    "description": "conditions all records read must meet; constants are typed to the column "
+                   "(numbers, text, true/false, ISO dates); a missing value meets only 'is missing'",
+    "items": {
+        "type": "object",
+        "properties": {
+            "column": _S_NAME,
+            "op": {"type": "string", "enum": list(("=", "in", "<", "<=", ">", ">=", "between", "is missing"))},
+            "value": _S_CONSTANT,
+            "values": {"type": "array", "items": _S_CONSTANT, "minItems": 1, "maxItems": 100},
+        },
+        "required": ["column", "op"],
+        "additionalProperties": False,
+    },
+}
+_S_CATEGORIES = {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "boolean"}]},
+                 "minItems": 1, "maxItems": 100}
+_S_BIN = {"type": "string", "enum": ["month", "year"]}
+_S_PERIOD = {"type": "string", "description": "YYYY-MM for months, YYYY for years; both ends included"}
+_S_BY = {
+    "by": {"type": "string", "description": "group by this categorical, boolean or date column"},
+    "categories": {**_S_CATEGORIES, "description": "the categories of 'by' you declare public (others fall in 'other')"},
+    "bin": _S_BIN, "from": _S_PERIOD, "to": _S_PERIOD,
+}
+
+
+def _object(kind: str, properties: dict, required: tuple[str, ...], description: str) -> dict:
+    """An object schema of one kind, with no other properties."""
+    # (the enum inside allOf: drf-spectacular's enum hook would merge the variants' kinds into one)
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {"kind": {"allOf": [{"type": "string", "enum": [kind]}]}, **properties},
+        "required": ["kind", *required],
+        "additionalProperties": False,
+    }
+
+
+def _scope_text(stat: dict) -> str:
+    """The filter and group-by of a statistic in words ("" without them)."""
+    text = ""
+    if stat.get("where"):
+        text += ", where " + " and ".join(_condition_text(c) for c in stat["where"])
+    if "categories" in stat:
+        text += f", by {stat['by']} ({', '.join(_shown(v) for v in stat['categories'])}, and other)"
+    elif "by" in stat:
+        text += f", by {stat['by']} per {stat['bin']} from {stat['from']} to {stat['to']} (and other)"
+    return text
+
+
 class Kind(ABC):
     """One kind of statistic. Subclasses set ``name`` and implement
-    :meth:`validate`, :meth:`groups` and :meth:`describe`, and may override
-    :meth:`read` and :meth:`curve`; :meth:`refusal` says why the kind is not
-    sold under a relation (None when it is)."""
+    :meth:`validate`, :meth:`groups`, :meth:`describe` and :meth:`schema`, and
+    may override :meth:`read` and :meth:`curve`; :meth:`refusal` says why the
+    kind is not sold under a relation (None when it is)."""
 
     name: ClassVar[str]
     #: a vector statistic is listed on its own and released with l2 noise
@@ -319,14 +805,20 @@ class Kind(ABC):
 
     @abstractmethod
     def validate(self, item: dict, where: str, columns) -> dict:
-        """The normalised statistic, or SpecError naming what is wrong."""
+        """The normalised statistic, or SpecError naming what is wrong. ``columns``
+        maps each name to its :class:`~market.catalog.columns.Column`."""
 
     def refusal(self, stat: dict, nb: Neighbours) -> str | None:
         return None
 
     @abstractmethod
-    def groups(self, stat: dict, number: int, nb: Neighbours) -> tuple[Group, ...]:
+    def groups(self, stat: dict, number: int, nb: Neighbours, columns) -> tuple[Group, ...]:
         """The groups of coordinates the statistic reads, in the order :meth:`read` expects them."""
+
+    @classmethod
+    @abstractmethod
+    def schema(cls) -> dict:
+        """The JSON schema of the statistic as sent."""
 
     def curve_name(self, stat: dict) -> str:
         return f"{self.name} of {stat['column']}"
@@ -357,94 +849,150 @@ class Kind(ABC):
 
 
 class Count(Kind):
-    """The number of records. Sold only when it is private."""
+    """The number of records, optionally filtered (``where``) and per category (``by``).
+
+    Sensitivity: adding or removing a record moves one cell by 1; replacing one
+    moves one cell by 1 (filtered) or two cells by 1 each (grouped: (1, 1)).
+    The number of all records is not sold when it is public."""
 
     name = "count"
 
     def validate(self, item, where, columns):
-        _fields(item, where, ())
-        return {"kind": self.name}
+        _fields(item, where, (), ("where", "by", "categories", "bin", "from", "to"))
+        out = {"kind": self.name}
+        filters = _where(item, where, columns)
+        if filters:
+            out["where"] = filters
+        out.update(_by(item, where, columns))
+        return out
 
     def refusal(self, stat, nb):
-        if nb.public:
+        if nb.public and not stat.get("where") and "by" not in stat:
             return f"the number of records is public ({nb.size}): it is shown with the dataset, not sold"
         return None
 
-    def groups(self, stat, number, nb):
-        return (_count_group(nb),)
+    def groups(self, stat, number, nb, columns):
+        return (_count_group(nb, _scope(stat, columns)),)
+
+    @classmethod
+    def schema(cls):
+        return _object("count", {"where": _S_WHERE, **_S_BY}, (),
+                       "the number of records, optionally filtered and per declared category")
 
     def curve_name(self, stat):
-        return "count of records"
+        return "count of records" + (" (each group)" if "by" in stat else "")
 
     def describe(self, stat, nb):
-        return "Count of records"
+        return "Count of records" + _scope_text(stat)
 
 
 class Sum(Kind):
-    """The sum of a column's values, each first clamped to ``[lower, upper]``."""
+    """The sum of a column's present values, each first clamped to ``[lower, upper]``,
+    optionally filtered and per category (sensitivity: :func:`_sum_group`)."""
 
     name = "sum"
 
     def validate(self, item, where, columns):
-        _fields(item, where, ("column", "lower", "upper"))
+        _fields(item, where, ("column", "lower", "upper"), ("where", "by", "categories", "bin", "from", "to"))
         column = _column(item, where, columns)
         lower, upper = _bounds(item, where)
-        return {"kind": self.name, "column": column, "lower": lower, "upper": upper}
+        out = {"kind": self.name, "column": column, "lower": lower, "upper": upper}
+        filters = _where(item, where, columns)
+        if filters:
+            out["where"] = filters
+        out.update(_by(item, where, columns))
+        return out
 
-    def groups(self, stat, number, nb):
-        return (_sum_group(stat["column"], stat["lower"], stat["upper"], nb),)
+    def _sum(self, stat, nb, columns, scope):
+        return _sum_group(stat["column"], stat["lower"], stat["upper"], nb, scope,
+                          excludable=not columns[stat["column"]].complete)
+
+    def groups(self, stat, number, nb, columns):
+        return (self._sum(stat, nb, columns, _scope(stat, columns)),)
+
+    @classmethod
+    def schema(cls):
+        return _object(cls.name, {"column": _S_NAME, "lower": _S_NUMBER, "upper": _S_NUMBER, "where": _S_WHERE, **_S_BY},
+                       ("column", "lower", "upper"),
+                       f"the {cls.name} of a number column, each value clamped to [lower, upper], "
+                       "optionally filtered and per declared category")
 
     def describe(self, stat, nb):
-        return f"Sum of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g})"
+        return (f"Sum of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g})"
+                + _scope_text(stat))
 
 
 class Mean(Sum):
-    """The mean of a column's clamped values: its sum divided by the count
-    (released too, when the size is private) or by the public size."""
+    """The mean of a column's present values (clamped), per cell: its sum divided by
+    the public number of records when that is public, the column is declared
+    complete and there is no filter or group-by; otherwise divided by a released
+    count of the present values in the same cell (:func:`mean_estimate`)."""
 
     name = "mean"
 
-    def groups(self, stat, number, nb):
-        total = _sum_group(stat["column"], stat["lower"], stat["upper"], nb)
-        return (total,) if nb.public else (total, _count_group(nb))
+    def groups(self, stat, number, nb, columns):
+        scope = _scope(stat, columns)
+        column = columns[stat["column"]]
+        total = self._sum(stat, nb, columns, scope)
+        if nb.public and column.complete and not scope.key:
+            return (total,)
+        return (total, _count_group(nb, scope, present=None if column.complete else column.name))
 
     def describe(self, stat, nb):
-        by = f"divided by the public number of records, {nb.size:,}" if nb.public else "derived from the released sum and count"
-        return f"Mean of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g}; {by})"
+        simple = nb.public and "where" not in stat and "by" not in stat
+        by = f"divided by the public number of records, {nb.size:,}" if simple else "derived from the released sum and count"
+        return (f"Mean of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g}; {by})"
+                + _scope_text(stat))
 
     def curve(self, stat, where, weights, nb):
         # the mean's bound divides by the number of records: stated only when that number is public
-        if not nb.public:
+        if len(where) != 1:
             return None
         w, n, width = float(weights[where[0]]), nb.size, stat["upper"] - stat["lower"]
         return {"name": self.curve_name(stat), "bound": lambda eps: min(width, laplace_error_bound(w / eps) / n)}
 
     def read(self, stat, labels, where, r):
         lower, upper = stat["lower"], stat["upper"]
-        total = where[0]
-        label = "mean" + labels[total].removeprefix("sum")
-        if r.neighbours.public:
+        out = []
+        if len(where) == 1:  # divided by the public size
+            total = where[0]
             n = r.neighbours.size
             value = min(max(r.vector[total] / n, lower), upper)
             bound = min(r.bounds[total] / n, upper - lower)
-            scale = r.scales[total] / n
+            out.append((total, value, bound, r.scales[total] / n))
         else:
-            count = where[1]
-            value, bound = mean_estimate(
-                r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count]
-            )
-            scale = r.scales[total]
-        return [{"label": label, "kind": self.name, "value": float(value), "noise_scale": float(scale),
-                 "error_bound": float(bound)}]
+            cells = len(where) // 2
+            for total, count in zip(where[:cells], where[cells:]):
+                value, bound = mean_estimate(
+                    r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count]
+                )
+                out.append((total, value, bound, r.scales[total]))
+        return [{"label": "mean" + labels[total].removeprefix("sum"), "kind": self.name, "value": float(value),
+                 "noise_scale": float(scale), "error_bound": float(bound)} for total, value, bound, scale in out]
 
 
 class Histogram(Kind):
-    """How many values of a column fall in each bin ``[e0, e1), ..., [e_{k-1}, e_k]``."""
+    """How many values of a number column fall in each bin ``[e0, e1), ..., [e_{k-1}, e_k]``
+    (``bins``), or how many dates fall in each month or year of a declared range
+    (``bin``, ``from``, ``to``); optionally filtered. Values outside every bin are not
+    counted. Sensitivity: one bin by 1 (add/remove); two bins by 1 each (replace)."""
 
     name = "histogram"
 
     def validate(self, item, where, columns):
-        _fields(item, where, ("column", "bins"))
+        if "bins" in item or "column" not in item or not isinstance(item["column"], str) \
+                or item["column"] not in columns or not columns[item["column"]].temporal:
+            return self._numeric(item, where, columns)
+        _fields(item, where, ("column", "bin", "from", "to"), ("where",))
+        column = _column(item, where, columns, types=TEMPORAL)
+        out = {"kind": self.name, "column": column, **_bins(item, where)}
+        filters = _where(item, where, columns)
+        if filters:
+            out["where"] = filters
+        return out
+
+    def _numeric(self, item, where, columns):
+        _fields(item, where, ("column", "bins"), ("where",))
         column = _column(item, where, columns)
         bins = item["bins"]
         if not isinstance(bins, (list, tuple)):
@@ -459,21 +1007,100 @@ class Histogram(Kind):
                 raise SpecError(
                     f"{where}: bin edges must be strictly increasing (edge {i + 1} is not above edge {i})"
                 )
-        return {"kind": self.name, "column": column, "bins": edges}
+        out = {"kind": self.name, "column": column, "bins": edges}
+        filters = _where(item, where, columns)
+        if filters:
+            out["where"] = filters
+        return out
 
-    def groups(self, stat, number, nb):
-        return (_histogram_group(number, stat["column"], stat["bins"], nb),)
+    def groups(self, stat, number, nb, columns):
+        scope = _scope({"where": stat.get("where", [])}, columns)
+        if "bins" in stat:
+            return (_histogram_group(number, stat["column"], stat["bins"], nb, scope),)
+        return (_date_histogram_group(number, stat, columns, nb, scope),)
+
+    @classmethod
+    def schema(cls):
+        return {"oneOf": [
+            _object("histogram", {"column": _S_NAME, "bins": {"type": "array", "items": _S_NUMBER, "minItems": 2, "maxItems": 51},
+                                  "where": _S_WHERE},
+                    ("column", "bins"), "counts per bin of a number column; bins lists 2 to 51 increasing edges"),
+            _object("histogram", {"column": _S_NAME, "bin": _S_BIN, "from": _S_PERIOD, "to": _S_PERIOD, "where": _S_WHERE},
+                    ("column", "bin", "from", "to"), "counts per month or year of a date column over a declared range"),
+        ]}
 
     def curve_name(self, stat):
         return f"each bin of the {stat['column']} histogram"
 
     def describe(self, stat, nb):
+        if "bins" not in stat:
+            return (f"Histogram of {stat['column']} per {stat['bin']} from {stat['from']} to {stat['to']}"
+                    + _scope_text({"where": stat.get("where")}))
         edges = stat["bins"]
         if len(edges) <= 8:
-            return f"Histogram of {stat['column']}, bin edges {', '.join(f'{e:g}' for e in edges)}"
-        return f"Histogram of {stat['column']} in {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}"
+            text = f"Histogram of {stat['column']}, bin edges {', '.join(f'{e:g}' for e in edges)}"
+        else:
+            text = f"Histogram of {stat['column']} in {len(edges) - 1} bins from {edges[0]:g} to {edges[-1]:g}"
+        return text + _scope_text({"where": stat.get("where")})
 
 
+class TwoWay(Kind):
+    """``{"kind": "table", "rows": col, "columns": col, "row_categories": [...],
+    "column_categories": [...]}``: counts of records per (row category, column
+    category), each side with its "other" (and "missing", by the column's policy);
+    optionally filtered. Sensitivity as a grouped count: one cell by 1
+    (add/remove), two cells by 1 each (replace)."""
+
+    name = "table"
+
+    def validate(self, item, where, columns):
+        _fields(item, where, ("rows", "columns"), ("row_categories", "column_categories", "where"))
+        out = {"kind": self.name}
+        for side in ("rows", "columns"):
+            prefix = "row" if side == "rows" else "column"
+            name = _column(item, where, columns, key=side, types=CATEGORICAL)
+            key = f"{prefix}_categories"
+            if key in item:
+                categories = _values(item[key], columns[name], where, key)
+            elif columns[name].type == "boolean":
+                categories = [True, False]
+            else:
+                raise SpecError(f"{where}: missing field {key!r} (the categories of {name!r} you declare public)")
+            out[side] = name
+            out[key] = categories
+        if out["rows"] == out["columns"]:
+            raise SpecError(f"{where}: rows and columns must be two different columns")
+        filters = _where(item, where, columns)
+        if filters:
+            out["where"] = filters
+        return out
+
+    def groups(self, stat, number, nb, columns):
+        scope = _scope({"where": stat.get("where", [])}, columns)
+        rows = _cells({"by": stat["rows"], "categories": stat["row_categories"]}, columns)
+        cols = _cells({"by": stat["columns"], "categories": stat["column_categories"]}, columns)
+        labels, conditions = [], []
+        for row_label, row_where in rows:
+            for col_label, col_where in cols:
+                labels.append("count | " + ", ".join(scope.parts + (row_label, col_label)))
+                conditions.append(row_where + col_where)
+        return (_bins_group(number, labels, conditions, nb, key="table", where=scope.where),)
+
+    @classmethod
+    def schema(cls):
+        return _object("table", {"rows": _S_NAME, "columns": _S_NAME, "row_categories": _S_CATEGORIES,
+                                 "column_categories": _S_CATEGORIES, "where": _S_WHERE},
+                       ("rows", "columns"),
+                       "two-way counts: records per (row category, column category) of two categorical columns")
+
+    def curve_name(self, stat):
+        return f"each cell of the {stat['rows']} × {stat['columns']} table"
+
+    def describe(self, stat, nb):
+        rows = ", ".join(_shown(v) for v in stat["row_categories"])
+        cols = ", ".join(_shown(v) for v in stat["column_categories"])
+        return (f"Counts of records by {stat['rows']} ({rows}, and other) and {stat['columns']} ({cols}, and other)"
+                + _scope_text({"where": stat.get("where")}))
 class _Vector(Kind):
     """A statistic on several columns at once, released alone with l2 noise
     (docs/mathematics.md section 6)."""
@@ -481,6 +1108,7 @@ class _Vector(Kind):
     vector = True
     optional: ClassVar[tuple[str, ...]] = ()
     required: ClassVar[tuple[str, ...]] = ()
+    extra_schema: ClassVar[dict] = {}
 
     def validate(self, item, where, columns):
         _fields(item, where, self.required, self.optional)
@@ -488,8 +1116,7 @@ class _Vector(Kind):
         if not isinstance(names, (list, tuple)) or not 2 <= len(names) <= MAX_VECTOR_DIM:
             raise SpecError(f"{where}: columns must list 2 to {MAX_VECTOR_DIM} column names")
         for name in names:
-            if not isinstance(name, str) or name not in columns:
-                raise SpecError(f"{where}: no column named {name!r}")
+            _column({"column": name}, where, columns)
         if len(set(names)) != len(names):
             raise SpecError(f"{where}: a column is listed twice")
         radius = _number(item["radius"], where, "radius")
@@ -497,17 +1124,23 @@ class _Vector(Kind):
             raise SpecError(f"{where}: radius must be positive")
         return {"kind": self.name, "columns": list(names), "radius": radius}
 
-    def groups(self, stat, number, nb):
+    def groups(self, stat, number, nb, columns):
         """None: a vector statistic is laid out whole by :meth:`layout`, with l2 noise."""
         return ()
+
+    @classmethod
+    def schema(cls):
+        properties = {"columns": {"type": "array", "items": _S_NAME, "minItems": 2, "maxItems": MAX_VECTOR_DIM},
+                      "radius": _S_NUMBER, **cls.extra_schema}
+        return _object(cls.name, properties, cls.required, cls.__doc__.split("\n\n")[0].replace("\n    ", " "))
 
     @abstractmethod
     def layout(self, stat: dict, nb: Neighbours) -> tuple[float, list[float], list[float]]:
         """(l2 sensitivity, declared lower, declared upper) of the vector."""
 
     @abstractmethod
-    def measure(self, stat: dict, points: np.ndarray, nb: Neighbours) -> np.ndarray:
-        """The vector's true value from the records' points."""
+    def aggregate(self, stat: dict):
+        """What the vector is on the data (``compute.Centroid`` or ``compute.Row``)."""
 
     def curve(self, stat, where, weights, nb):
         dim, w = len(where), float(weights[where[0]])
@@ -536,6 +1169,7 @@ class Centroid(_Vector):
 
     name = "centroid"
     required = ("columns", "center", "radius")
+    extra_schema = {"center": {"type": "array", "items": _S_NUMBER}, "min_records": {"type": "integer", "minimum": 2}}
     optional = ("min_records",)
 
     def validate(self, item, where, columns):
@@ -574,14 +1208,8 @@ class Centroid(_Vector):
             sensitivity = 2.0 * radius / nb.rows
         return sensitivity, [c - radius for c in center], [c + radius for c in center]
 
-    def measure(self, stat, points, nb):
-        if nb.public and points.shape[0] != nb.size:
-            raise ValueError(f"the dataset's public size is {nb.size} but it holds {points.shape[0]} records")
-        center = np.asarray(stat["center"])
-        offsets = points - center
-        norms = np.linalg.norm(offsets, axis=1)
-        pull = np.minimum(1.0, stat["radius"] / np.maximum(norms, 1e-300))
-        return center + (offsets * pull[:, None]).mean(axis=0)
+    def aggregate(self, stat):
+        return VectorCentroid(tuple(stat["columns"]), tuple(stat["center"]), stat["radius"])
 
 
 class Point(_Vector):
@@ -593,6 +1221,7 @@ class Point(_Vector):
 
     name = "point"
     required = ("columns", "row", "radius")
+    extra_schema = {"row": {"type": "integer", "minimum": 1}}
 
     def validate(self, item, where, columns):
         out = super().validate(item, where, columns)
@@ -614,14 +1243,12 @@ class Point(_Vector):
         dim = len(stat["columns"])
         return stat["radius"], [-MAX_BOUND] * dim, [MAX_BOUND] * dim
 
-    def measure(self, stat, points, nb):
-        if stat["row"] > points.shape[0]:
-            raise ValueError(f"there is no record {stat['row']}: the dataset has {points.shape[0]}")
-        return points[stat["row"] - 1].copy()
+    def aggregate(self, stat):
+        return Row(tuple(stat["columns"]), stat["row"])
 
 
 #: Every kind, by name.
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (Count(), Sum(), Mean(), Histogram(), Centroid(), Point())}
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (Count(), Sum(), Mean(), Histogram(), TwoWay(), Centroid(), Point())}
 VECTOR_KINDS = tuple(name for name, kind in KINDS.items() if kind.vector)
 #: The kinds a new listing may offer (the point is withdrawn).
 OFFERED_KINDS = tuple(name for name in KINDS if name != "point")
@@ -629,6 +1256,16 @@ OFFERED_KINDS = tuple(name for name in KINDS if name != "point")
 
 # --------------------------------------------------------------------------
 # building, computing, presenting
+
+
+def statistic_schema() -> dict:
+    """The JSON schema of one statistic as sent and stored: the union of the kinds' schemas
+    (the point is withdrawn, but stored listings still hold it)."""
+    variants = []
+    for name in KINDS:
+        schema = KINDS[name].schema()
+        variants += schema["oneOf"] if "oneOf" in schema else [schema]
+    return {"oneOf": variants}
 
 
 def _statistics(spec, columns) -> tuple[dict, ...]:
@@ -640,7 +1277,6 @@ def _statistics(spec, columns) -> tuple[dict, ...]:
         raise SpecError("the list of statistics is empty")
     if len(spec) > MAX_STATISTICS:
         raise SpecError(f"at most {MAX_STATISTICS} statistics are allowed, got {len(spec)}")
-    known = set(columns)
     statistics: list[dict] = []
     for number, item in enumerate(spec, start=1):
         if not isinstance(item, dict):
@@ -648,11 +1284,12 @@ def _statistics(spec, columns) -> tuple[dict, ...]:
         kind = item.get("kind")
         if not isinstance(kind, str) or kind not in KINDS:
             raise SpecError(
-                f"statistic {number}: unknown kind {kind!r} (expected count, sum, mean, histogram, or alone centroid)"
+                f"statistic {number}: unknown kind {kind!r} "
+                "(expected count, sum, mean, histogram, table, or alone centroid)"
             )
         if KINDS[kind].vector and len(spec) != 1:
             raise SpecError(f"statistic {number} ({kind}): a vector statistic is listed on its own")
-        stat = KINDS[kind].validate(item, f"statistic {number} ({kind})", known)
+        stat = KINDS[kind].validate(item, f"statistic {number} ({kind})", columns)
         for earlier, other in enumerate(statistics, start=1):
             if other == stat:
                 raise SpecError(f"statistic {number} ({kind}): same as statistic {earlier}")
@@ -679,6 +1316,7 @@ def _vector_plan(stat: dict, kind: _Vector, nb: Neighbours) -> Plan:
         weights=_frozen([sensitivity] * dim),
         norm="l2",
         neighbours=nb,
+        vector=kind.aggregate(stat),
     )
 
 
@@ -686,23 +1324,33 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     """Validate ``spec`` against the dataset's ``columns`` and lay it out for
     the dataset's relation ``neighbours`` (default: a private size).
 
+    ``columns``: the dataset's :class:`~market.catalog.columns.Column` s, or
+    anything :func:`~market.catalog.columns.columns_from` reads (plain names
+    are complete decimal columns, as datasets made before types were).
+
     ``offer``: refuse, with the reason, a statistic the relation does not
     allow to be sold (a count whose number is public, a centroid over a
     private number of records, a point). Reading back an existing listing's
     releases passes ``offer=False``.
 
-    The coordinates are, in order: the count (once, if a statistic needs it);
-    one sum of the clamped column per distinct (column, lower, upper) that a
-    sum or a mean needs; then each histogram's bins, in spec order. Each such
-    group has the l1-sensitivity its kind states for the relation, and one
-    equal share of the budget. The declared ranges hold for any dataset of at
-    most ``neighbours.rows`` records: count and bins in ``[0, rows]``, a sum in
-    ``[min(0, lower), max(0, upper)] * rows``.
+    The coordinates are, in order: the count of all records (once, if a
+    statistic needs it); one group per distinct sum (column, bounds, filter
+    and group-by) that a sum or a mean needs; then each histogram, table and
+    other count (filtered or grouped, and a mean's count of present values),
+    in spec order. Each such group has the l1-sensitivity its kind states for
+    the relation, and one equal share of the budget. The declared ranges hold
+    for any dataset of at most ``neighbours.rows`` records: counts and bins in
+    ``[0, rows]``, a sum in ``[min(0, lower), max(0, upper)] * rows``. A spec
+    without filters or group-bys over complete columns lays out exactly as it
+    always has (its stored releases are read back with the plan).
 
-    Raises :class:`SpecError` naming the first invalid statistic.
+    Raises :class:`SpecError` naming the first invalid statistic, or when
+    the plan would have more than :data:`MAX_COORDINATES` values or
+    :data:`MAX_CASES` worst cases.
     """
     nb = neighbours or Neighbours()
-    statistics = _statistics(spec, columns)
+    cols = {column.name: column for column in columns_from(columns)}
+    statistics = _statistics(spec, cols)
     if offer:
         for number, stat in enumerate(statistics, start=1):
             reason = KINDS[stat["kind"]].refusal(stat, nb)
@@ -717,16 +1365,26 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     needs: list[tuple[tuple, ...]] = []
     for number, stat in enumerate(statistics, start=1):
         keys = []
-        for group in KINDS[stat["kind"]].groups(stat, number, nb):
+        for group in KINDS[stat["kind"]].groups(stat, number, nb, cols):
             groups.setdefault(group.key, (group, number))
             keys.append(group.key)
         needs.append(tuple(keys))
     order = sorted(groups, key=lambda key: (groups[key][0].rank, groups[key][1]))
 
+    width = sum(len(groups[key][0].labels) for key in order)
+    if width > MAX_COORDINATES:
+        raise SpecError(f"the statistics need {width:,} values; at most {MAX_COORDINATES:,} are allowed "
+                        "(declare fewer categories or bins)")
+    cases_count = math.prod(len(groups[key][0].cases) for key in order)
+    if cases_count > MAX_CASES:
+        raise SpecError(f"the statistics have {cases_count} worst cases for the privacy profile; at most {MAX_CASES} "
+                        "are allowed (under a public size each grouped sum or mean doubles them: list fewer)")
+
     short = [label for key in order for label in groups[key][0].labels]
     labels: list[str] = []
     lower: list[float] = []
     upper: list[float] = []
+    aggregates: list[Aggregate] = []
     at: dict[tuple, tuple[int, ...]] = {}
     for key in order:
         group, number = groups[key]
@@ -738,16 +1396,19 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
             labels.append(label)
         lower += group.lower
         upper += group.upper
+        aggregates += group.aggregates
         at[key] = tuple(range(start, len(labels)))
 
     k = len(order)
     weights = np.zeros(len(labels), dtype=np.float64)
-    shares: list[float] = []
+    per_group: list[tuple[tuple[Fraction, ...], ...]] = []
     for key in order:
         group = groups[key][0]
         weights[list(at[key])] = k * group.sensitivity
-        shares += [Fraction(move) / (k * Fraction(group.sensitivity)) for move in group.moves]
+        s = Fraction(group.sensitivity)
+        per_group.append(tuple(tuple(Fraction(move) / (k * s) for move in case) for case in group.cases))
     weights.setflags(write=False)
+    cases = tuple(tuple(share for part in combo for share in part) for combo in itertools.product(*per_group))
     return Plan(
         statistics=statistics,
         labels=tuple(labels),
@@ -756,63 +1417,10 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         upper=_frozen(upper),
         indices=tuple(tuple(i for key in keys for i in at[key]) for keys in needs),
         weights=weights,
-        loss_shares=tuple(shares),
+        loss_cases=cases,
         neighbours=nb,
+        aggregates=tuple(aggregates),
     )
-
-
-def compute(plan: Plan, columns, values: np.ndarray) -> np.ndarray:
-    """The true answer ``u`` (float64, one value per label) on a dataset.
-
-    ``values`` has one row per record and one column per name in
-    ``columns``. A count is the number of rows; a sum adds the column's
-    values clamped to ``[lower, upper]`` (with ``math.fsum``: correctly
-    rounded, whatever the order of the rows); a histogram counts the values
-    in ``[e0, e1), [e1, e2), ..., [e_{k-1}, e_k]``, values outside all bins
-    are not counted.
-
-    Raises ValueError if ``values`` is not a finite matrix matching
-    ``columns``, if a column of the plan is missing, or if an answer falls
-    outside its declared range (a dataset of more records than the plan allows).
-    """
-    data = np.asarray(values, dtype=np.float64)
-    if data.ndim != 2 or data.shape[1] != len(columns):
-        raise ValueError(f"values must have shape (n_rows, {len(columns)}), got {data.shape}")
-    if not np.isfinite(data).all():
-        raise ValueError("values must be finite")
-    position = {name: i for i, name in enumerate(columns)}
-    nb = plan.neighbours
-    if nb.public and data.shape[0] != nb.size:
-        raise ValueError(f"the dataset's public size is {nb.size} but it holds {data.shape[0]} records")
-    if plan.norm == "l2":
-        stat = plan.statistics[0]
-        missing = [name for name in stat["columns"] if name not in position]
-        if missing:
-            raise ValueError(f"the dataset has no column {missing[0]!r}")
-        points = data[:, [position[name] for name in stat["columns"]]]
-        return KINDS[stat["kind"]].measure(stat, points, nb)
-    u = np.zeros(len(plan.labels), dtype=np.float64)
-    n = data.shape[0]
-    done: set[tuple] = set()
-    for number, (stat, where) in enumerate(zip(plan.statistics, plan.indices), start=1):
-        at = 0
-        for group in KINDS[stat["kind"]].groups(stat, number, nb):
-            width = len(group.labels)
-            if group.key not in done:
-                done.add(group.key)
-                if group.column is not None and group.column not in position:
-                    raise ValueError(f"the data has no column named {group.column!r}")
-                column = None if group.column is None else data[:, position[group.column]]
-                u[list(where[at:at + width])] = group.measure(column, n)
-            at += width
-    outside = np.flatnonzero((u < plan.lower) | (u > plan.upper))
-    if outside.size:
-        i = outside[0]
-        raise ValueError(
-            f"the answer for {plan.labels[i]!r} is {u[i]:g}, outside its declared range "
-            f"[{plan.lower[i]:g}, {plan.upper[i]:g}]: the dataset has more records than the plan allows"
-        )
-    return u
 
 
 def mean_estimate(

@@ -10,6 +10,7 @@ the largest move actually seen between random neighbouring datasets.
 import numpy as np
 import pytest
 
+from market.catalog.compute import Table
 from market.catalog.statistics import (
     PRIVATE_SIZE,
     PUBLIC_SIZE,
@@ -19,6 +20,11 @@ from market.catalog.statistics import (
     compute,
     present,
 )
+
+
+def compute_on(plan, names, values):
+    """The plan's answer on a float matrix with one column per name (through DuckDB)."""
+    return compute(plan, Table.from_matrix(names, values))
 
 COLUMNS = ["age", "east", "north"]
 PRIVATE = Neighbours(PRIVATE_SIZE, max_rows=1000)
@@ -85,7 +91,7 @@ def test_a_point_is_never_offered_but_old_ones_are_read():
 def test_a_public_mean_divides_by_n():
     plan = build_plan([SPEC[2]], COLUMNS, neighbours=public(4))
     data = np.array([[10, 0, 0], [20, 0, 0], [30, 0, 0], [200, 0, 0]], float)
-    u = compute(plan, COLUMNS, data)
+    u = compute_on(plan, COLUMNS, data)
     assert u.tolist() == [160.0]  # the clamped sum, one coordinate
     (reading,) = present(plan, u, plan.weights / 1.0)
     assert reading["value"] == 40.0 and reading["kind"] == "mean"
@@ -95,7 +101,7 @@ def test_a_public_mean_divides_by_n():
 def test_compute_refuses_data_whose_size_differs_from_the_public_one():
     plan = build_plan([SPEC[0]], COLUMNS, neighbours=public(5))
     with pytest.raises(ValueError, match="public size is 5"):
-        compute(plan, COLUMNS, np.zeros((4, 3)))
+        compute_on(plan, COLUMNS, np.zeros((4, 3)))
 
 
 def _largest_move(plan, relation, rng, trials=3000):
@@ -111,7 +117,7 @@ def _largest_move(plan, relation, rng, trials=3000):
         else:
             neighbour = rows.copy()
             neighbour[rng.integers(n)] = other[0]
-        a, b = compute(plan, COLUMNS, rows), compute(plan, COLUMNS, neighbour)
+        a, b = compute_on(plan, COLUMNS, rows), compute_on(plan, COLUMNS, neighbour)
         worst = max(worst, float(np.linalg.norm(a - b, 1 if plan.norm == "l1" else 2)))
     return worst
 

@@ -1,0 +1,255 @@
+"""Listing a realistic set of statistics over 10 million records: DuckDB against pandas.
+
+    python -m bench.listing_scale                     # 10,000,000 rows x 20 columns
+    python -m bench.listing_scale --rows 100000 --json bench/results/listing_scale.json
+
+Generates a typed Parquet file with DuckDB itself (integers, decimals with
+missing values, categoricals, a boolean, a date: 20 columns), then, each in a
+fresh subprocess so that its peak memory is its own, computes the answer of a
+15-statistic listing (counts by category, filtered and grouped means and sums,
+a two-way table, a date histogram, a numeric histogram):
+
+* ``duckdb``: ``market.catalog.compute.compute`` on the Parquet file (one SQL scan,
+  2 threads, 1 GB memory limit), what a listing's creation runs;
+* ``pandas``: the same answers computed with pandas from the same file (the baseline).
+
+Reports wall time and peak resident memory (``VmHWM``) of each, and checks
+that both give the same answers. Needs no database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COLUMNS = [
+    ("id", "integer", "none"), ("age", "integer", "none"), ("income", "decimal", "exclude"),
+    ("score", "decimal", "exclude"), ("weight", "decimal", "none"), ("height", "decimal", "exclude"),
+    ("visits", "integer", "exclude"), ("spend", "decimal", "exclude"), ("balance", "decimal", "none"),
+    ("rating", "integer", "none"), ("region", "categorical", "category"), ("plan", "categorical", "none"),
+    ("channel", "categorical", "exclude"), ("device", "categorical", "none"), ("segment", "categorical", "none"),
+    ("status", "categorical", "exclude"), ("member", "boolean", "exclude"), ("joined", "date", "exclude"),
+    ("delay", "decimal", "exclude"), ("items", "integer", "none"),
+]
+
+REGIONS = ["north", "south", "east", "west", "centre"]
+PLANS = ["free", "basic", "pro", "team"]
+CHANNELS = ["web", "app", "store"]
+
+SPEC = [
+    {"kind": "count", "by": "region", "categories": REGIONS[:4]},
+    {"kind": "count", "by": "plan", "categories": PLANS, "where": [{"column": "member", "op": "=", "value": True}]},
+    {"kind": "mean", "column": "income", "lower": 0, "upper": 200000, "by": "region", "categories": REGIONS[:4]},
+    {"kind": "mean", "column": "spend", "lower": 0, "upper": 1000, "where": [{"column": "channel", "op": "=", "value": "app"}]},
+    {"kind": "mean", "column": "delay", "lower": -30, "upper": 180, "by": "channel", "categories": CHANNELS},
+    {"kind": "sum", "column": "visits", "lower": 0, "upper": 100, "where": [{"column": "age", "op": "between", "values": [18, 30]}]},
+    {"kind": "sum", "column": "balance", "lower": -5000, "upper": 5000, "by": "plan", "categories": PLANS},
+    {"kind": "table", "rows": "region", "columns": "plan", "row_categories": REGIONS, "column_categories": PLANS},
+    {"kind": "histogram", "column": "joined", "bin": "month", "from": "2015-01", "to": "2024-12"},
+    {"kind": "histogram", "column": "age", "bins": [18, 25, 35, 45, 55, 65, 75, 90]},
+    {"kind": "count", "where": [{"column": "income", "op": "is missing"}]},
+    {"kind": "mean", "column": "score", "lower": 0, "upper": 100, "where": [{"column": "joined", "op": ">=", "value": "2020-01-01"}]},
+    {"kind": "count", "by": "member", "where": [{"column": "rating", "op": ">=", "value": 4}]},
+    {"kind": "sum", "column": "items", "lower": 0, "upper": 50, "by": "device", "categories": ["phone", "tablet"]},
+    {"kind": "mean", "column": "height", "lower": 140, "upper": 210, "where": [{"column": "status", "op": "in", "values": ["active", "paused"]}]},
+]
+
+
+JOINED = "CAST('2014-06-01' AS DATE) + CAST(hash(i * 103) % 3900 AS INTEGER)"
+
+
+def generate(path: Path, rows: int) -> float:
+    """Write the table with DuckDB (no pandas); returns the seconds it took."""
+    import duckdb
+
+    def pick(options, salt):
+        cases = " ".join(f"WHEN {i} THEN '{o}'" for i, o in enumerate(options))
+        return f"CASE hash(i * {salt}) % {len(options)} {cases} END"
+
+    def maybe(expr, salt, percent):
+        return f"CASE WHEN hash(i * {salt}) % 100 < {percent} THEN NULL ELSE {expr} END"
+
+    select = ", ".join([
+        "i AS id",
+        "CAST(18 + hash(i * 3) % 72 AS BIGINT) AS age",
+        f"{maybe('CAST(hash(i * 5) % 250000 AS DOUBLE) / 1.7', 7, 8)} AS income",
+        f"{maybe('CAST(hash(i * 11) % 10000 AS DOUBLE) / 100', 13, 5)} AS score",
+        "CAST(hash(i * 17) % 12000 AS DOUBLE) / 100 AS weight",
+        f"{maybe('140 + CAST(hash(i * 19) % 7000 AS DOUBLE) / 100', 23, 3)} AS height",
+        f"{maybe('CAST(hash(i * 29) % 120 AS BIGINT)', 31, 10)} AS visits",
+        f"{maybe('CAST(hash(i * 37) % 150000 AS DOUBLE) / 100', 41, 12)} AS spend",
+        "CAST(hash(i * 43) % 1200000 AS DOUBLE) / 100 - 6000 AS balance",
+        "CAST(1 + hash(i * 47) % 5 AS BIGINT) AS rating",
+        f"{maybe(pick(REGIONS + ['islands'], 53), 59, 2)} AS region",
+        f"{pick(PLANS, 61)} AS plan",
+        f"{maybe(pick(CHANNELS + ['phone'], 67), 71, 4)} AS channel",
+        f"{pick(['phone', 'tablet', 'desktop'], 73)} AS device",
+        f"{pick(['a', 'b', 'c', 'd', 'e', 'f'], 79)} AS segment",
+        f"{maybe(pick(['active', 'paused', 'closed'], 83), 89, 6)} AS status",
+        f"{maybe('hash(i * 97) % 2 = 0', 101, 5)} AS member",
+        f"{maybe(JOINED, 107, 3)} AS joined",
+        f"{maybe('CAST(hash(i * 109) % 24000 AS DOUBLE) / 100 - 40', 113, 9)} AS delay",
+        "CAST(hash(i * 127) % 60 AS BIGINT) AS items",
+    ])
+    start = time.perf_counter()
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
+    con.execute(f"COPY (SELECT {select} FROM range({int(rows)}) t(i)) TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE 122880)")
+    con.close()
+    return time.perf_counter() - start
+
+
+def peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_duckdb(path: str) -> list[float]:
+    from market.catalog.columns import Column
+    from market.catalog.compute import ParquetTable, compute
+    from market.catalog.statistics import Neighbours, build_plan
+
+    plan = build_plan(SPEC, [Column(*c) for c in COLUMNS], neighbours=Neighbours(max_rows=100_000_000))
+    return compute(plan, ParquetTable(path)).tolist()
+
+
+def run_pandas(path: str) -> list[float]:
+    """The same coordinates with pandas, from the plan's aggregates (the baseline)."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from market.catalog.columns import Column
+    from market.catalog.statistics import Neighbours, build_plan
+
+    plan = build_plan(SPEC, [Column(*c) for c in COLUMNS], neighbours=Neighbours(max_rows=100_000_000))
+    needed = sorted({name for a in plan.aggregates for name in a.columns()})
+    frame = pd.read_parquet(path, columns=needed)
+    for name in needed:
+        if str(frame[name].dtype).startswith("date") or frame[name].dtype == object and name == "joined":
+            frame[name] = pd.to_datetime(frame[name])
+
+    def mask(cond):
+        col = frame[cond.column]
+        value = cond.value
+        if isinstance(value, tuple):
+            value = tuple(pd.Timestamp(v) if hasattr(v, "isoformat") and not isinstance(v, str) else v for v in value)
+        elif hasattr(value, "isoformat") and not isinstance(value, str):
+            value = pd.Timestamp(value)
+        present = col.notna()
+        if cond.op == "is missing":
+            return ~present
+        if cond.op == "present":
+            return present
+        if cond.op == "=":
+            return present & (col == value)
+        if cond.op == "<":
+            return present & (col < value)
+        if cond.op == "<=":
+            return present & (col <= value)
+        if cond.op == ">":
+            return present & (col > value)
+        if cond.op == ">=":
+            return present & (col >= value)
+        if cond.op == "between":
+            return present & (col >= value[0]) & (col <= value[1])
+        if cond.op == "in":
+            return present & col.isin(list(value))
+        if cond.op == "not in":
+            return present & ~col.isin(list(value))
+        if cond.op == "outside":
+            return present & ((col < value[0]) | (col >= value[1]))
+        raise ValueError(cond.op)
+
+    out = []
+    for a in plan.aggregates:
+        m = np.ones(len(frame), dtype=bool)
+        for cond in a.where:
+            m &= mask(cond).to_numpy(dtype=bool, na_value=False)
+        if hasattr(a, "cells"):  # several counts over exclusive cells
+            for cell in a.cells:
+                c = m.copy()
+                for cond in cell:
+                    c &= mask(cond).to_numpy(dtype=bool, na_value=False)
+                out.append(float(c.sum()))
+        elif a.op == "count":
+            out.append(float(m.sum()))
+        else:
+            values = frame[a.column][m].dropna().astype("float64").clip(a.lower, a.upper)
+            out.append(math.fsum(values.tolist()))
+    return out
+
+
+def _child(contender: str, path: str) -> None:
+    import duckdb  # noqa: F401  (imports are not timed)
+    import pandas  # noqa: F401
+
+    import market.catalog.compute  # noqa: F401
+    import market.catalog.statistics  # noqa: F401
+
+    start = time.perf_counter()
+    values = run_duckdb(path) if contender == "duckdb" else run_pandas(path)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb(), "values": values}))
+
+
+def measure(contender: str, path: Path) -> dict:
+    out = subprocess.run([sys.executable, "-m", "bench.listing_scale", "--child", contender, str(path)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--skip-pandas", action="store_true", help="time DuckDB only")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(*args.child)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "records.parquet"
+        made = generate(path, args.rows)
+        size = path.stat().st_size / 2**20
+        results = {"duckdb": measure("duckdb", path)}
+        if not args.skip_pandas:
+            results["pandas"] = measure("pandas", path)
+    import numpy as np
+
+    from market.catalog.columns import Column
+    from market.catalog.statistics import Neighbours, build_plan
+
+    plan = build_plan(SPEC, [Column(*c) for c in COLUMNS], neighbours=Neighbours(max_rows=100_000_000))
+    agree = None
+    if "pandas" in results:
+        agree = bool(np.allclose(results["duckdb"]["values"], results["pandas"]["values"], rtol=1e-9, atol=1e-6))
+    print(f"{args.rows:,} rows x {len(COLUMNS)} columns, Parquet {size:.0f} MB written by DuckDB in {made:.1f} s")
+    print(f"listing: {len(SPEC)} statistics, {len(plan.labels)} values ({platform.machine()}, {os.cpu_count()} cores)")
+    for name, r in results.items():
+        print(f"  {name:7s} {r['seconds']:7.2f} s   peak RSS {r['peak_mb']:7.0f} MB")
+    if agree is not None:
+        print(f"  answers agree: {agree}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "rows": args.rows, "columns": len(COLUMNS), "parquet_mb": size, "generate_seconds": made,
+            "statistics": len(SPEC), "values": len(plan.labels), "agree": agree,
+            **{name: {"seconds": r["seconds"], "peak_mb": r["peak_mb"]} for name, r in results.items()},
+        }, indent=2))
+    return 0 if agree in (None, True) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
