@@ -141,7 +141,10 @@ def test_the_offered_kinds_come_from_the_statistics_module():
     kinds = builder_kinds()
     assert {"count", "sum", "mean", "histogram"} <= set(kinds)
     assert "centroid" not in kinds and "point" not in kinds  # a vector statistic is listed apart; the point is withdrawn
-    assert kinds["histogram"].required[:2] == ("column", "bins")
+    # a histogram is one of two shapes (numbers by edges, dates by month or year): the column is
+    # required by both, the edges by one of them
+    assert kinds["histogram"].required == ("column",)
+    assert {"bins", "bin", "from", "to"} <= set(kinds["histogram"].optional)
     assert "lower" in kinds["sum"].inputs and "bins" not in kinds["sum"].inputs
 
 
