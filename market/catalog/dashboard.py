@@ -9,7 +9,7 @@ Only released purchases count as sales: a failed purchase was refunded, and
 one still in flight is reported apart. The privacy spent on a listing is its
 noise path's largest released level, never a sum over buyers. Stored noise is
 never read: noise points are fetched as ``values()`` without their noise, and
-the datasets' raw data is loaded only for the column summary of one dataset.
+the datasets' data is never read here (column summaries were stored at processing).
 """
 
 from __future__ import annotations
@@ -80,14 +80,14 @@ def owner_overview(*, user) -> dict:
     "revenue"}}``. Three queries, whatever the number of rows.
     """
     datasets = (
-        with_budget_figures(visibility.owned_datasets(user).defer("data"))
+        with_budget_figures(visibility.owned_datasets(user))
         .annotate(listing_count=Count("listings"))
         .order_by("-created_at", "-id")
     )
     listings = (
         visibility.owned_listings(user)
         .select_related("noise_path")
-        .defer("answer", "dataset__data")
+        .defer("answer")
         .annotate(sales=Count("purchases", filter=_RELEASED), revenue=Sum("purchases__price", filter=_RELEASED))
         .order_by("-created_at", "-id")
     )
@@ -113,7 +113,8 @@ def owner_overview(*, user) -> dict:
                 "id": dataset.public_id,
                 "name": dataset.name,
                 "records": dataset.row_count,
-                "columns": list(dataset.columns),
+                "columns": dataset.column_names,
+                "status": dataset.status,
                 "listings": dataset.listing_count,
                 "budget": _budget(dataset),
                 "relation": "public size" if dataset.size_is_public else "private size",
@@ -138,26 +139,45 @@ def dataset_options(*, user) -> list[dict]:
     ]
 
 
+def _figure(value):
+    """A stored number for display: the shortest decimal that reads back as the stored float
+    (285.92, not 285.9200000001); a date stays its ISO text; None stays None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _plain(Decimal(repr(float(value)))) if isinstance(value, float) else Decimal(value)
+    return value
+
+
+def _column_hint(column) -> dict | None:
+    """One column's stored summary (the owner's own data, shown to them only); None for an ignored column."""
+    if isinstance(column, str):
+        return {"name": column, "type": "decimal", "min": None, "max": None}
+    if column.get("type") == "ignored":
+        return None
+    return {
+        "name": column["name"], "type": column.get("type"), "missing": column.get("missing"),
+        "missing_count": column.get("missing_count"), "min": _figure(column.get("min")),
+        "max": _figure(column.get("max")), "distinct": column.get("distinct"),
+        "categories": [c["value"] for c in column.get("categories") or []],
+    }
+
+
 def dataset_summary(*, user, dataset_id) -> dict:
     """One of the owner's datasets, to choose a listing's bounds and ceiling by:
-    ``{"id", "name", "records", "columns": [{"name", "min", "max"}], "budget": {"used", "total", "left", "spent"}}``.
+    ``{"id", "name", "records", "status", "columns": [{"name", "type", "missing", "missing_count", "min", "max",
+    "distinct", "categories"}], "budget": {"used", "total", "left", "spent"}}``.
 
-    The minimum and maximum of each column are the owner's own data, shown to
-    them only. Raises NotFound for a dataset that is not theirs.
+    The summaries (stored at processing, never read from the data here) are the
+    owner's own data, shown to them only. Raises NotFound for a dataset that is not theirs.
     """
     dataset = with_budget_figures(visibility.owned_datasets(user).filter(public_id=str(dataset_id))).first()
     if dataset is None:
         raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
-    values = dataset.matrix()
     return {
         "id": dataset.public_id,
         "name": dataset.name,
         "records": dataset.row_count,
-        "columns": [
-            # the shortest decimal that reads back as the stored float: 285.92, not 285.9200000001
-            {"name": name, "min": _plain(Decimal(repr(float(low)))), "max": _plain(Decimal(repr(float(high))))}
-            for name, low, high in zip(dataset.columns, values.min(axis=0), values.max(axis=0))
-        ],
+        "status": dataset.status,
+        "columns": [_column_hint(column) for column in dataset.columns if _column_hint(column)],
         "budget": _budget(dataset),
     }
 
@@ -184,7 +204,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
     listing = (
         visibility.owned_listings(user)
         .select_related("noise_path")
-        .defer("answer", "dataset__data")
+        .defer("answer")
         .filter(pk=listing_id)
         .first()
     )

@@ -76,7 +76,7 @@ def levels_held(*, user, listing_ids) -> dict[int, Decimal]:
 
 def dataset_list(*, user) -> QuerySet:
     """The owner's datasets with their budget figures (``with_budget_figures``), newest first."""
-    return with_budget_figures(visibility.owned_datasets(user).defer("data")).order_by("-created_at", "-id")
+    return with_budget_figures(visibility.owned_datasets(user)).order_by("-created_at", "-id")
 
 
 def dataset_get(*, user, dataset_id: str):
@@ -105,7 +105,7 @@ def listing_plan(listing):
     from .statistics import build_plan
 
     dataset = listing.dataset
-    return build_plan(listing.statistics, dataset.columns, neighbours=dataset.neighbours(), offer=False)
+    return build_plan(listing.statistics, dataset.numeric_column_names, neighbours=dataset.neighbours(), offer=False)
 
 
 def listing_profile(*, listing, epsilon) -> dict:

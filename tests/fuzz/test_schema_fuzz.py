@@ -19,6 +19,7 @@ Celery eager so that purchases are released while the fuzzer runs.
 
 from __future__ import annotations
 
+from tests.datasets import ready_dataset
 import os
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,7 +35,7 @@ from schemathesis.generation import GenerationMode
 
 from market.accounts.models import User
 from market.accounts.services import api_key_create
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.ledger.payments import ManualFunding
 from market.trading.services import purchase_create
 from market.wsgi import application
@@ -155,7 +156,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
         owner = User.objects.create_user("olivia", "olivia@example.com", "a-long-password-1", is_owner=True)
         fuzz = User.objects.create_user("fuzz", "fuzz@example.com", "a-long-password-1", is_owner=True)
         other = User.objects.create_user("otto", "otto@example.com", "a-long-password-1")
-        data = dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget="10000")
+        data = ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="10000")
         listing = listing_create(
             owner=owner,
             dataset_id=data.public_id,
@@ -165,7 +166,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
             ceiling="10000",
             price_per_epsilon="0.01",
         )
-        own = dataset_create(owner=fuzz, name="mine", data=make_csv(120, seed=2), total_budget="8")
+        own = ready_dataset(owner=fuzz, name="mine", data=make_csv(120, seed=2), total_budget="8")
         funding = ManualFunding()
         funding.fund(user=fuzz, amount=Decimal("100000"))
         funding.fund(user=other, amount=Decimal("100"))

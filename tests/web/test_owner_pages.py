@@ -1,5 +1,6 @@
 """The owner's pages: dashboard, dataset upload, listing creation, a listing's figures."""
 
+from tests.datasets import ready_dataset
 import html
 import json
 import re
@@ -14,7 +15,6 @@ from django.urls import reverse
 
 from market.catalog import dashboard
 from market.catalog.models import Dataset, Listing
-from market.catalog.services import dataset_create
 from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail
 from releases.models import NoisePoint
@@ -113,7 +113,7 @@ def test_a_signed_in_non_owner_is_told_how_to_become_one(signed_in, buyer, url):
 
 def test_another_owners_listing_and_dataset_do_not_exist(signed_in, listing, users):
     intruder = users("mallory", owner=True)
-    dataset_create(owner=intruder, name="mine", data=make_csv(20), total_budget="100")
+    ready_dataset(owner=intruder, name="mine", data=make_csv(20), total_budget="100")
     client = signed_in(intruder)
     assert client.get(owner_listing(listing.pk)).status_code == 404
     assert client.get(f"{LISTING_NEW}?dataset={listing.dataset.public_id}").status_code == 404
@@ -204,7 +204,7 @@ def test_missing_name_and_file_are_shown_at_their_fields(signed_in, owner):
 
 @pytest.fixture
 def dataset(owner):
-    return dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget="3")
+    return ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="3")
 
 
 def test_the_listing_form_shows_the_columns_and_four_rows(signed_in, owner, dataset):
@@ -305,7 +305,7 @@ def test_adding_a_row_keeps_what_was_typed_and_saves_nothing(signed_in, owner, d
 
 
 def test_choosing_another_dataset_shows_its_columns(signed_in, owner, dataset):
-    other = dataset_create(owner=owner, name="heights", data=b"height,weight\n170,60\n182,81\n", total_budget="100")
+    other = ready_dataset(owner=owner, name="heights", data=b"height,weight\n170,60\n182,81\n", total_budget="100")
     client = signed_in(owner)
     newest = text(client.get(LISTING_NEW))
     assert '<option value="height">height</option>' in newest and f'<option value="{other.public_id}" selected>' in newest
