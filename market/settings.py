@@ -245,6 +245,8 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
 FILE_UPLOAD_PERMISSIONS = 0o600
 #: decrypted copies of datasets' files live in 0700 folders made here (default: the system's temporary folder)
 DATASET_TEMP_DIR = os.environ.get("DATASET_TEMP_DIR") or None
+#: seconds between two progress updates of a dataset being read
+DATASET_PROGRESS_EVERY = float(os.environ.get("DATASET_PROGRESS_EVERY", "0.5"))
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)
 API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
 API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))

@@ -275,7 +275,7 @@ def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
         return "skip"
 
     read = pacsv.ReadOptions(
-        column_names=names, skip_rows=1, block_size=4 << 20, encoding="utf8" if encoding == "utf-8" else "latin1",
+        column_names=names, skip_rows=1, block_size=1 << 20, encoding="utf8" if encoding == "utf-8" else "latin1",
     )
     parse = pacsv.ParseOptions(
         delimiter=delimiter, quote_char=quote, newlines_in_values=True, invalid_row_handler=on_invalid,
@@ -300,8 +300,7 @@ def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
                 if rows > max_rows:
                     raise IngestError([f"the file has more than {max_rows:,} rows (the limit)"])
                 out.write_batch(batch)
-                if i % 2 == 0:
-                    report(rows, min(99.0, 100.0 * counting.count / size))
+                report(rows, min(99.0, 100.0 * counting.count / size))
     except pa.ArrowException as exc:
         message = str(exc).split("\n")[0][:200]
         raise IngestError([f"the file is not valid CSV ({message}); check its quotes"]) from None

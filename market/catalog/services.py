@@ -6,6 +6,7 @@ import dataclasses
 import io
 import logging
 import os
+import time
 import uuid
 from decimal import Decimal
 
@@ -158,12 +159,17 @@ def dataset_create(
                 record_name_plural=many,
                 content_hash=digest,
             )
-            transaction.on_commit(lambda: dataset_queue(dataset_pk=dataset.pk))
+            _queue_on_commit(dataset.pk)
     except BaseException:
         files.delete(stored)
         raise
     dataset.same_content_as = same
     return dataset
+
+
+def _queue_on_commit(pk: int) -> None:
+    """Queue the dataset's processing once the transaction commits (tests may run it at once)."""
+    transaction.on_commit(lambda: dataset_queue(dataset_pk=pk))
 
 
 def dataset_queue(*, dataset_pk: int) -> bool:
@@ -177,6 +183,19 @@ def dataset_queue(*, dataset_pk: int) -> bool:
     except Exception:
         log.exception("could not queue the processing of dataset %s", dataset_pk)
         return False
+
+
+class _Throttled:
+    """Calls ``_progress`` at most every ``every`` seconds (the owner's page polls each second)."""
+
+    def __init__(self, pk: int, job: str, every: float = 0.5):
+        self.pk, self.job, self.every, self.last = pk, job, every, 0.0
+
+    def __call__(self, rows: int, percent: float) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            _progress(self.pk, self.job, phase="reading", rows=rows, percent=round(percent, 1))
 
 
 def _progress(pk: int, job: str, **figures) -> None:
@@ -211,9 +230,7 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
                 _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
                 found = ingest.read_upload(
                     upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
-                    progress=lambda rows, percent: _progress(
-                        dataset.pk, job, phase="reading", rows=rows, percent=round(percent, 1)
-                    ),
+                    progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY),
                 )
                 os.remove(upload)
                 _progress(dataset.pk, job, phase="inferring", rows=found.rows, percent=100)
@@ -304,8 +321,7 @@ def dataset_columns_set(*, owner, dataset_id: str, columns) -> Dataset:
         dataset.status = Dataset.Status.PROCESSING
         dataset.progress = {"job": _job(), "phase": "queued", "rows": dataset.row_count or 0, "percent": 100}
         dataset.save(update_fields=["columns", "status", "progress"])
-        pk = dataset.pk
-        transaction.on_commit(lambda: dataset_queue(dataset_pk=pk))
+        _queue_on_commit(dataset.pk)
     return dataset
 
 

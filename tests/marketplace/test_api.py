@@ -137,6 +137,7 @@ def test_a_buyer_never_reads_another_buyers_things(
     assert api(buyer).get(f"/api/v1/releases/{release_id}/").status_code == 200
 
 
+@pytest.mark.queued_datasets
 def test_owners_upload_datasets_and_create_listings(api, owner, users, eager_celery, django_capture_on_commit_callbacks):
     client = api(owner)
     upload = SimpleUploadedFile("visits.csv", make_csv(200), content_type="text/csv")
@@ -178,6 +179,7 @@ def test_an_empty_upload_is_refused_at_once_and_stores_nothing(api, owner):
     assert Dataset.objects.count() == 0
 
 
+@pytest.mark.queued_datasets
 @pytest.mark.parametrize(
     "content,message",
     [
@@ -200,6 +202,7 @@ def test_broken_uploads_fail_with_the_reason(api, owner, content, message, eager
     assert not Dataset.objects.get().upload_file  # the upload is deleted
 
 
+@pytest.mark.queued_datasets
 def test_bad_listing_specs_are_refused(api, owner, eager_celery, django_capture_on_commit_callbacks):
     upload = SimpleUploadedFile("visits.csv", make_csv(50), content_type="text/csv")
     with django_capture_on_commit_callbacks(execute=True):
