@@ -340,10 +340,6 @@ def _ragged_line(path, encoding, delimiter, quote, width) -> int | None:
 
 # --------------------------------------------------------------------------- step 2: inference
 
-_INT_RE = r"^[+-]?[0-9]+(\.0*)?$"
-_NUM_RE = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_DATETIME_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?$"
 _TRUE, _FALSE = ("true", "yes"), ("false", "no")
 
 
@@ -363,24 +359,40 @@ def _connect(tmpdir: str | None = None) -> duckdb.DuckDBPyConnection:
 
 
 def _missing_sql(v: str) -> str:
+    """SQL true when the text ``v`` (trimmed: see :func:`_trimmed`) is missing."""
     markers = ", ".join(_lit(m) for m in MISSING_MARKERS)
-    return f"({v} IS NULL OR trim({v}) = '' OR trim({v}) IN ({markers}))"
+    return f"({v} IS NULL OR {v} = '' OR (length({v}) <= 4 AND {v} IN ({markers})))"
 
 
-def _fits_sql(kind: str, v: str) -> str:
-    """SQL true when the present, trimmed text ``v`` is a value of type ``kind``."""
-    t = f"trim({v})"
+def _trimmed(raw_path: str, names: list[str]) -> str:
+    """The raw file with every cell trimmed once, and each row's index as ``__row``."""
+    cols = ", ".join(f"trim({_ident(n)}) AS {_ident(n)}" for n in names)
+    return f"(SELECT file_row_number AS __row, {cols} FROM read_parquet({_lit(raw_path)}, file_row_number=true))"
+
+
+def _number_sql(v: str) -> str:
+    """The trimmed text ``v`` as a double, or NULL; a failed cast is slow, so it is tried only on
+    text that starts like a number."""
+    return (f"(CASE WHEN substr({v}, 1, 1) IN ('0','1','2','3','4','5','6','7','8','9','+','-','.') "
+            f"THEN TRY_CAST({v} AS DOUBLE) END)")
+
+
+def _fits_sql(kind: str, v: str, number: str | None = None) -> str:
+    """SQL true when the present, trimmed text ``v`` is a value of type ``kind`` (vectorised casts,
+    no regular expressions: they cost a microsecond a cell)."""
+    number = number or _number_sql(v)
     if kind == "integer":
-        return (f"(regexp_matches({t}, '{_INT_RE}') AND abs(TRY_CAST({t} AS DOUBLE)) <= {_INTEGER_LIMIT})")
+        return f"(isfinite({number}) AND {number} = round({number}) AND abs({number}) <= {_INTEGER_LIMIT})"
     if kind == "decimal":
-        return f"(regexp_matches({t}, '{_NUM_RE}') AND isfinite(TRY_CAST({t} AS DOUBLE)))"
+        return f"(isfinite({number}))"
     if kind == "boolean":
-        return f"(lower({t}) IN ('true', 'false', 'yes', 'no'))"
+        return f"(lower({v}) IN ('true', 'false', 'yes', 'no'))"
+    # a failed date cast is slow (microseconds): try it only on text shaped like YYYY-MM-DD...
+    shaped = f"(length({v}) >= 10 AND substr({v}, 5, 1) = '-' AND substr({v}, 8, 1) = '-')"
     if kind == "date":
-        return f"(regexp_matches({t}, '{_DATE_RE}') AND TRY_CAST({t} AS DATE) IS NOT NULL)"
+        return f"(CASE WHEN length({v}) = 10 AND {shaped} THEN TRY_CAST({v} AS DATE) IS NOT NULL ELSE FALSE END)"
     if kind == "datetime":
-        return (f"((regexp_matches({t}, '{_DATETIME_RE}') AND TRY_CAST({t} AS TIMESTAMP) IS NOT NULL) "
-                f"OR (regexp_matches({t}, '{_DATE_RE}') AND TRY_CAST({t} AS DATE) IS NOT NULL))")
+        return f"(CASE WHEN {shaped} THEN TRY_CAST({v} AS TIMESTAMP) IS NOT NULL ELSE FALSE END)"
     return "TRUE"
 
 
@@ -393,7 +405,7 @@ _WHAT = {
 
 def _typed_sql(column: dict, v: str) -> str:
     t, kind = f"trim({v})", column["type"]
-    missing = _missing_sql(v)
+    missing = _missing_sql(t)
     if kind == "integer":
         value = f"CAST(CAST({t} AS DOUBLE) AS BIGINT)"
     elif kind == "decimal":
@@ -420,52 +432,71 @@ def _plain(x):
 
 def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> list[dict]:
     """Each column of the raw file: ``{"name", "type", "inferred", "missing", "missing_count",
-    "present", "markers", "fits": {type: null | {"bad", "line", "example"}}, "distinct",
-    "categories", "min", "max"}``. ``line_offset`` turns a row index into a line number
-    (2 for a CSV with its header; 1 for Parquet rows)."""
+    "present", "missing_line", "markers", "fits": {type: null | {"bad", "line", "example"}},
+    "distinct", "categories", "min", "max"}``. ``line_offset`` turns a row index into a line
+    number (2 for a CSV with its header; 1 for Parquet rows). Three scans of the file whatever
+    its number of columns, plus one per text column for its most frequent categories."""
     con = _connect(tmpdir)
     try:
-        source = f"read_parquet({_lit(raw_path)}, file_row_number=true)"
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
-        out, problems = [], []
+        source = _trimmed(raw_path, names)
+        flags = ", ".join(
+            f"{_missing_sql(_ident(n))} AS {_ident('missing:' + n)}, {_number_sql(_ident(n))} AS {_ident('number:' + n)}"
+            for n in names
+        )
+        # materialised once (spilling to the private temporary folder when large): every check reads it
+        con.execute(f"CREATE TEMP TABLE cells AS SELECT *, {flags} FROM {source}")
+        source = "cells"
+        parts = []
         for name in names:
             v = _ident(name)
-            missing = _missing_sql(v)
-            parts = [f"count(*) FILTER (WHERE {missing})", f"count(*) FILTER (WHERE NOT {missing})",
-                     f"list(DISTINCT CASE WHEN {v} IS NULL THEN 'null' ELSE trim({v}) END) FILTER (WHERE {missing})",
-                     f"min(file_row_number) FILTER (WHERE {missing})"]
+            missing = _ident("missing:" + name)
+            parts += [f"count(*) FILTER (WHERE {missing})", f"count(*) FILTER (WHERE NOT {missing})",
+                      f"min(__row) FILTER (WHERE {missing})"]
             for kind in _CHECKED:
-                bad = f"NOT {missing} AND NOT {_fits_sql(kind, v)}"
-                parts += [f"count(*) FILTER (WHERE {bad})", f"arg_min(trim({v}), file_row_number) FILTER (WHERE {bad})",
-                          f"min(file_row_number) FILTER (WHERE {bad})"]
-            row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
-            missing_count, present, markers, first_missing = row[:4]
+                bad = f"NOT {missing} AND NOT coalesce({_fits_sql(kind, v, _ident('number:' + name))}, FALSE)"
+                parts += [f"count(*) FILTER (WHERE {bad})", f"min(__row) FILTER (WHERE {bad})"]
+        row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
+        width = 3 + 2 * len(_CHECKED)
+        out, problems = [], []
+        for i, name in enumerate(names):
+            cells = row[i * width:(i + 1) * width]
+            missing_count, present, first_missing = cells[:3]
+            markers = []
+            if missing_count:
+                v = _ident(name)
+                markers = [m for (m,) in con.execute(
+                    f"SELECT DISTINCT coalesce({v}, 'null') FROM cells WHERE {_missing_sql(v)}"
+                ).fetchall()]
             fits = {}
-            for i, kind in enumerate(_CHECKED):
-                bad, example, first = row[4 + 3 * i: 7 + 3 * i]
-                fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "example": example[:40]}
+            for j, kind in enumerate(_CHECKED):
+                bad, first = cells[3 + 2 * j: 5 + 2 * j]
+                fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
             inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
-            column = {
+            out.append({
                 "name": name, "type": inferred, "inferred": inferred,
                 "missing": "none" if not missing_count else "exclude",
                 "missing_count": missing_count, "present": present,
                 "missing_line": None if first_missing is None else first_missing + line_offset,
-                "markers": sorted("(empty)" if m == "" else m for m in (markers or [])),
+                "markers": sorted("(empty)" if m == "" else m for m in markers),
                 "fits": fits,
-            }
-            column.update(_summary(con, source, column))
-            out.append(column)
-            if inferred == "categorical":
-                formulas, example, first = con.execute(
-                    f"SELECT count(*), arg_min(trim({v}), file_row_number), min(file_row_number) FROM {source} "
-                    f"WHERE NOT {missing} AND regexp_matches(trim({v}), '^[=@]')"
-                ).fetchone()
-                if formulas:
-                    problems.append(
-                        f"column {name!r}: {_values(formulas)} spreadsheet formulas (starting with = or @), first at "
-                        f"line {first + line_offset} ({example[:30]!r}); remove them or quote them as text with a "
-                        "leading apostrophe"
-                    )
+            })
+        _examples(con, out)
+        _summaries(con, source, out)
+        for column in out:
+            if column["inferred"] != "categorical":
+                continue
+            v = _ident(column["name"])
+            formulas, example, first = con.execute(
+                f"SELECT count(*), arg_min({v}, __row), min(__row) FROM {source} "
+                f"WHERE NOT {_missing_sql(v)} AND (starts_with({v}, '=') OR starts_with({v}, '@'))"
+            ).fetchone()
+            if formulas:
+                problems.append(
+                    f"column {column['name']!r}: {_values(formulas)} spreadsheet formulas (starting with = or @), "
+                    f"first at line {first + line_offset} ({example[:30]!r}); remove them or quote them as text with "
+                    "a leading apostrophe"
+                )
         if problems:
             raise IngestError(problems)
         return out
@@ -473,25 +504,47 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
         con.close()
 
 
-def _summary(con, source: str, column: dict) -> dict:
-    """min/max (numbers, dates), distinct values and the most frequent categories (text, booleans)."""
-    v, kind = _ident(column["name"]), column["inferred"]
-    missing = _missing_sql(v)
-    typed = _typed_sql({"name": "x", "type": kind}, v).rsplit(" AS ", 1)[0]
-    out = {"min": None, "max": None, "distinct": None, "categories": []}
-    low, high, distinct = con.execute(
-        f"SELECT min(x), max(x), count(DISTINCT x) FROM (SELECT {typed} AS x FROM {source})"
-    ).fetchone()
-    out["distinct"] = distinct
-    if kind in ("integer", "decimal", "date", "datetime"):
-        out["min"], out["max"] = _plain(low), _plain(high)
-    if kind in ("categorical", "boolean"):
-        rows = con.execute(
-            f"SELECT trim({v}) AS c, count(*) AS n FROM {source} WHERE NOT {missing} "
-            f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
-        ).fetchall()
-        out["categories"] = [{"value": c, "count": n} for c, n in rows]
-    return out
+def _examples(con, columns: list[dict]) -> None:
+    """The text of each type's first misfit (one lookup of the rows found)."""
+    rows = sorted({bad["row"] for c in columns for bad in c["fits"].values() if bad})
+    if not rows:
+        return
+    names = [c["name"] for c in columns]
+    found = {r[0]: r[1:] for r in con.execute(
+        f"SELECT __row, {', '.join(_ident(n) for n in names)} FROM cells WHERE __row IN ({', '.join(map(str, rows))})"
+    ).fetchall()}
+    for i, column in enumerate(columns):
+        for bad in column["fits"].values():
+            if bad:
+                bad["example"] = (found.get(bad.pop("row"), [""] * len(names))[i] or "")[:40]
+
+
+def _summaries(con, source: str, columns: list[dict]) -> None:
+    """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans)."""
+    parts = []
+    for column in columns:
+        typed = _typed_sql({"name": "x", "type": column["inferred"]}, _ident(column["name"])).rsplit(" AS ", 1)[0]
+        if column["inferred"] in ("categorical", "boolean"):
+            typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
+        parts += [f"min({typed})", f"max({typed})", f"approx_count_distinct({typed})"]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
+    for i, column in enumerate(columns):
+        low, high, distinct = row[3 * i: 3 * i + 3]
+        column.update({"min": None, "max": None, "distinct": distinct, "categories": []})
+        kind = column["inferred"]
+        if kind in ("integer", "decimal", "date", "datetime"):
+            column["min"], column["max"] = _plain(low), _plain(high)
+        if kind in ("categorical", "boolean"):
+            v = _ident(column["name"])
+            rows = con.execute(
+                f"SELECT {v} AS c, count(*) AS n FROM {source} WHERE NOT {_missing_sql(v)} "
+                f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
+            ).fetchall()
+            column["categories"] = [{"value": c, "count": n} for c, n in rows]
+            if distinct is not None and distinct <= 10 * TOP_CATEGORIES:
+                column["distinct"] = con.execute(
+                    f"SELECT count(DISTINCT {v}) FROM {source} WHERE NOT {_missing_sql(v)}"
+                ).fetchone()[0]
 
 
 # --------------------------------------------------------------------------- confirmation and the typed file

@@ -100,10 +100,11 @@ class Dataset(models.Model):
 
     @property
     def numeric_column_names(self) -> list[str]:
-        """The integer and decimal columns (the ones today's statistics read)."""
+        """The complete integer and decimal columns: the ones today's statistics read (TEMPORARY, until
+        listing creation computes over the typed file with missing-value policies)."""
         return [
             c if isinstance(c, str) else c["name"] for c in self.columns or []
-            if isinstance(c, str) or c.get("type") in ("integer", "decimal")
+            if isinstance(c, str) or (c.get("type") in ("integer", "decimal") and not c.get("missing_count"))
         ]
 
     @property
