@@ -6,6 +6,8 @@
 ``REDIS_URL``         Celery broker and shared cache; default: a broker on the file system
 ``DJANGO_ALLOWED_HOSTS`` comma-separated, production only
 ``DB_LOCK_TIMEOUT_MS`` PostgreSQL: the longest wait for a row lock (default 3000)
+``GRADUAL_ENCRYPTION_KEYS`` keys for encryption at rest: ``id:base64-32-bytes,...``, the first seals
+                      (market/core/crypto.py); unset: a key derived from the secret key (development only)
 """
 
 import os
@@ -225,6 +227,11 @@ API_KEY_PEPPER = os.environ.get("API_KEY_PEPPER", "")
 API_KEY_MAX_ACTIVE = int(os.environ.get("API_KEY_MAX_ACTIVE", "100"))
 #: a key made by POST auth/token/ (username + password) expires after this many days; 0 = never
 API_KEY_SIGN_IN_DAYS = int(os.environ.get("API_KEY_SIGN_IN_DAYS", "90"))
+
+# --- encryption at rest (market/core/crypto.py): data files, true answers and stored noise.
+# Comma-separated id:base64(32 bytes); the first seals, all open. "dev" names the key derived from
+# SECRET_KEY, the only key when this is empty (check --deploy warns about that in production).
+GRADUAL_ENCRYPTION_KEYS = os.environ.get("GRADUAL_ENCRYPTION_KEYS", "")
 
 # --- marketplace limits
 #: an uploaded table (CSV or Parquet): streamed to storage in chunks, never whole in memory

@@ -11,3 +11,9 @@ def path_lock(*, listing_id) -> NoisePath:
     """The listing's noise path, locked for update: a path is extended only under this lock."""
     taken(Rank.PATH, f"path of listing {listing_id}")
     return NoisePath.objects.select_for_update().get(listing_id=listing_id)
+
+
+def path_lock_by_id(*, path_id) -> NoisePath | None:
+    """The noise path ``path_id``, locked for update (re-encrypting its noise); None if there is none."""
+    taken(Rank.PATH, f"path {path_id}")
+    return NoisePath.objects.select_for_update().filter(pk=path_id).first()

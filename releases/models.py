@@ -12,8 +12,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from market.core import ids
+from market.core import crypto, ids
 from market.core.fields import LevelField
+
+from .path import l2_from_bytes, l2_to_bytes
 
 
 class NoisePath(models.Model):
@@ -21,7 +23,9 @@ class NoisePath(models.Model):
     dim = models.PositiveIntegerField()
     norm = models.CharField(max_length=2, default="l1", help_text="l1: a Laplace path per value; l2: one vector path")
     jumps = models.BinaryField(
-        null=True, blank=True, help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes)"
+        null=True, blank=True,
+        help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes), encrypted "
+        "for this row; read and written only through jump_list() and set_jump_list()",
     )
     released_max = LevelField(default=0, help_text="the largest level released: the privacy spent")
     updated_at = models.DateTimeField(auto_now=True)
@@ -29,13 +33,29 @@ class NoisePath(models.Model):
     class Meta:
         constraints = [models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative")]
 
+    def jumps_context(self) -> bytes:
+        return crypto.jumps_context(self.pk)
+
+    def jump_list(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The l2 path's (levels, values), decrypted; None before its first release."""
+        if self.jumps is None:
+            return None
+        return l2_from_bytes(crypto.unseal(bytes(self.jumps), context=self.jumps_context()))
+
+    def set_jump_list(self, levels, values) -> None:
+        """Encrypt the jump list into ``jumps`` under the current key; the caller saves."""
+        self.jumps = crypto.seal(l2_to_bytes(levels, values), context=self.jumps_context())
+
 
 class NoisePoint(models.Model):
     """The path's noise (unit sensitivity) at one level. Secret: owner-only."""
 
     path = models.ForeignKey(NoisePath, on_delete=models.PROTECT, related_name="points")
     level = LevelField()
-    noise = models.BinaryField(help_text="float64, little-endian, one per released value")
+    noise = models.BinaryField(
+        help_text="float64, little-endian, one per released value, encrypted for this path and level; "
+        "read and written only through vector() and set_vector()"
+    )
     method = models.CharField(max_length=16, help_text="initial, relax, tighten or bridge")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -46,8 +66,17 @@ class NoisePoint(models.Model):
             models.CheckConstraint(condition=Q(level__gt=0), name="point_level_positive"),
         ]
 
+    def noise_context(self) -> bytes:
+        """This point's associated data: its path and level (unique together, known before the insert)."""
+        return crypto.noise_context(self.path_id, self.level)
+
     def vector(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.noise), dtype="<f8").copy()
+        """The noise, decrypted (raises market.core.crypto.CryptoError if it does not open)."""
+        return crypto.unseal_floats(self.noise, context=self.noise_context())
+
+    def set_vector(self, values) -> None:
+        """Encrypt ``values`` (float64) into ``noise`` under the current key; the caller saves."""
+        self.noise = crypto.seal_floats(values, context=self.noise_context())
 
 
 class Release(models.Model):

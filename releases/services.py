@@ -19,16 +19,18 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from market.core import crypto
+from market.core.crypto import CryptoError, UnknownKeyError
+from market.core.migration_helpers import append_only_lifted
 from market.core.locks import retrying
 from market.trading.locks import holding_lock, purchase_lock
 from market.trading.models import Purchase
 from market.trading.services import purchase_fail
 
-from .locks import path_lock
+from .locks import path_lock, path_lock_by_id
 from .mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import NoisePath, NoisePoint, Release
 from .path import NoisePath as EnginePath
-from .path import l2_from_bytes, l2_to_bytes
 from .postprocess import snap
 
 log = logging.getLogger(__name__)
@@ -55,20 +57,40 @@ def _l2_point_at(path: NoisePath, level, ceiling, rng: np.random.Generator) -> N
     if found:
         return found
     eps, top = float(level), float(ceiling)
-    if path.jumps is None:
+    known = _opened(path.jump_list, "the path's stored jump list")
+    if known is None:
         levels, values = l2_path(path.dim, top, eps, rng)
         method = "l2 initial"
     else:
-        levels, values = l2_from_bytes(path.jumps)
+        levels, values = known
         method = "l2 lookup"
         if eps < levels[-1]:
             levels, values = l2_extend(levels, values, eps, rng)
             method = "l2 extend"
     if method != "l2 lookup":
-        path.jumps = l2_to_bytes(levels, values)
+        path.set_jump_list(levels, values)
         path.save(update_fields=["jumps", "updated_at"])
-    noise = l2_at(levels, values, eps)
-    return NoisePoint.objects.create(path=path, level=level, noise=np.asarray(noise, dtype="<f8").tobytes(), method=method)
+    return _new_point(path, level, l2_at(levels, values, eps), method)
+
+
+def _new_point(path: NoisePath, level, noise, method: str) -> NoisePoint:
+    """Store the path's noise at ``level``, encrypted (market.core.crypto)."""
+    point = NoisePoint(path=path, level=level, method=method)
+    point.set_vector(noise)
+    point.save(force_insert=True)
+    return point
+
+
+def _opened(read, what: str):
+    """``read()``, with stored data that does not decrypt (damaged, or moved from another row) as
+    :class:`ReleaseImpossible` (refunded at once); a key missing from the configuration stays an
+    error for the operator (the task is retried, with the reason in the log, as for any other error)."""
+    try:
+        return read()
+    except UnknownKeyError:
+        raise
+    except CryptoError:
+        raise ReleaseImpossible(f"{what} is damaged (it does not decrypt)") from None
 
 
 def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
@@ -84,14 +106,13 @@ def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
     below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").first()
     above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").first()
     known = [p for p in (below, above) if p is not None]
-    for p in known:
-        if p.vector().shape != (path.dim,):
+    vectors = [_opened(p.vector, f"the stored noise at level {p.level}") for p in known]
+    for p, v in zip(known, vectors):
+        if v.shape != (path.dim,):
             raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
-    engine = EnginePath(path.dim, [float(p.level) for p in known], [p.vector() for p in known] if known else None)
+    engine = EnginePath(path.dim, [float(p.level) for p in known], vectors if known else None)
     draw = engine.draw(float(level), rng)
-    return NoisePoint.objects.create(
-        path=path, level=level, noise=np.asarray(draw.noise, dtype="<f8").tobytes(), method=draw.method
-    )
+    return _new_point(path, level, draw.noise, draw.method)
 
 
 def release_compute(*, purchase_id, rng: np.random.Generator | None = None) -> Release | None:
@@ -121,7 +142,7 @@ def _release_make(*, purchase_id, buyer_id, listing_id, rng: np.random.Generator
         if not purchase.in_flight:
             return Release.objects.filter(purchase=purchase).first()
         listing, level = purchase.listing, purchase.level_to
-        answer = listing.true_answer()
+        answer = _opened(listing.true_answer, "the listing's stored answer")
         if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
             raise ReleaseImpossible("the listing's stored answer is damaged")
         rng = rng if rng is not None else new_rng()
@@ -131,7 +152,7 @@ def _release_make(*, purchase_id, buyer_id, listing_id, rng: np.random.Generator
             point = _point_at(path, level, rng)
         _checkpoint("after_noise")
         scales = listing.noise_scales(level)
-        noisy = answer + np.asarray(listing.weights, dtype=np.float64) * point.vector()
+        noisy = answer + np.asarray(listing.weights, dtype=np.float64) * _opened(point.vector, "the stored noise")
         values = snap(noisy, scales, listing.lower, listing.upper)
         release = Release.objects.create(
             purchase=purchase,
@@ -178,3 +199,53 @@ def releases_sweep(*, older_than: timedelta | None = None) -> int:
     for purchase_id in stale.values_list("pk", flat=True):
         count += release_queue(purchase_id=purchase_id)
     return count
+
+
+@crypto.register_rotator("stored noise")
+def noise_rotate() -> crypto.Rotated:
+    """Re-encrypt every path's jump list and noise point under the current key
+    (``manage.py rotate_encryption_keys``).
+
+    One path at a time, under the path's row lock (the lock releases take, so none is
+    made meanwhile). Noise points are append-only: their trigger is lifted for the
+    rewrite only, in the same transaction, and only when the path has a point to
+    rewrite; the noise itself never changes. Idempotent (what is already under the
+    current key is only checked to open); what does not open is counted as damaged
+    and left as it is.
+    """
+    done = crypto.Rotated()
+    for path_id in NoisePath.objects.order_by("pk").values_list("pk", flat=True).iterator():
+        counts = retrying(lambda p=path_id: _path_reseal(path_id=p), what="key rotation")
+        for name, n in counts.items():
+            setattr(done, name, getattr(done, name) + n)
+    return done
+
+
+def _path_reseal(*, path_id: int) -> dict[str, int]:
+    counts = {"resealed": 0, "unchanged": 0, "damaged": 0}
+
+    def rewrite(obj, field, context):
+        try:
+            new = crypto.reseal(getattr(obj, field), context=context)
+        except CryptoError:
+            counts["damaged"] += 1
+            return False
+        if new is None:
+            counts["unchanged"] += 1
+            return False
+        setattr(obj, field, new)
+        counts["resealed"] += 1
+        return True
+
+    with transaction.atomic():
+        path = path_lock_by_id(path_id=path_id)
+        if path is None:
+            return counts
+        if path.jumps is not None and rewrite(path, "jumps", path.jumps_context()):
+            path.save(update_fields=["jumps"])
+        points = NoisePoint.objects.filter(path=path).only("pk", "path_id", "level", "noise").order_by("pk")
+        changed = [p for p in points if rewrite(p, "noise", p.noise_context())]
+        if changed:
+            with append_only_lifted(transaction.get_connection(), NoisePoint._meta.db_table):
+                NoisePoint.objects.bulk_update(changed, ["noise"])
+    return counts

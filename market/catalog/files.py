@@ -141,30 +141,53 @@ def dataset_table_path(dataset) -> Iterator[str]:
         yield path
 
 
-def files_reseal() -> int:
-    """Re-seal every dataset file with the current key (after a key rotation): each file is
-    decrypted (with whichever key sealed it) and sealed again under a new name; the dataset
-    row then points at the new file and the old one is deleted, so a crash half-way loses
-    nothing. Returns how many files were re-sealed."""
+def _sealed_key_id(name: str) -> str | None:
+    """The id of the key that sealed the stored file ``name`` (its first bytes); None if unreadable."""
+    try:
+        with storage().open(name, "rb") as f:
+            return crypto.key_id_of(f.read(64))
+    except (crypto.CryptoError, OSError):
+        return None
+
+
+@crypto.register_rotator("dataset files")
+def files_reseal() -> crypto.Rotated:
+    """Re-seal every dataset file not under the current key (``manage.py rotate_encryption_keys``):
+    each is decrypted and sealed again under a new name; the dataset row then points at the new
+    file (under its row lock, only if it still names the old one) and the old file is deleted,
+    so a crash half-way loses nothing. Idempotent: a file already under the current key is left
+    alone. A file that does not open is counted as damaged and left as it is."""
     from django.db import transaction
 
     from .models import Dataset
 
-    count = 0
-    for pk in Dataset.objects.values_list("pk", flat=True).iterator():
+    done = crypto.Rotated()
+    current = crypto.current_key_id()
+    for pk in Dataset.objects.order_by("pk").values_list("pk", flat=True).iterator():
         dataset = Dataset.objects.only("pk", "public_id", "upload_file", "raw_file", "typed_file").get(pk=pk)
         for field in ("upload_file", "raw_file", "typed_file"):
             old = getattr(dataset, field)
             if not old or not storage().exists(old):
                 continue
-            kind = field.split("_")[0]
-            with decrypted(old, suffix="") as plain:
-                new = seal_path(plain, new_name(dataset.public_id, kind))
+            key_id = _sealed_key_id(old)
+            if key_id is None:
+                done.damaged += 1
+                continue
+            if key_id == current:
+                done.unchanged += 1
+                continue
+            try:
+                with decrypted(old, suffix="") as plain:
+                    new = seal_path(plain, new_name(dataset.public_id, field.split("_")[0]))
+            except crypto.CryptoError:
+                done.damaged += 1
+                continue
             with transaction.atomic():
-                moved = Dataset.objects.filter(pk=pk, **{field: old}).update(**{field: new})
+                moved = Dataset.objects.select_for_update().filter(pk=pk, **{field: old}).update(**{field: new})
             if moved:
                 delete(old)
-                count += 1
+                done.resealed += 1
             else:  # the dataset moved on meanwhile (reprocessed): the new copy is not needed
                 delete(new)
-    return count
+                done.unchanged += 1
+    return done

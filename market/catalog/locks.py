@@ -48,3 +48,10 @@ def owned_listings_lock(*, owner) -> list[int]:
     return list(
         Listing.objects.select_for_update(of=("self",)).filter(dataset__owner=owner).order_by("pk").values_list("pk", flat=True)
     )
+
+
+def listing_answer_lock(*, listing_id: int) -> Listing | None:
+    """The listing ``listing_id`` (open or closed) with only its true answer loaded, locked for update
+    (re-encrypting the answer under a new key); None if there is none."""
+    taken(Rank.LISTING, f"listing {listing_id}")
+    return Listing.objects.select_for_update(of=("self",)).only("pk", "answer").filter(pk=listing_id).first()

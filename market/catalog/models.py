@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from market.core import ids
+from market.core import crypto, ids
 from market.core.fields import LevelField, MoneyField
 
 
@@ -169,7 +169,10 @@ class Listing(models.Model):
     weights = models.JSONField(help_text="per value: noise multiplier (scale = weight / eps)")
     lower = models.JSONField(help_text="declared range of each value, for clamping")
     upper = models.JSONField()
-    answer = models.BinaryField(help_text="the true answer (float64): secret")
+    answer = models.BinaryField(
+        help_text="the true answer (float64), encrypted for this row (market.core.crypto): secret. "
+        "Read and written only through true_answer() and set_true_answer()"
+    )
     ceiling = LevelField(help_text="the highest eps ever sold on this listing")
     price_curve = models.JSONField(default=dict, help_text="see market.catalog.pricing: linear, power or compensation")
     compensation = models.JSONField(
@@ -204,8 +207,19 @@ class Listing(models.Model):
     def dim(self) -> int:
         return len(self.labels)
 
+    def answer_context(self) -> bytes:
+        """The associated data the answer is sealed with: this row's, so it cannot be moved to another."""
+        if self.pk is None:
+            raise ValueError("a listing's answer is sealed for its row: save the listing first")
+        return crypto.answer_context(self.pk)
+
     def true_answer(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.answer), dtype="<f8").copy()
+        """The true answer, decrypted (raises market.core.crypto.CryptoError if it does not open)."""
+        return crypto.unseal_floats(self.answer, context=self.answer_context())
+
+    def set_true_answer(self, values) -> None:
+        """Encrypt ``values`` (float64) into ``answer`` under the current key; the caller saves."""
+        self.answer = crypto.seal_floats(values, context=self.answer_context())
 
     def noise_scales(self, eps: Decimal) -> np.ndarray:
         """The Laplace scale of each released value at level ``eps``."""

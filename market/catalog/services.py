@@ -15,15 +15,16 @@ from django.conf import settings
 from django.db import transaction
 
 from market.accounts.roles import require_role
-from market.core import ids, visibility
+from market.core import crypto, ids, visibility
 from market.core.errors import InvalidInput, NotFound
+from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 
 from . import files, ingest
 from .budget import NOT_EPS_DP
-from .locks import dataset_lock, dataset_lock_any
+from .locks import dataset_lock, dataset_lock_any, listing_answer_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
@@ -481,12 +482,53 @@ def listing_create(
             weights=[float(w) for w in plan.weights],
             lower=[float(v) for v in plan.lower],
             upper=[float(v) for v in plan.upper],
-            answer=np.asarray(answer, dtype="<f8").tobytes(),
+            answer=b"",  # sealed for the row once it has its id, just below
             ceiling=ceiling,
             price_curve=curve.as_dict(),
             compensation=model.as_dict() if model else None,
             price_per_epsilon=(curve.price(ceiling) / ceiling).quantize(Decimal("0.01")),
         )
+        listing.set_true_answer(answer)
+        listing.save(update_fields=["answer"])
         NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm)
         account_get(user=owner, kind=Account.Kind.EARNINGS)
     return listing
+
+
+@crypto.register_rotator("listing answers")
+def listing_answers_rotate() -> crypto.Rotated:
+    """Re-encrypt every listing's true answer under the current key (``manage.py rotate_encryption_keys``).
+
+    One listing at a time, under its row lock (its purchases wait a moment); an answer
+    already under the current key is only checked to open, so a second run changes nothing.
+    An answer that does not open is counted as damaged and left as it is.
+    """
+    done = crypto.Rotated()
+    for pk, blob in Listing.objects.order_by("pk").values_list("pk", "answer").iterator():
+        try:
+            stale = crypto.reseal(blob, context=crypto.answer_context(pk)) is not None
+        except crypto.CryptoError:
+            done.damaged += 1
+            continue
+        if not stale:
+            done.unchanged += 1
+            continue
+        outcome = retrying(lambda pk=pk: _listing_answer_reseal(listing_id=pk), what="key rotation")
+        setattr(done, outcome, getattr(done, outcome) + 1)
+    return done
+
+
+def _listing_answer_reseal(*, listing_id: int) -> str:
+    with transaction.atomic():
+        listing = listing_answer_lock(listing_id=listing_id)
+        if listing is None:
+            return "unchanged"  # deleted meanwhile
+        try:
+            new = crypto.reseal(listing.answer, context=listing.answer_context())
+        except crypto.CryptoError:
+            return "damaged"
+        if new is None:
+            return "unchanged"  # another run got here first
+        listing.answer = new
+        listing.save(update_fields=["answer"])
+        return "resealed"

@@ -9,6 +9,7 @@ triggers are reinstalled after the change, whichever way it runs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 
 BATCH = 1000
@@ -109,3 +110,38 @@ def public_id_operations(app_label: str, model_name: str, new_id, *, append_only
             ),
         ),
     ]
+
+
+@contextlib.contextmanager
+def append_only_lifted(connection, table: str):
+    """Within the caller's transaction: ``table``'s append-only trigger lifted, then put back.
+
+    For rewriting stored bytes whose meaning does not change (encrypting them, or
+    re-encrypting them under a new key). PostgreSQL: the trigger is disabled and
+    enabled again in the same transaction (``ALTER TABLE`` locks the table against
+    writers until commit, so keep the transaction short); SQLite: dropped and
+    created again. A failure inside rolls the lifting back with everything else.
+    Nothing happens where the trigger is not installed (a new database).
+    """
+    from django.db import transaction
+
+    trigger = f"{table}_append_only"
+    if not connection.in_atomic_block:
+        raise transaction.TransactionManagementError("append_only_lifted needs a transaction")
+    if connection.vendor not in ("postgresql", "sqlite") or not _has_trigger(connection, table, trigger):
+        yield
+        return
+    invariants = importlib.import_module("market.core.migrations.0001_database_invariants")
+    quoted = connection.ops.quote_name(table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"ALTER TABLE {quoted} DISABLE TRIGGER {trigger}")
+        else:
+            cursor.execute(f"DROP TRIGGER {trigger}")
+    yield
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"ALTER TABLE {quoted} ENABLE TRIGGER {trigger}")
+        else:
+            (sql,) = [s for s in invariants.SQLITE if f"CREATE TRIGGER {trigger} " in s]
+            cursor.execute(sql)

@@ -9,6 +9,7 @@ production process carry the security headers and redirect plain HTTP to HTTPS.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -24,6 +25,7 @@ HOST = "market.example.com"
 LOOSENERS = (
     "DJANGO_DEBUG", "DJANGO_SECURE_SSL_REDIRECT", "DJANGO_HSTS_SECONDS", "DEMO_MODE", "DJANGO_SECRET_KEY",
     "DJANGO_ALLOW_ASYNC_UNSAFE",  # set by the browser tests for their own thread; never in deployment
+    "GRADUAL_ENCRYPTION_KEYS",
 )
 
 
@@ -35,6 +37,7 @@ def production_env(**changes) -> dict:
         DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
         DJANGO_ALLOWED_HOSTS=HOST,
         DJANGO_SETTINGS_MODULE="market.settings",
+        GRADUAL_ENCRYPTION_KEYS=f"k1:{base64.b64encode(secrets.token_bytes(32)).decode()}",
     )
     for name, value in changes.items():
         if value is None:
@@ -87,8 +90,10 @@ def test_development_starts_without_a_secret_key():
         ({"DJANGO_DEBUG": "true"}, "security.W018"),
         ({"DJANGO_HSTS_SECONDS": "0"}, "security.W004"),
         ({"DJANGO_SECURE_SSL_REDIRECT": "false"}, "security.W008"),
+        ({"GRADUAL_ENCRYPTION_KEYS": None}, "gradual.W001"),
+        ({"GRADUAL_ENCRYPTION_KEYS": "k1:too-short"}, "gradual.E001"),
     ],
-    ids=["weak-secret-key", "debug-on", "no-hsts", "no-ssl-redirect"],
+    ids=["weak-secret-key", "debug-on", "no-hsts", "no-ssl-redirect", "derived-encryption-key", "malformed-keys"],
 )
 def test_a_weakened_production_fails_the_deploy_check(changes, issue):
     done = deploy_check(production_env(**changes))

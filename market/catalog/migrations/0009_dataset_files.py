@@ -68,7 +68,7 @@ def to_matrix(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0007_neighbouring_relation"),
+        ("catalog", "0008_encrypt_answers"),
     ]
 
     operations = [
