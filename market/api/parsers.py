@@ -114,11 +114,16 @@ def _django_limits(parse, *, files: bool = False):
         if declared and declared > limit:
             raise _too_large(limit)
         try:
-            return parse(self, stream, media_type, parser_context)
-        except RequestDataTooBig as exc:
-            raise PayloadTooLarge(f"The request body is too large: {exc}") if files else _too_large(limit) from None
+            parsed = parse(self, stream, media_type, parser_context)
+        except RequestDataTooBig:
+            raise _too_large(limit) from None
         except SuspiciousOperation as exc:  # TooManyFieldsSent, TooManyFilesSent, a bad boundary
             raise ParseError(f"Form parse error - {exc}") from None
+        request = getattr((parser_context or {}).get("request"), "_request", None)
+        stopped = getattr(request, "upload_too_large", None)
+        if files and stopped:  # a file stopped at UPLOAD_MAX_BYTES by market.catalog.uploads
+            raise PayloadTooLarge(f"The file is larger than the limit of {stopped:,} bytes.")
+        return parsed
 
     return wrapped
 

@@ -493,9 +493,10 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
             ).fetchone()
             if formulas:
                 problems.append(
-                    f"column {column['name']!r}: {_values(formulas)} spreadsheet formulas (starting with = or @), "
-                    f"first at line {first + line_offset} ({example[:30]!r}); remove them or quote them as text with "
-                    "a leading apostrophe"
+                    f"column {column['name']!r}: {_cells(formulas)} "
+                    f"{'looks like a spreadsheet formula' if formulas == 1 else 'look like spreadsheet formulas'} "
+                    f"(starting with = or @), first at line {first + line_offset} ({example[:30]!r}); remove them or "
+                    "start them with an apostrophe"
                 )
         if problems:
             raise IngestError(problems)
@@ -541,10 +542,11 @@ def _summaries(con, source: str, columns: list[dict]) -> None:
                 f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
             ).fetchall()
             column["categories"] = [{"value": c, "count": n} for c, n in rows]
-            if distinct is not None and distinct <= 10 * TOP_CATEGORIES:
-                column["distinct"] = con.execute(
-                    f"SELECT count(DISTINCT {v}) FROM {source} WHERE NOT {_missing_sql(v)}"
-                ).fetchone()[0]
+        if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
+            typed = _typed_sql({"name": "x", "type": kind}, _ident(column["name"])).rsplit(" AS ", 1)[0]
+            if kind in ("categorical", "boolean"):
+                typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
+            column["distinct"] = con.execute(f"SELECT count(DISTINCT {typed}) FROM {source}").fetchone()[0]
 
 
 # --------------------------------------------------------------------------- confirmation and the typed file

@@ -2,16 +2,16 @@
 
 Django hands a multipart file to its handlers chunk by chunk: small files stay
 in memory, larger ones go to a temporary file (``FILE_UPLOAD_TEMP_DIR``,
-mode 0600). Past the limit the upload stops with ``RequestDataTooBig`` (the
-API answers 413, ``market.api.parsers``), whatever the request's declared
-length (a chunked body has none).
+mode 0600). Past the limit the file is dropped (``StopUpload``: the rest of the body is read
+and discarded) and the request is marked ``upload_too_large = limit``, whatever its
+declared length (a chunked body has none): the API answers 413
+(``market.api.parsers``), the owner's page shows the limit at the file input.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.core.files.uploadhandler import MemoryFileUploadHandler, TemporaryFileUploadHandler
+from django.core.files.uploadhandler import MemoryFileUploadHandler, StopUpload, TemporaryFileUploadHandler
 
 
 class _Limited:
@@ -23,7 +23,9 @@ class _Limited:
         self._received = getattr(self, "_received", 0) + len(raw_data)
         limit = settings.UPLOAD_MAX_BYTES
         if self._received > limit:
-            raise RequestDataTooBig(f"The file is larger than the limit of {limit:,} bytes.")
+            if self.request is not None:
+                self.request.upload_too_large = limit
+            raise StopUpload(connection_reset=False)
         return super().receive_data_chunk(raw_data, start)
 
 
@@ -33,3 +35,7 @@ class LimitedMemoryFileUploadHandler(_Limited, MemoryFileUploadHandler):
 
 class LimitedTemporaryFileUploadHandler(_Limited, TemporaryFileUploadHandler):
     """Larger files to a temporary file, chunk by chunk, up to ``UPLOAD_MAX_BYTES``."""
+
+
+def too_large_message(limit: int) -> str:
+    return f"The file is larger than the limit of {limit:,} bytes."

@@ -23,6 +23,7 @@ from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors
 from market.catalog.columns import MISSING as MISSING_POLICIES
 from market.catalog.columns import TYPES as COLUMN_TYPES
+from market.catalog.uploads import too_large_message
 from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
@@ -93,6 +94,11 @@ def dataset_budget(request, dataset_id: str):
 def dataset_new(request):
     posted = request.method == "POST"
     form = DatasetUploadForm(request.POST, request.FILES) if posted else DatasetUploadForm()
+    if posted and getattr(request, "upload_too_large", None):  # stopped at the limit (market.catalog.uploads)
+        form.is_valid()
+        form.errors["file"] = form.error_class([too_large_message(request.upload_too_large)])
+        context = {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20}
+        return render(request, "owner/dataset_new.html", context, status=413)
     if posted and form.is_valid():
         d = form.cleaned_data
         try:

@@ -122,8 +122,8 @@ def test_formula_cells_are_refused_per_column(tmp_path):
     with pytest.raises(ingest.IngestError) as failure:
         run(tmp_path, text)
     assert failure.value.reasons == [
-        "column 'note': 2 values are spreadsheet formulas (starting with = or @), first at line 2 "
-        "('=HYPERLINK(\"http://evil\")'); remove them or quote them as text with a leading apostrophe"
+        "column 'note': 2 cells look like spreadsheet formulas (starting with = or @), first at line 2 "
+        "('=HYPERLINK(\"http://evil\")'); remove them or start them with an apostrophe"
     ]
 
 

@@ -185,7 +185,7 @@ def test_an_empty_upload_is_refused_at_once_and_stores_nothing(api, owner):
     [
         (b"age,income\n", "no data"),
         (b"age,income\n1,2\n3,4\n5\n", "line 4: has 1 cells but the header has 2"),
-        (b"age,income\n1,=SUM(A1)\n", "column 'income': 1 value is spreadsheet formulas"),
+        (b"age,income\n1,=SUM(A1)\n", "column 'income': 1 cell looks like a spreadsheet formula"),
         (b"\x00\x01\x02binary", "binary"),
         (b"PK\x03\x04zipped", "zip"),
         (b"age,age\n1,2\n", "same name"),
