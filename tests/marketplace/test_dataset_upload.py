@@ -159,3 +159,14 @@ def test_files_are_sealed_and_re_sealed_on_key_rotation(owner, settings, tmp_pat
         import pyarrow.parquet as pq
 
         assert pq.read_table(path).num_rows == 344
+
+
+def test_the_admin_shows_column_types_never_summaries(client, owner, users):
+    staff = users("stella")
+    staff.is_staff = staff.is_superuser = True
+    staff.save()
+    dataset = ready_dataset(owner=owner, name="p", data=PENGUINS, total_budget="5")
+    client.force_login(staff)
+    page = client.get(f"/admin/catalog/dataset/{dataset.pk}/change/").content.decode()
+    assert "species (categorical, missing none)" in page
+    assert "Adelie" not in page and "2700" not in page and dataset.typed_file not in page
