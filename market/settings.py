@@ -214,6 +214,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PurchaseStatusEnum": "market.trading.models.Purchase.Status",
         "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",
+        "DatasetStatusEnum": ["processing", "ready", "failed"],
+        "ColumnTypeEnum": "market.catalog.columns.TYPES",
+        "MissingPolicyEnum": "market.catalog.columns.MISSING",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -159,6 +159,7 @@ def files_reseal() -> crypto.Rotated:
     alone. A file that does not open is counted as damaged and left as it is."""
     from django.db import transaction
 
+    from .locks import dataset_lock_pk
     from .models import Dataset
 
     done = crypto.Rotated()
@@ -183,7 +184,10 @@ def files_reseal() -> crypto.Rotated:
                 done.damaged += 1
                 continue
             with transaction.atomic():
-                moved = Dataset.objects.select_for_update().filter(pk=pk, **{field: old}).update(**{field: new})
+                locked = dataset_lock_pk(pk=pk)
+                moved = locked is not None and getattr(locked, field) == old
+                if moved:
+                    Dataset.objects.filter(pk=pk).update(**{field: new})
             if moved:
                 delete(old)
                 done.resealed += 1

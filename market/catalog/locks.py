@@ -17,6 +17,13 @@ def dataset_lock(*, owner, dataset_id: str) -> Dataset | None:
     return visibility.owned_datasets(owner).select_for_update().filter(public_id=str(dataset_id)).first()
 
 
+def dataset_lock_pk(*, pk: int) -> Dataset | None:
+    """The dataset of integer id ``pk``, locked for update (its processing task finishing, its
+    files being re-sealed); None if there is none."""
+    taken(Rank.DATASET, f"dataset #{pk}")
+    return Dataset.objects.select_for_update().filter(pk=pk).first()
+
+
 def dataset_lock_any(*, dataset_id: str) -> Dataset | None:
     """The dataset of public id ``dataset_id``, whoever owns it, locked for update (staff's budget
     changes; the caller checks who may change it); None if there is none."""

@@ -24,7 +24,7 @@ from market.ledger.services import MAX_MONEY, account_get, money
 
 from . import files, ingest
 from .budget import NOT_EPS_DP
-from .locks import dataset_lock, dataset_lock_any, listing_answer_lock
+from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
@@ -253,7 +253,7 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
         log.exception("processing dataset %s failed", dataset.pk)
         return _finish_failed(dataset.pk, job, ["the file could not be processed (an internal error); upload it again"])
     with transaction.atomic():
-        current = Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        current = dataset_lock_pk(pk=dataset.pk)
         if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
             transaction.on_commit(lambda: files.delete(*new_files))  # another run finished first
             return current
@@ -272,7 +272,7 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
 
 def _finish_failed(pk: int, job: str, reasons: list[str]) -> Dataset | None:
     with transaction.atomic():
-        current = Dataset.objects.select_for_update().filter(pk=pk).first()
+        current = dataset_lock_pk(pk=pk)
         if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
             return current
         stale = [current.upload_file] if not current.raw_file else []
