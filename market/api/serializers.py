@@ -555,6 +555,9 @@ class DatasetCreateSerializer(StrictSerializer):
     record_name_plural = text_field(max_length=60, required=False, help_text='e.g. "patients"')
 
     def validate(self, attrs):
+        blank = [k for k in ("budget", "total_budget") if k in self.initial_data and self.initial_data.get(k) in ("", None)]
+        if blank:  # a form leaves an empty optional field out: an empty budget is still a wrong one
+            raise serializers.ValidationError({k: ["This field may not be blank."] for k in blank})
         if "budget" in attrs and "total_budget" in attrs and attrs["budget"] != attrs["total_budget"]:
             message = "Give budget or total_budget, not two different ones."
             raise serializers.ValidationError({"budget": [message], "total_budget": [message]})
@@ -564,10 +567,46 @@ class DatasetCreateSerializer(StrictSerializer):
         return attrs
 
 
+class DatasetUploadSerializer(DatasetCreateSerializer):
+    # The upload as documented: ``budget`` required. (``total_budget``, its older name, is still
+    # accepted by DatasetCreateSerializer but not documented: an empty optional field in a form
+    # is left out, which the schema could not say.)
+    budget = LevelTextField(
+        help_text=f"the dataset's privacy budget, the most all its listings' ceilings may add up to. "
+        f"Suggested: {settings.DATASET_DEFAULT_BUDGET}",
+    )
+    total_budget = None
+
+
 class ColumnChoiceSerializer(StrictSerializer):
     name = text_field(max_length=200, help_text="the column's name")
     type = serializers.ChoiceField(choices=list(COLUMN_TYPES), required=False, help_text="ignored drops the column")
     missing = serializers.ChoiceField(choices=list(MISSING_POLICIES), required=False)
+
+
+#: the PATCH body as its schema (drf-spectacular would make every field of a PATCH body optional)
+DATASET_COLUMNS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["columns"],
+    "properties": {
+        "columns": {
+            "type": "array",
+            "minItems": 1,
+            "description": "the columns to confirm or change; the others keep their type and policy",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "type": {"type": "string", "enum": list(COLUMN_TYPES), "description": "ignored drops the column"},
+                    "missing": {"type": "string", "enum": list(MISSING_POLICIES)},
+                },
+            },
+        }
+    },
+}
 
 
 class DatasetColumnsSerializer(StrictSerializer):

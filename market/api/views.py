@@ -160,7 +160,7 @@ class DatasetListView(GenericAPIView):
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": s.DatasetCreateSerializer},  # a file: multipart only
+        request={"multipart/form-data": s.DatasetUploadSerializer},  # a file: multipart only
         responses={202: s.DatasetCreatedSerializer, **documented(400, 403, 413, 415)},
         description="Accepted (202): the file is stored and read in the background. Poll GET datasets/{id}/: "
         "status processing (with progress), then ready (with columns) or failed (with the reasons).",
@@ -197,7 +197,7 @@ class DatasetDetailView(APIView):
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
     @extend_schema(
-        request=s.DatasetColumnsSerializer,
+        request={"application/json": s.DATASET_COLUMNS_SCHEMA},
         responses={200: s.DatasetSerializer, **documented(400, 404, 413, 415)},
         description="Change columns: each {name, type, missing}; the columns not named keep theirs. A type the "
         "values do not fit, missing none on a column with missing values, or an unknown name is 400 with one "
@@ -205,9 +205,9 @@ class DatasetDetailView(APIView):
         "(status processing, then ready).",
     )
     def patch(self, request, dataset_id: str):
+        dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)  # 404 before judging the body
         form = s.DatasetColumnsSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
         dataset_columns_set(owner=request.user, dataset_id=dataset.public_id, columns=form.validated_data["columns"])
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
