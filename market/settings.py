@@ -211,6 +211,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # the one PATCH (dataset columns) documents its body as it is: its fields required as in POST
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         "PurchaseStatusEnum": "market.trading.models.Purchase.Status",
         "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",

@@ -584,31 +584,6 @@ class ColumnChoiceSerializer(StrictSerializer):
     missing = serializers.ChoiceField(choices=list(MISSING_POLICIES), required=False)
 
 
-#: the PATCH body as its schema (drf-spectacular would make every field of a PATCH body optional)
-DATASET_COLUMNS_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["columns"],
-    "properties": {
-        "columns": {
-            "type": "array",
-            "minItems": 1,
-            "description": "the columns to confirm or change; the others keep their type and policy",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "type": {"type": "string", "enum": list(COLUMN_TYPES), "description": "ignored drops the column"},
-                    "missing": {"type": "string", "enum": list(MISSING_POLICIES)},
-                },
-            },
-        }
-    },
-}
-
-
 class DatasetColumnsSerializer(StrictSerializer):
     columns = ColumnChoiceSerializer(
         many=True, allow_empty=False,

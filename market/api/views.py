@@ -197,7 +197,7 @@ class DatasetDetailView(APIView):
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
     @extend_schema(
-        request={"application/json": s.DATASET_COLUMNS_SCHEMA},
+        request=s.DatasetColumnsSerializer,
         responses={200: s.DatasetSerializer, **documented(400, 404, 413, 415)},
         description="Change columns: each {name, type, missing}; the columns not named keep theirs. A type the "
         "values do not fit, missing none on a column with missing values, or an unknown name is 400 with one "
