@@ -211,9 +211,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # the one PATCH (dataset columns) documents its body as it is: its fields required as in POST
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         "PurchaseStatusEnum": "market.trading.models.Purchase.Status",
         "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",
+        "DatasetStatusEnum": ["processing", "ready", "failed"],
+        "ColumnTypeEnum": "market.catalog.columns.TYPES",
+        "MissingPolicyEnum": "market.catalog.columns.MISSING",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -234,13 +239,26 @@ API_KEY_SIGN_IN_DAYS = int(os.environ.get("API_KEY_SIGN_IN_DAYS", "90"))
 GRADUAL_ENCRYPTION_KEYS = os.environ.get("GRADUAL_ENCRYPTION_KEYS", "")
 
 # --- marketplace limits
-UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_BYTES", str(5 * 1024 * 1024)))
-UPLOAD_MAX_ROWS = int(os.environ.get("UPLOAD_MAX_ROWS", "100000"))
-UPLOAD_MAX_COLUMNS = int(os.environ.get("UPLOAD_MAX_COLUMNS", "50"))
+#: an uploaded table (CSV or Parquet): streamed to storage in chunks, never whole in memory
+UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_BYTES", str(2 * 1024**3)))
+UPLOAD_MAX_ROWS = int(os.environ.get("UPLOAD_MAX_ROWS", "10000000"))
+UPLOAD_MAX_COLUMNS = int(os.environ.get("UPLOAD_MAX_COLUMNS", "100"))
 # the privacy budget suggested at upload (the owner may keep it): the most all listings' ceilings may add up to
 DATASET_DEFAULT_BUDGET = os.environ.get("DATASET_DEFAULT_BUDGET", "2")
-DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
+#: a form's fields other than files (held in memory): at most this many bytes
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(2 * 1024 * 1024)))
+#: an uploaded file larger than this goes to a temporary file, in chunks, and stops at UPLOAD_MAX_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "market.catalog.uploads.LimitedMemoryFileUploadHandler",
+    "market.catalog.uploads.LimitedTemporaryFileUploadHandler",
+]
+FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
+FILE_UPLOAD_PERMISSIONS = 0o600
+#: decrypted copies of datasets' files live in 0700 folders made here (default: the system's temporary folder)
+DATASET_TEMP_DIR = os.environ.get("DATASET_TEMP_DIR") or None
+#: seconds between two progress updates of a dataset being read
+DATASET_PROGRESS_EVERY = float(os.environ.get("DATASET_PROGRESS_EVERY", "0.5"))
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)
 API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
 API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
@@ -258,8 +276,32 @@ import plotly  # noqa: E402
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
 WHITENOISE_USE_FINDERS = not PRODUCTION  # serve from the source folders until collectstatic has run
 WHITENOISE_AUTOREFRESH = DEBUG
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
+MEDIA_URL = "/media-never-served/"  # datasets' sealed files are never served
+# Datasets' sealed files (market.catalog.files): the media folder, or any S3-compatible store when
+# GRADUAL_STORAGE_URL (s3://bucket/prefix) or AWS_STORAGE_BUCKET_NAME is set (django-storages; the
+# AWS_* variables: AWS_S3_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_S3_REGION_NAME).
+_storage_url = os.environ.get("GRADUAL_STORAGE_URL", "")
+_bucket = os.environ.get("AWS_STORAGE_BUCKET_NAME", "")
+if _storage_url.startswith("s3://") or _bucket:
+    _where = _storage_url[len("s3://"):] if _storage_url else _bucket
+    _bucket, _, _prefix = _where.partition("/")
+    _DEFAULT_STORAGE = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": _bucket,
+            "location": _prefix.strip("/"),
+            "endpoint_url": os.environ.get("AWS_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("AWS_S3_REGION_NAME") or None,
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    _DEFAULT_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": MEDIA_ROOT}}
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _DEFAULT_STORAGE,
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"

@@ -46,3 +46,19 @@ def report(capsys):
 def _fast_password_hashing(settings):
     """Tests create many users: a fast hasher instead of PBKDF2's deliberate slowness."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "queued_datasets: datasets are processed on commit, as in production")
+
+
+@pytest.fixture(autouse=True)
+def _datasets_processed_at_once(request, monkeypatch):
+    """A test's transaction never commits, so an uploaded dataset's processing (queued on commit)
+    would never run: it runs at once instead, in place of the queuing. Tests of the queuing itself
+    are marked ``queued_datasets`` and commit with ``django_capture_on_commit_callbacks``."""
+    if request.node.get_closest_marker("queued_datasets"):
+        return
+    from market.catalog import services
+
+    monkeypatch.setattr(services, "_queue_on_commit", lambda pk: services.dataset_process(dataset_id=pk))

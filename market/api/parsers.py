@@ -103,20 +103,27 @@ class StrictJSONParser(parsers.JSONParser):
             raise ParseError(f"JSON parse error - {exc}") from None
 
 
-def _django_limits(parse):
-    """Django's own form limits as API errors: too much data 413, too many fields or files 400."""
+def _django_limits(parse, *, files: bool = False):
+    """Django's own form limits as API errors: too much data 413, too many fields or files 400.
+    A multipart body may carry a file up to ``UPLOAD_MAX_BYTES`` (streamed to a temporary file
+    and stopped there by ``market.catalog.uploads``) and fields up to ``DATA_UPLOAD_MAX_MEMORY_SIZE``."""
 
     def wrapped(self, stream, media_type=None, parser_context=None):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + (settings.UPLOAD_MAX_BYTES if files else 0)
         declared = _declared_length(parser_context)
         if declared and declared > limit:
             raise _too_large(limit)
         try:
-            return parse(self, stream, media_type, parser_context)
+            parsed = parse(self, stream, media_type, parser_context)
         except RequestDataTooBig:
             raise _too_large(limit) from None
         except SuspiciousOperation as exc:  # TooManyFieldsSent, TooManyFilesSent, a bad boundary
             raise ParseError(f"Form parse error - {exc}") from None
+        request = getattr((parser_context or {}).get("request"), "_request", None)
+        stopped = getattr(request, "upload_too_large", None)
+        if files and stopped:  # a file stopped at UPLOAD_MAX_BYTES by market.catalog.uploads
+            raise PayloadTooLarge(f"The file is larger than the limit of {stopped:,} bytes.")
+        return parsed
 
     return wrapped
 
@@ -126,4 +133,4 @@ class LimitedFormParser(parsers.FormParser):
 
 
 class LimitedMultiPartParser(parsers.MultiPartParser):
-    parse = _django_limits(parsers.MultiPartParser.parse)
+    parse = _django_limits(parsers.MultiPartParser.parse, files=True)

@@ -13,6 +13,7 @@ v1 = [
     path("listings/<int:listing_id>/quote/", views.QuoteView.as_view(), name="api-quote"),
     path("listings/<int:listing_id>/privacy-profile/", views.PrivacyProfileView.as_view(), name="api-privacy-profile"),
     path("datasets/", views.DatasetListView.as_view(), name="api-datasets"),
+    path("datasets/<str:dataset_id>/", views.DatasetDetailView.as_view(), name="api-dataset"),
     path("datasets/<str:dataset_id>/budget/", views.DatasetBudgetView.as_view(), name="api-dataset-budget"),
     path("purchases/", views.PurchaseListView.as_view(), name="api-purchases"),
     path("purchases/<str:purchase_id>/", views.PurchaseDetailView.as_view(), name="api-purchase"),

@@ -12,7 +12,13 @@ from rest_framework.views import APIView
 
 from market.accounts.signin import signin_authenticate
 from market.catalog import selectors as catalog
-from market.catalog.services import dataset_budget_set, dataset_create, listing_create, same_content_notice
+from market.catalog.services import (
+    dataset_budget_set,
+    dataset_columns_set,
+    dataset_create,
+    listing_create,
+    same_content_notice,
+)
 from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -142,7 +148,7 @@ class PrivacyProfileView(APIView):
 
 
 class DatasetListView(GenericAPIView):
-    """The owner's datasets; upload a CSV of numeric columns (multipart)."""
+    """The owner's datasets; upload a CSV or Parquet file (multipart), processed in the background."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.DatasetSerializer
@@ -154,27 +160,56 @@ class DatasetListView(GenericAPIView):
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": s.DatasetCreateSerializer},  # a file: multipart only
-        responses={201: s.DatasetCreatedSerializer, **documented(400, 403, 413, 415)},
+        request={"multipart/form-data": s.DatasetUploadSerializer},  # a file: multipart only
+        responses={202: s.DatasetCreatedSerializer, **documented(400, 403, 413, 415)},
+        description="Accepted (202): the file is stored and read in the background. Poll GET datasets/{id}/: "
+        "status processing (with progress), then ready (with columns) or failed (with the reasons).",
     )
     def post(self, request):
         form = s.DatasetCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         d = form.validated_data
-        # read one byte past the limit at most: the CSV check then names the limit
-        data = d["file"].read(settings.UPLOAD_MAX_BYTES + 1)
         dataset = dataset_create(
-            owner=request.user, name=d["name"], description=d["description"], data=data, total_budget=d["total_budget"],
-            relation=d["relation"], record_name=d.get("record_name", ""), record_name_plural=d.get("record_name_plural", ""),
+            owner=request.user, name=d["name"], description=d.get("description", ""), upload=d["file"],
+            total_budget=d["total_budget"], relation=d["relation"], source=d.get("source", ""),
+            licence=d.get("licence", ""), record_name=d.get("record_name", ""),
+            record_name_plural=d.get("record_name_plural", ""),
         )
         earlier = dataset.same_content_as
-        created = catalog.dataset_list(user=request.user).get(pk=dataset.pk)  # with its budget figures
+        created = catalog.dataset_get(user=request.user, dataset_id=dataset.public_id)  # with its budget figures
         body = {
             **s.DatasetSerializer(created).data,
             "same_content_as": [d.public_id for d in earlier],
             "notice": same_content_notice(earlier) if earlier else None,
         }
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class DatasetDetailView(APIView):
+    """One of your datasets: its status (processing with progress, ready with columns, failed with
+    the reasons); PATCH confirms or changes column types and missing-value policies."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(responses={200: s.DatasetSerializer, **documented(404)})
+    def get(self, request, dataset_id: str):
+        return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
+
+    @extend_schema(
+        request=s.DatasetColumnsSerializer,
+        responses={200: s.DatasetSerializer, **documented(400, 404, 413, 415)},
+        description="Change columns: each {name, type, missing}; the columns not named keep theirs. A type the "
+        "values do not fit, missing none on a column with missing values, or an unknown name is 400 with one "
+        "reason per column; so is any change once the dataset has listings. Otherwise the typed file is rebuilt "
+        "(status processing, then ready).",
+    )
+    def patch(self, request, dataset_id: str):
+        dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)  # 404 before judging the body
+        form = s.DatasetColumnsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        dataset_columns_set(owner=request.user, dataset_id=dataset.public_id, columns=form.validated_data["columns"])
+        return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
 
 class DatasetBudgetView(APIView):

@@ -59,14 +59,24 @@ class BudgetChangeInline(admin.TabularInline):
 class DatasetAdmin(admin.ModelAdmin):
     # the exact record count is private (the true answer of a count): not shown, even to staff
     form = DatasetAdminForm
-    list_display = ("public_id", "name", "owner", "total_budget", "created_at")
-    fields = ("public_id", "owner", "name", "description", "columns", "total_budget", "budget_reason", "created_at")
-    readonly_fields = ("public_id", "owner", "columns", "created_at")
+    # nor are the columns' summaries (min, max, categories, examples: the owner's data) or the files
+    list_display = ("public_id", "name", "owner", "status", "total_budget", "created_at")
+    fields = ("public_id", "owner", "name", "description", "status", "column_types", "total_budget", "budget_reason",
+              "created_at")
+    readonly_fields = ("public_id", "owner", "status", "column_types", "created_at")
     search_fields = ("=public_id", "name", "owner__username")
     inlines = [BudgetChangeInline]
 
     def has_add_permission(self, request):
         return False  # datasets are uploaded by their owners, where they are validated
+
+    @admin.display(description="columns")
+    def column_types(self, obj) -> str:
+        """Names and types only: never the summaries."""
+        return ", ".join(
+            f"{c} (decimal)" if isinstance(c, str) else f"{c['name']} ({c.get('type')}, missing {c.get('missing')})"
+            for c in obj.columns or []
+        )
 
     def save_model(self, request, obj, form, change):
         """Name and description are saved as they are; the budget goes through the service."""

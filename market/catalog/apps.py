@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class CatalogConfig(AppConfig):
     name = "market.catalog"
     label = "catalog"
+
+    def ready(self):
+        from . import files  # noqa: F401  (registers the dataset files' key rotator)

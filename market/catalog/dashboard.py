@@ -9,7 +9,7 @@ Only released purchases count as sales: a failed purchase was refunded, and
 one still in flight is reported apart. The privacy spent on a listing is its
 noise path's largest released level, never a sum over buyers. Stored noise is
 never read: noise points are fetched as ``values()`` without their noise, and
-the datasets' raw data is loaded only for the column summary of one dataset.
+the datasets' data is never read here (column summaries were stored at processing).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
-from market.catalog.columns import columns_from
 from market.catalog.pricing import curve_of
 from market.catalog.privacy import release_profile
 from market.catalog.risk import DEFINITION as RISK_DEFINITION
@@ -81,14 +80,14 @@ def owner_overview(*, user) -> dict:
     "revenue"}}``. Three queries, whatever the number of rows.
     """
     datasets = (
-        with_budget_figures(visibility.owned_datasets(user).defer("data"))
+        with_budget_figures(visibility.owned_datasets(user))
         .annotate(listing_count=Count("listings"))
         .order_by("-created_at", "-id")
     )
     listings = (
         visibility.owned_listings(user)
         .select_related("noise_path")
-        .defer("answer", "dataset__data")
+        .defer("answer")
         .annotate(sales=Count("purchases", filter=_RELEASED), revenue=Sum("purchases__price", filter=_RELEASED))
         .order_by("-created_at", "-id")
     )
@@ -114,7 +113,8 @@ def owner_overview(*, user) -> dict:
                 "id": dataset.public_id,
                 "name": dataset.name,
                 "records": dataset.row_count,
-                "columns": list(dataset.columns),
+                "columns": dataset.column_names,
+                "status": dataset.status,
                 "listings": dataset.listing_count,
                 "budget": _budget(dataset),
                 "relation": "public size" if dataset.size_is_public else "private size",
@@ -139,65 +139,50 @@ def dataset_options(*, user) -> list[dict]:
     ]
 
 
-def _shown(value):
-    """A stored minimum or maximum for display: a number without float noise, else as stored (a date)."""
-    if value is None:
-        return None
+def _figure(value):
+    """A stored number for display: the shortest decimal that reads back as the stored float
+    (285.92, not 285.9200000001); a date stays its ISO text; None stays None."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        # the shortest decimal that reads back as the stored float: 285.92, not 285.9200000001
-        return _plain(Decimal(repr(float(value))))
+        return _plain(Decimal(repr(float(value)))) if isinstance(value, float) else Decimal(value)
     return value
 
 
-def _suggested(entry: dict) -> list:
-    """The categories an ingested column's summary suggests (its most frequent values), as text."""
-    summary = entry.get("summary") if isinstance(entry.get("summary"), dict) else entry
-    found = summary.get("categories") or summary.get("top") or summary.get("suggestions") or []
-    out = []
-    for item in found:
-        value = item.get("value") if isinstance(item, dict) else item[0] if isinstance(item, (list, tuple)) else item
-        if value is not None:
-            out.append("true" if value is True else "false" if value is False else str(value))
-    return out
+def _category_text(value) -> str:
+    """A suggested category as the builder's inputs take it: true/false for a boolean, else text."""
+    return "true" if value is True else "false" if value is False else str(value)
+
+
+def _column_hint(column) -> dict | None:
+    """One column's stored summary (the owner's own data, shown to them only); None for an ignored column."""
+    if isinstance(column, str):
+        return {"name": column, "type": "decimal", "min": None, "max": None}
+    if column.get("type") == "ignored":
+        return None
+    return {
+        "name": column["name"], "type": column.get("type"), "missing": column.get("missing"),
+        "missing_count": column.get("missing_count"), "min": _figure(column.get("min")),
+        "max": _figure(column.get("max")), "distinct": column.get("distinct"),
+        "categories": [_category_text(c["value"]) for c in column.get("categories") or []],
+    }
 
 
 def dataset_summary(*, user, dataset_id) -> dict:
-    """One of the owner's datasets, to choose a listing's statistics by:
-    ``{"id", "name", "records", "columns": [{"name", "type", "missing", "min", "max", "missing_count",
-    "categories"}], "budget": {"used", "total", "left", "spent"}}``.
+    """One of the owner's datasets, to choose a listing's bounds and ceiling by:
+    ``{"id", "name", "records", "status", "columns": [{"name", "type", "missing", "missing_count", "min", "max",
+    "distinct", "categories"}], "budget": {"used", "total", "left", "spent"}}``.
 
-    The minimum and maximum of each column, its count of missing values and
-    its most frequent categories (suggestions for a group-by) are the owner's
-    own data, shown to them only. Raises NotFound for a dataset that is not theirs.
+    The summaries (stored at processing, never read from the data here) are the
+    owner's own data, shown to them only. Raises NotFound for a dataset that is not theirs.
     """
     dataset = with_budget_figures(visibility.owned_datasets(user).filter(public_id=str(dataset_id))).first()
     if dataset is None:
         raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
-    columns = columns_from(dataset.columns)
-    entries = [entry if isinstance(entry, dict) else {"name": entry} for entry in dataset.columns]
-    if all(isinstance(entry, str) for entry in dataset.columns) and dataset.columns:
-        # a dataset stored before typed columns: a matrix of numbers, summarised here
-        values = dataset.matrix()
-        for entry, low, high in zip(entries, values.min(axis=0), values.max(axis=0)):
-            entry.update({"min": float(low), "max": float(high)})
-    shown = []
-    for column, entry in zip(columns, entries):
-        summary = entry.get("summary") if isinstance(entry.get("summary"), dict) else entry
-        shown.append({
-            "name": column.name,
-            "type": column.type,
-            "missing": column.missing,
-            "min": _shown(summary.get("min")),
-            "max": _shown(summary.get("max")),
-            "missing_count": summary.get("missing_count", summary.get("missing_values")),
-            "categories": (_suggested(entry) or (["true", "false"] if column.type == "boolean" else []))
-            if column.categorical else [],
-        })
     return {
         "id": dataset.public_id,
         "name": dataset.name,
         "records": dataset.row_count,
-        "columns": shown,
+        "status": dataset.status,
+        "columns": [_column_hint(column) for column in dataset.columns if _column_hint(column)],
         "budget": _budget(dataset),
     }
 
@@ -224,7 +209,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
     listing = (
         visibility.owned_listings(user)
         .select_related("noise_path")
-        .defer("answer", "dataset__data")
+        .defer("answer")
         .filter(pk=listing_id)
         .first()
     )

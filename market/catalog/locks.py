@@ -17,11 +17,18 @@ def dataset_lock(*, owner, dataset_id: str) -> Dataset | None:
     return visibility.owned_datasets(owner).select_for_update().filter(public_id=str(dataset_id)).first()
 
 
+def dataset_lock_pk(*, pk: int) -> Dataset | None:
+    """The dataset of integer id ``pk``, locked for update (its processing task finishing, its
+    files being re-sealed); None if there is none."""
+    taken(Rank.DATASET, f"dataset #{pk}")
+    return Dataset.objects.select_for_update().filter(pk=pk).first()
+
+
 def dataset_lock_any(*, dataset_id: str) -> Dataset | None:
     """The dataset of public id ``dataset_id``, whoever owns it, locked for update (staff's budget
     changes; the caller checks who may change it); None if there is none."""
     taken(Rank.DATASET, f"dataset {dataset_id}")
-    return Dataset.objects.select_for_update().defer("data").filter(public_id=str(dataset_id)).first()
+    return Dataset.objects.select_for_update().filter(public_id=str(dataset_id)).first()
 
 
 def listing_share_lock(*, listing_id: int) -> Listing | None:
@@ -30,7 +37,7 @@ def listing_share_lock(*, listing_id: int) -> Listing | None:
     at once, while an owner's change to the ceiling or to ``is_open`` waits
     for them. None if there is no open listing of that id."""
     taken(Rank.LISTING, f"listing {listing_id}")
-    queryset = Listing.objects.select_related("dataset").defer("dataset__data", "answer").filter(pk=listing_id, is_open=True)
+    queryset = Listing.objects.select_related("dataset").defer("answer").filter(pk=listing_id, is_open=True)
     if connection.vendor == "postgresql":
         # Django's select_for_update() cannot say FOR SHARE: lock first, then load
         with connection.cursor() as cursor:

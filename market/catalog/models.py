@@ -10,7 +10,17 @@ from market.core.fields import LevelField, MoneyField
 
 
 class Dataset(models.Model):
-    """An owner's uploaded table of numeric columns. Its data is never shown to anyone else.
+    """An owner's uploaded table. Its data is never shown to anyone else.
+
+    The table lives in files (``market.catalog.files``: sealed, in Django's
+    storage), never in a row: ``raw_file`` (the cells' text, Parquet) and
+    ``typed_file`` (the confirmed column types, Parquet). ``status`` is
+    ``processing`` while a task reads the upload or rebuilds the typed file
+    (``progress`` says how far), then ``ready`` or ``failed`` (``failure``
+    lists the reasons). ``columns`` is a list of ``{"name", "type", "missing",
+    ...}`` objects (``market.catalog.columns.columns_from``) with per-column
+    summaries for the owner only (``inferred``, ``missing_count``, ``markers``,
+    ``min``, ``max``, ``distinct``, ``categories``, ``fits``).
 
     ``relation`` says whom its releases protect (docs/mathematics.md section 12):
     with a private size, any one record, whether or not it is in the data (a
@@ -18,6 +28,11 @@ class Dataset(models.Model):
     record's values, while the number of records is public (a neighbour has
     one record replaced). Every sensitivity follows from it.
     """
+
+    class Status(models.TextChoices):
+        PROCESSING = "processing", "Processing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
 
     class Relation(models.TextChoices):
         PRIVATE_SIZE = "private_size", "Private size: protect any one record, whether or not it is in the data"
@@ -30,16 +45,25 @@ class Dataset(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    columns = models.JSONField()
-    row_count = models.PositiveIntegerField()
-    data = models.BinaryField(help_text="float64, little-endian, row-major (rows x columns)")
+    columns = models.JSONField(default=list, help_text="[{name, type, missing, ...summaries}] (owner only)")
+    row_count = models.PositiveIntegerField(null=True, blank=True, help_text="known once processed")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PROCESSING)
+    progress = models.JSONField(default=dict, blank=True, help_text="{phase, rows, percent} while processing")
+    failure = models.JSONField(default=list, blank=True, help_text="why processing failed, one reason a line")
+    source = models.CharField(max_length=500, blank=True, help_text="where the data comes from")
+    licence = models.CharField(max_length=200, blank=True)
+    format = models.CharField(max_length=10, blank=True, help_text="csv or parquet: the upload's format")
+    upload_size = models.BigIntegerField(null=True, blank=True, help_text="bytes uploaded")
+    upload_file = models.CharField(max_length=300, blank=True, help_text="storage name of the sealed upload")
+    raw_file = models.CharField(max_length=300, blank=True, help_text="storage name of the sealed text Parquet")
+    typed_file = models.CharField(max_length=300, blank=True, help_text="storage name of the sealed typed Parquet")
     total_budget = LevelField(
         help_text="The dataset's privacy budget: its listings' ceilings (point listings aside) may not add up "
         "to more. Changed only through market.catalog.services.dataset_budget_set (audited)."
     )
     content_hash = models.CharField(
         max_length=64, db_index=True, editable=False,
-        help_text="sha256 of the parsed content (market.catalog.budget.content_hash): the same people twice",
+        help_text="sha256 of the uploaded bytes: the same people twice",
     )
     relation = models.CharField(
         max_length=20, choices=Relation.choices, default=Relation.PRIVATE_SIZE,
@@ -66,6 +90,24 @@ class Dataset(models.Model):
         return self.name
 
     @property
+    def is_ready(self) -> bool:
+        """Processed and typed: only a ready dataset can be listed."""
+        return self.status == self.Status.READY and bool(self.typed_file)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c if isinstance(c, str) else c["name"] for c in self.columns or []]
+
+    @property
+    def numeric_column_names(self) -> list[str]:
+        """The complete integer and decimal columns: the ones today's statistics read (TEMPORARY, until
+        listing creation computes over the typed file with missing-value policies)."""
+        return [
+            c if isinstance(c, str) else c["name"] for c in self.columns or []
+            if isinstance(c, str) or (c.get("type") in ("integer", "decimal") and not c.get("missing_count"))
+        ]
+
+    @property
     def size_is_public(self) -> bool:
         return self.relation == self.Relation.PUBLIC_SIZE
 
@@ -85,11 +127,9 @@ class Dataset(models.Model):
         """Whom a release protects, in one plain sentence."""
         one, many = self.record_name, self.record_name_plural
         if self.size_is_public:
-            return f"Protects any one {one}'s values; the number of {many} ({self.row_count:,}) is public."
+            size = f" ({self.row_count:,})" if self.row_count is not None else ""
+            return f"Protects any one {one}'s values; the number of {many}{size} is public."
         return f"Protects any one {one}, whether or not they are in the data; the number of {many} stays private."
-
-    def matrix(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.data), dtype="<f8").reshape(self.row_count, len(self.columns))
 
 
 class DatasetBudgetChange(models.Model):

@@ -7,6 +7,7 @@ from market.core import visibility
 from market.core.errors import NotFound
 
 from .budget import counted
+from .columns import columns_from
 from .models import Listing
 from .statistics import KINDS as STATISTIC_KINDS
 from .statistics import OFFERED_KINDS
@@ -79,7 +80,7 @@ def levels_held(*, user, listing_ids) -> dict[int, Decimal]:
 
 def dataset_list(*, user) -> QuerySet:
     """The owner's datasets with their budget figures (``with_budget_figures``), newest first."""
-    return with_budget_figures(visibility.owned_datasets(user).defer("data")).order_by("-created_at", "-id")
+    return with_budget_figures(visibility.owned_datasets(user)).order_by("-created_at", "-id")
 
 
 def dataset_get(*, user, dataset_id: str):
@@ -108,7 +109,7 @@ def listing_plan(listing):
     from .statistics import build_plan
 
     dataset = listing.dataset
-    return build_plan(listing.statistics, dataset.columns, neighbours=dataset.neighbours(), offer=False)
+    return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False)
 
 
 def listing_profile(*, listing, epsilon) -> dict:

@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import dataclasses
+import io
+import logging
+import os
+import time
+import uuid
 from decimal import Decimal
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 
 from market.accounts.roles import require_role
-from market.core import crypto, visibility
+from market.core import crypto, ids, visibility
 from market.core.errors import InvalidInput, NotFound
 from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 
-from .budget import NOT_EPS_DP, content_hash
-from .csvdata import CsvError, parse_csv
-from .locks import dataset_lock, dataset_lock_any, listing_answer_lock
+from . import files, ingest
+from .budget import NOT_EPS_DP
+from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
-from .compute import Table
-from .statistics import SpecError, build_plan, compute
+from .columns import columns_from
+from .compute import ParquetTable, compute
+from .statistics import SpecError, build_plan
+
+
+log = logging.getLogger(__name__)
 
 
 def _require_owner(user) -> None:
@@ -51,73 +59,271 @@ def _relation(value) -> str:
     return value
 
 
+def _upload_stream(upload):
+    """A readable binary file from what was uploaded: a Django ``UploadedFile``, any binary
+    file object, or bytes (tests, the demo)."""
+    if isinstance(upload, (bytes, bytearray, memoryview)):
+        return io.BytesIO(bytes(upload))
+    if upload is None or not hasattr(upload, "read"):
+        raise InvalidInput("a file is required", fields={"file": ["Choose a CSV or Parquet file."]})
+    if hasattr(upload, "seek"):
+        try:
+            upload.seek(0)
+        except (OSError, ValueError):
+            pass
+    return upload
+
+
+def _job() -> str:
+    return uuid.uuid4().hex
+
+
 def dataset_create(
     *,
     owner,
     name: str,
-    data: bytes,
+    upload=None,
     total_budget,
     description: str = "",
     relation: str = Dataset.Relation.PRIVATE_SIZE,
+    source: str = "",
+    licence: str = "",
     record_name: str = "",
     record_name_plural: str = "",
+    data=None,
 ) -> Dataset:
-    """Validate an uploaded CSV of numeric columns and store it for its owner, with its privacy
-    budget (required: the most its listings' ceilings may add up to, ``market.catalog.budget``).
+    """Store an owner's uploaded table (CSV or Parquet) and queue its processing.
+
+    The form fields are checked first (nothing is stored if one is wrong);
+    then ``upload`` (a file object, or bytes; ``data`` is its older name) is
+    streamed, sealed, into storage (``market.catalog.files``), at most
+    ``UPLOAD_MAX_BYTES``, and the dataset is created with ``status
+    "processing"``. On commit a task reads the file (``dataset_process``):
+    it becomes ``ready`` with its inferred columns, or ``failed`` with the
+    reasons. ``total_budget`` is required (the most its listings' ceilings
+    may add up to, ``market.catalog.budget``).
 
     ``relation`` is whom its releases protect (``Dataset.Relation``): with
     ``private_size`` (the default) any one record, whether or not it is in the
     data, and the number of records is never shown; with ``public_size`` any
     one record's values, and the number of records is published exactly.
-    ``record_name`` / ``record_name_plural`` name what one record is about
-    ("patient", "patients") in the sentence that says so.
+    ``record_name`` / ``record_name_plural`` name what one record is about.
 
-    Nothing is stored unless the whole file is valid; a ``CsvError``'s
-    problems (line and column) come back as the ``file`` field's messages.
     The returned dataset's ``same_content_as`` lists the owner's earlier
-    datasets with the same content hash (the same people: budgets add up).
+    datasets with the same content hash (sha256 of the uploaded bytes: the
+    same people, whose budgets add up).
     """
     _require_owner(owner)
     name = _text(name, "name", max_length=200)
     description = _text(description, "description", max_length=5000, required=False)
+    source = _text(source, "source", max_length=500, required=False)
+    licence = _text(licence, "licence", max_length=200, required=False)
     relation = _relation(relation)
     one = _text(record_name, "record_name", max_length=60, required=False) or "record"
     many = _text(record_name_plural, "record_name_plural", max_length=60, required=False) or (
         "records" if one == "record" else f"{one}s"
     )
     budget = parse_level(total_budget, field="total_budget")
+    stream = _upload_stream(upload if upload is not None else data)
+    public_id = ids.new_dataset_id()
+    limit = settings.UPLOAD_MAX_BYTES
     try:
-        parsed = parse_csv(
-            data,
-            max_bytes=settings.UPLOAD_MAX_BYTES,
-            max_rows=settings.UPLOAD_MAX_ROWS,
-            max_columns=settings.UPLOAD_MAX_COLUMNS,
-        )
-    except CsvError as exc:
-        messages = [
-            (f"line {e.row}, " if e.row else "") + (f"column '{e.column}': " if e.column else "") + e.message
-            for e in exc.errors
-        ]
-        raise InvalidInput(f"the file was not accepted: {messages[0]}", fields={"file": messages}) from None
-    matrix = np.ascontiguousarray(parsed.values, dtype="<f8").tobytes()
-    digest = content_hash(parsed.columns, matrix)
-    same = list(
-        visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id").only("public_id", "name")
-    )
-    dataset = Dataset.objects.create(
-        owner=owner,
-        name=name,
-        description=description,
-        columns=list(parsed.columns),
-        row_count=parsed.values.shape[0],
-        data=matrix,
-        total_budget=budget,
-        relation=relation,
-        record_name=one,
-        record_name_plural=many,
-        content_hash=digest,
-    )
+        stored, digest, size = files.seal_into_storage(stream, files.new_name(public_id, "upload", ""), limit=limit)
+    except files.TooLarge:
+        raise InvalidInput(
+            f"the file is larger than the limit of {limit:,} bytes",
+            fields={"file": [f"At most {limit:,} bytes."]},
+        ) from None
+    if size == 0:
+        files.delete(stored)
+        raise InvalidInput("the file is empty", fields={"file": ["The file is empty."]})
+    try:
+        with transaction.atomic():
+            same = list(
+                visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id")
+                .only("public_id", "name")
+            )
+            dataset = Dataset.objects.create(
+                public_id=public_id,
+                owner=owner,
+                name=name,
+                description=description,
+                source=source,
+                licence=licence,
+                columns=[],
+                status=Dataset.Status.PROCESSING,
+                progress={"job": _job(), "phase": "queued", "rows": 0, "percent": 0},
+                upload_file=stored,
+                upload_size=size,
+                total_budget=budget,
+                relation=relation,
+                record_name=one,
+                record_name_plural=many,
+                content_hash=digest,
+            )
+            _queue_on_commit(dataset.pk)
+    except BaseException:
+        files.delete(stored)
+        raise
     dataset.same_content_as = same
+    return dataset
+
+
+def _queue_on_commit(pk: int) -> None:
+    """Queue the dataset's processing once the transaction commits (tests may run it at once)."""
+    transaction.on_commit(lambda: dataset_queue(dataset_pk=pk))
+
+
+def dataset_queue(*, dataset_pk: int) -> bool:
+    """Send the dataset's processing task to the broker (called on commit). A broker that cannot
+    be reached leaves the dataset processing; ``dataset_process`` may be called again."""
+    from .tasks import dataset_process_task
+
+    try:
+        dataset_process_task.delay(dataset_pk)
+        return True
+    except Exception:
+        log.exception("could not queue the processing of dataset %s", dataset_pk)
+        return False
+
+
+class _Throttled:
+    """Calls ``_progress`` at most every ``every`` seconds (the owner's page polls each second)."""
+
+    def __init__(self, pk: int, job: str, every: float = 0.5):
+        self.pk, self.job, self.every, self.last = pk, job, every, 0.0
+
+    def __call__(self, rows: int, percent: float) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            _progress(self.pk, self.job, phase="reading", rows=rows, percent=round(percent, 1))
+
+
+def _progress(pk: int, job: str, **figures) -> None:
+    Dataset.objects.filter(pk=pk, status=Dataset.Status.PROCESSING, progress__job=job).update(
+        progress={"job": job, **figures}
+    )
+
+
+def dataset_process(*, dataset_id: int) -> Dataset | None:
+    """Read a processing dataset's files (the task's body; idempotent: a dataset that is not
+    processing, or whose job has moved on, is left alone).
+
+    A fresh upload is decrypted to a private temporary file, read in batches
+    into the raw text Parquet (``progress`` says how far), its columns
+    inferred and the typed Parquet written; both are sealed into storage and
+    the upload deleted. After a change of columns only the typed file is
+    rebuilt. Whole-file problems make it ``failed`` with the reasons.
+    """
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None or dataset.status != Dataset.Status.PROCESSING:
+        return dataset
+    job = (dataset.progress or {}).get("job", "")
+    fresh = not dataset.raw_file
+    new_files: list[str] = []
+    try:
+        with files.private_dir() as tmp:
+            raw = os.path.join(tmp, "raw.parquet")
+            typed = os.path.join(tmp, "typed.parquet")
+            if fresh:
+                upload = os.path.join(tmp, "upload")
+                files.unseal_to(dataset.upload_file, upload)
+                _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
+                found = ingest.read_upload(
+                    upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
+                    progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY),
+                )
+                os.remove(upload)
+                _progress(dataset.pk, job, phase="inferring", rows=found.rows, percent=100)
+                columns = ingest.infer(raw, line_offset=2 if found.format == "csv" else 1, tmpdir=tmp)
+                row_count, fmt = found.rows, found.format
+            else:
+                files.unseal_to(dataset.raw_file, raw)
+                columns, row_count, fmt = dataset.columns, dataset.row_count, dataset.format
+            _progress(dataset.pk, job, phase="typing", rows=row_count, percent=100)
+            ingest.write_typed(raw, typed, columns, tmpdir=tmp)
+            if fresh:
+                new_files.append(files.seal_path(raw, files.new_name(dataset.public_id, "raw")))
+            new_files.append(files.seal_path(typed, files.new_name(dataset.public_id, "typed")))
+    except ingest.IngestError as exc:
+        files.delete(*new_files)
+        return _finish_failed(dataset.pk, job, exc.reasons)
+    except Exception:
+        files.delete(*new_files)
+        log.exception("processing dataset %s failed", dataset.pk)
+        return _finish_failed(dataset.pk, job, ["the file could not be processed (an internal error); upload it again"])
+    with transaction.atomic():
+        current = dataset_lock_pk(pk=dataset.pk)
+        if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
+            transaction.on_commit(lambda: files.delete(*new_files))  # another run finished first
+            return current
+        old = [current.typed_file] + ([current.upload_file, current.raw_file] if fresh else [])
+        if fresh:
+            current.raw_file, current.upload_file = new_files[0], ""
+        current.typed_file = new_files[-1]
+        current.columns, current.row_count, current.format = columns, row_count, fmt
+        current.status, current.progress, current.failure = Dataset.Status.READY, {}, []
+        current.save(update_fields=[
+            "raw_file", "upload_file", "typed_file", "columns", "row_count", "format", "status", "progress", "failure",
+        ])
+        transaction.on_commit(lambda: files.delete(*old))
+    return current
+
+
+def _finish_failed(pk: int, job: str, reasons: list[str]) -> Dataset | None:
+    with transaction.atomic():
+        current = dataset_lock_pk(pk=pk)
+        if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
+            return current
+        stale = [current.upload_file] if not current.raw_file else []
+        current.status, current.failure, current.progress = Dataset.Status.FAILED, list(reasons), {}
+        if stale:
+            current.upload_file = ""
+        current.save(update_fields=["status", "failure", "progress", "upload_file"])
+        transaction.on_commit(lambda: files.delete(*stale))
+    return current
+
+
+def dataset_columns_set(*, owner, dataset_id: str, columns) -> Dataset:
+    """Confirm or change a ready dataset's column types and missing-value policies:
+    ``columns`` is ``[{"name", "type", "missing"}]``; the columns not named keep theirs.
+
+    Refused with one reason per column (400): a type its values do not fit, ``missing:
+    "none"`` on a column with missing values, an unknown name; refused once the dataset
+    has listings (their statistics read the columns as they are). Otherwise the typed
+    file is rebuilt by the processing task (status ``processing``, then ``ready``);
+    a change that changes nothing leaves the dataset as it is.
+    """
+    _require_owner(owner)
+    with transaction.atomic():
+        dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
+        if dataset is None:
+            raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+        if dataset.status != Dataset.Status.READY:
+            state = "is still being processed" if dataset.status == Dataset.Status.PROCESSING else "failed to process"
+            raise InvalidInput(
+                f"the dataset {state}; its columns can be set once it is ready",
+                fields={"columns": [f"The dataset {state}."]},
+            )
+        if Listing.objects.filter(dataset=dataset).exists():
+            raise InvalidInput(
+                "the dataset has listings, so its columns are fixed (their statistics read them as they are)",
+                fields={"columns": ["Columns are fixed once the dataset has listings."]},
+            )
+        updated, problems = ingest.check_columns(dataset.columns, columns)
+        if problems:
+            messages = list(problems.values())
+            raise InvalidInput(
+                "the columns were not changed: " + "; ".join(messages), fields={"columns": messages}
+            )
+        if [(c["type"], c["missing"]) for c in updated] == [(c["type"], c["missing"]) for c in dataset.columns]:
+            return dataset
+        dataset.columns = updated
+        dataset.status = Dataset.Status.PROCESSING
+        dataset.progress = {"job": _job(), "phase": "queued", "rows": dataset.row_count or 0, "percent": 100}
+        dataset.save(update_fields=["columns", "status", "progress"])
+        _queue_on_commit(dataset.pk)
     return dataset
 
 
@@ -224,9 +430,14 @@ def listing_create(
         dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
         if dataset is None:
             raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+        if not dataset.is_ready:
+            raise InvalidInput(
+                f"the dataset is {dataset.status}; only a ready dataset can be listed",
+                fields={"dataset": ["The dataset is not ready (still processing, or failed)."]},
+            )
         curve, model = _price_curve(price_curve, compensation, ceiling, dataset, linear=price_per_epsilon is not None)
         try:
-            plan = build_plan(statistics, dataset.columns, neighbours=dataset.neighbours())
+            plan = build_plan(statistics, columns_from(dataset.columns), neighbours=dataset.neighbours())
         except SpecError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
         kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
@@ -240,9 +451,8 @@ def listing_create(
                     fields={"ceiling": [f"At most {left}."]},
                 )
         try:
-            # until the typed file is wired in: the dataset's float matrix, one column per name
-            names = [c if isinstance(c, str) else c["name"] for c in dataset.columns]
-            answer = compute(plan, Table.from_matrix(names, dataset.matrix()))
+            with files.dataset_table_path(dataset) as path:
+                answer = compute(plan, ParquetTable(path))
         except ValueError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
         listing = Listing.objects.create(

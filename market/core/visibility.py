@@ -23,7 +23,7 @@ def listings(user) -> QuerySet:
     from market.trading.models import Holding
 
     # never load the raw table (up to the upload limit) or the true answer to show a listing
-    qs = Listing.objects.select_related("dataset__owner").defer("dataset__data", "answer")
+    qs = Listing.objects.select_related("dataset__owner").defer("answer")
     if _authenticated(user):
         held = Holding.objects.filter(listing=OuterRef("pk"), buyer=user)
         return qs.filter(Q(is_open=True) | Q(dataset__owner=user) | Exists(held))

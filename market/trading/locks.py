@@ -20,5 +20,5 @@ def purchase_lock(*, purchase_id, with_listing: bool = False) -> Purchase:
     taken(Rank.PURCHASE, f"purchase {purchase_id}")
     queryset = Purchase.objects.select_for_update(of=("self",))
     if with_listing:
-        queryset = queryset.select_related("listing__dataset").defer("listing__dataset__data")
+        queryset = queryset.select_related("listing__dataset")
     return queryset.get(pk=purchase_id)

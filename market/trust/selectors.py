@@ -205,7 +205,7 @@ def trust_overview(*, owner, listing_id=None) -> dict:
         visibility.trust_tier_members(owner).order_by("tier__distance", "tier__name", "buyer__username")
     )
     node_members = list(visibility.trust_node_members(owner).order_by("node", "buyer__username"))
-    listings = list(visibility.owned_listings(owner).defer("answer", "dataset__data").order_by("-created_at", "-id"))
+    listings = list(visibility.owned_listings(owner).defer("answer").order_by("-created_at", "-id"))
     if listing_id is not None:
         chosen = next((listing for listing in listings if listing.pk == listing_id), None)
         if chosen is None:

@@ -49,10 +49,12 @@ def add_domain_errors(form: forms.Form, error, *, elsewhere=frozenset()) -> None
 class DatasetUploadForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    source = forms.CharField(max_length=500, required=False, help_text="Where the data comes from (optional).")
+    licence = forms.CharField(max_length=200, required=False, help_text="e.g. CC0-1.0 (optional).")
     file = forms.FileField(
-        label="CSV file",
-        help_text="A header line of column names, then one record per line; every cell a number.",
-        widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"}),
+        label="CSV or Parquet file",
+        help_text="A header line of column names, then one record per line (or a Parquet file).",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.tsv,.txt,.parquet,text/csv"}),
     )
     total_budget = forms.DecimalField(
         label="Privacy budget (ε)",

@@ -5,6 +5,8 @@ from . import owner_views, trust_views
 urlpatterns = [
     path("", owner_views.dashboard, name="owner"),
     path("datasets/new/", owner_views.dataset_new, name="owner-dataset-new"),
+    path("datasets/<str:dataset_id>/columns/", owner_views.dataset_columns, name="owner-dataset-columns"),
+    path("datasets/<str:dataset_id>/status/", owner_views.dataset_status, name="owner-dataset-status"),
     path("datasets/<str:dataset_id>/budget/", owner_views.dataset_budget, name="owner-dataset-budget"),
     path("listings/new/", owner_views.listing_new, name="owner-listing-new"),
     path("listings/<int:listing_id>/", owner_views.listing_view, name="owner-listing"),

@@ -21,8 +21,17 @@ from market.catalog import dashboard as figures
 from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors
-from market.catalog.services import dataset_budget_set, dataset_create, listing_create, same_content_notice
+from market.catalog.columns import MISSING as MISSING_POLICIES
+from market.catalog.columns import TYPES as COLUMN_TYPES
 from market.catalog.columns import Column
+from market.catalog.uploads import too_large_message
+from market.catalog.services import (
+    dataset_budget_set,
+    dataset_columns_set,
+    dataset_create,
+    listing_create,
+    same_content_notice,
+)
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
@@ -87,16 +96,21 @@ def dataset_budget(request, dataset_id: str):
 def dataset_new(request):
     posted = request.method == "POST"
     form = DatasetUploadForm(request.POST, request.FILES) if posted else DatasetUploadForm()
+    if posted and getattr(request, "upload_too_large", None):  # stopped at the limit (market.catalog.uploads)
+        form.is_valid()
+        form.errors["file"] = form.error_class([too_large_message(request.upload_too_large)])
+        context = {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20}
+        return render(request, "owner/dataset_new.html", context, status=413)
     if posted and form.is_valid():
         d = form.cleaned_data
-        # read one byte past the limit at most: the CSV parser then names the limit
-        data = d["file"].read(settings.UPLOAD_MAX_BYTES + 1)
         try:
             dataset = dataset_create(
                 owner=request.user,
                 name=d["name"],
                 description=d["description"],
-                data=data,
+                upload=d["file"],
+                source=d.get("source", ""),
+                licence=d.get("licence", ""),
                 total_budget=d["total_budget"],
                 relation=d["relation"],
                 record_name=d["record_name"],
@@ -107,14 +121,70 @@ def dataset_new(request):
         else:
             messages.success(
                 request,
-                f"Dataset “{dataset.name}” uploaded: {dataset.row_count:,} records, "
-                f"columns {', '.join(dataset.columns)}, privacy budget ε {dataset.total_budget.normalize():f}. "
-                "Now offer statistics over it.",
+                f"Dataset “{dataset.name}” uploaded ({dataset.upload_size:,} bytes), privacy budget "
+                f"ε {dataset.total_budget.normalize():f}. It is being read now; then confirm its columns.",
             )
             if dataset.same_content_as:
                 messages.warning(request, same_content_notice(dataset.same_content_as))
-            return redirect(f"{reverse('web:owner-listing-new')}?dataset={dataset.public_id}")
+            return redirect("web:owner-dataset-columns", dataset_id=dataset.public_id)
     return render(request, "owner/dataset_new.html", {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20})
+
+
+def _dataset_context(request, dataset_id: str) -> dict:
+    try:
+        dataset = catalog_selectors.dataset_get(user=request.user, dataset_id=dataset_id)
+    except NotFound:
+        raise Http404("no such dataset") from None
+    progress = dataset.progress or {}
+    return {
+        "dataset": dataset,
+        "progress": {"phase": progress.get("phase", "queued"), "rows": progress.get("rows", 0),
+                     "percent": progress.get("percent", 0)},
+        "types": COLUMN_TYPES,
+        "policies": MISSING_POLICIES,
+    }
+
+
+@login_required
+@owner_required
+def dataset_status(request, dataset_id: str):
+    """The small fragment the column page polls while the dataset is processed (htmx)."""
+    context = _dataset_context(request, dataset_id)
+    response = render(request, "owner/_dataset_status.html", context)
+    if context["dataset"].status != "processing" and request.headers.get("HX-Request"):
+        response["HX-Refresh"] = "true"  # done: the whole page shows the columns or the reasons
+    return response
+
+
+@login_required
+@owner_required
+def dataset_columns(request, dataset_id: str):
+    """A dataset's progress while it is processed; then its column review: a row per column
+    (name, inferred type, summary, a type and a missing policy to choose), or why it failed."""
+    context = _dataset_context(request, dataset_id)
+    dataset = context["dataset"]
+    errors: list[str] = []
+    if request.method == "POST" and dataset.status == "ready":
+        changes = [
+            {"name": c["name"], "type": request.POST.get(f"type-{i}", c["type"]),
+             "missing": request.POST.get(f"missing-{i}", c["missing"])}
+            for i, c in enumerate(dataset.columns)
+        ]
+        try:
+            after = dataset_columns_set(owner=request.user, dataset_id=dataset.public_id, columns=changes)
+        except DomainError as exc:
+            errors = [m for ms in (exc.fields or {}).values() for m in ms] or [str(exc)]
+        else:
+            if after.status == "ready":
+                messages.success(request, f"The columns of “{dataset.name}” are confirmed. Now offer statistics over it.")
+                return redirect(f"{reverse('web:owner-listing-new')}?dataset={dataset.public_id}")
+            messages.success(request, "Columns saved: the typed file is being rebuilt.")
+            return redirect("web:owner-dataset-columns", dataset_id=dataset.public_id)
+    rows = []
+    for i, column in enumerate(dataset.columns if dataset.status == "ready" else []):
+        column = column if isinstance(column, dict) else {"name": column, "type": "decimal", "missing": "none"}
+        rows.append({"index": i, **column, "top": [c["value"] for c in (column.get("categories") or [])[:8]]})
+    return render(request, "owner/dataset_columns.html", {**context, "rows": rows, "errors": errors})
 
 
 def _as_id(value) -> int | None:

@@ -183,5 +183,5 @@ class CappedListingsForm(forms.Form):
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["listings"].queryset = (
-            visibility.owned_listings(user).defer("answer", "dataset__data").order_by("-created_at", "-id")
+            visibility.owned_listings(user).defer("answer").order_by("-created_at", "-id")
         )

@@ -1,5 +1,6 @@
 """A buyer, in a real browser: signs up, is funded, buys step by step, watches releases arrive."""
 
+from tests.datasets import ready_dataset
 import re
 
 import pytest
@@ -11,10 +12,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def listing(users, fund):
-    from market.catalog.services import dataset_create, listing_create
+    from market.catalog.services import listing_create
 
     owner = users("olivia", owner=True)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), total_budget="100")
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(800), total_budget="100")
     return listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5", price_per_epsilon="10",
         compensation={"E": "40", "rate": "1", "E_min": "0"},

@@ -1,12 +1,13 @@
 """Every kind of page works under the Content-Security-Policy (no 'unsafe-inline', no
 'unsafe-eval'): in the real browser, no page reports a violation, and the charts draw."""
 
+from tests.datasets import ready_dataset
 import re
 
 import pytest
 from playwright.sync_api import expect
 
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 from tests.marketplace.conftest import STATISTICS, eager_celery, make_csv  # noqa: F401 - fixtures
 
@@ -30,7 +31,7 @@ def marketplace(users, fund, eager_celery, seeded_noise):
     staff.is_staff = staff.is_superuser = True
     staff.save()
     fund(buyer, 500)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(800), total_budget="100")
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(800), total_budget="100")
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5",
         price_per_epsilon="10", compensation={"E": "40", "rate": "1", "E_min": "0"},

@@ -19,6 +19,7 @@ Celery eager so that purchases are released while the fuzzer runs.
 
 from __future__ import annotations
 
+from tests.datasets import ready_dataset
 import os
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,7 +35,7 @@ from schemathesis.generation import GenerationMode
 
 from market.accounts.models import User
 from market.accounts.services import api_key_create
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.ledger.payments import ManualFunding
 from market.trading.services import purchase_create
 from market.wsgi import application
@@ -66,10 +67,10 @@ CONFIG = schemathesis.Config.from_dict(
         "operations": [
             {
                 # rules no schema can state: a level above the one you hold and within the listing's cap,
-                # columns of your own dataset, a CSV's content, the right password, a key's expiry in
+                # columns of your own dataset (and the types their values fit), a CSV's content, the right password, a key's expiry in
                 # the future. Their inputs' shapes
                 # are still checked (negative data refused; tests/security/test_strict_input.py)
-                "include-path-regex": "^/api/v1/(purchases/|listings/(\\{listing_id\\}/quote/)?|datasets/|auth/token/|keys/)$",
+                "include-path-regex": "^/api/v1/(purchases/|listings/(\\{listing_id\\}/quote/)?|datasets/(\\{dataset_id\\}/)?|auth/token/|keys/)$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
                 },
@@ -155,7 +156,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
         owner = User.objects.create_user("olivia", "olivia@example.com", "a-long-password-1", is_owner=True)
         fuzz = User.objects.create_user("fuzz", "fuzz@example.com", "a-long-password-1", is_owner=True)
         other = User.objects.create_user("otto", "otto@example.com", "a-long-password-1")
-        data = dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget="10000")
+        data = ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="10000")
         listing = listing_create(
             owner=owner,
             dataset_id=data.public_id,
@@ -165,7 +166,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
             ceiling="10000",
             price_per_epsilon="0.01",
         )
-        own = dataset_create(owner=fuzz, name="mine", data=make_csv(120, seed=2), total_budget="8")
+        own = ready_dataset(owner=fuzz, name="mine", data=make_csv(120, seed=2), total_budget="8")
         funding = ManualFunding()
         funding.fund(user=fuzz, amount=Decimal("100000"))
         funding.fund(user=other, amount=Decimal("100"))

@@ -1,3 +1,4 @@
+from tests.datasets import ready_dataset
 import itertools
 from decimal import Decimal
 
@@ -7,7 +8,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from market.accounts.models import User
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.ledger.payments import ManualFunding
 
 HIST_BINS = list(range(0, 101, 2))  # 50 bins: many coordinates, so averages are tight
@@ -51,7 +52,7 @@ def buyer(users):
 def make_listing(owner):
     def make(*, who=None, ceiling="5", price="10.00", statistics=STATISTICS, rows=500, budget="100"):
         who = who or owner
-        dataset = dataset_create(owner=who, name="visits", data=make_csv(rows), total_budget=budget)
+        dataset = ready_dataset(owner=who, name="visits", data=make_csv(rows), total_budget=budget)
         return listing_create(
             owner=who,
             dataset_id=dataset.public_id,

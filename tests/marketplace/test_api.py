@@ -137,12 +137,18 @@ def test_a_buyer_never_reads_another_buyers_things(
     assert api(buyer).get(f"/api/v1/releases/{release_id}/").status_code == 200
 
 
-def test_owners_upload_datasets_and_create_listings(api, owner, users):
+@pytest.mark.queued_datasets
+def test_owners_upload_datasets_and_create_listings(api, owner, users, eager_celery, django_capture_on_commit_callbacks):
     client = api(owner)
     upload = SimpleUploadedFile("visits.csv", make_csv(200), content_type="text/csv")
-    made = client.post("/api/v1/datasets/", {"name": "Visits", "file": upload, "total_budget": "100"}, format="multipart")
-    assert made.status_code == 201, made.content
-    assert made.json()["columns"] == ["age", "income", "visits"] and made.json()["row_count"] == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        made = client.post("/api/v1/datasets/", {"name": "Visits", "file": upload, "budget": "100"}, format="multipart")
+    assert made.status_code == 202, made.content
+    assert made.json()["status"] == "processing" and made.json()["columns"] == []
+    made = client.get(f"/api/v1/datasets/{made.json()['id']}/")
+    assert made.json()["status"] == "ready", made.content
+    assert [c["name"] for c in made.json()["columns"]] == ["age", "income", "visits"] and made.json()["row_count"] == 200
+    assert [c["type"] for c in made.json()["columns"]] == ["integer", "decimal", "integer"]
     listing = client.post(
         "/api/v1/listings/",
         {"dataset": made.json()["id"], "title": "Ages", "statistics": STATISTICS, "ceiling": "2", "price_per_epsilon": "3.50"},
@@ -165,30 +171,42 @@ def test_owners_upload_datasets_and_create_listings(api, owner, users):
     assert Listing.objects.count() == 1
 
 
-@pytest.mark.parametrize(
-    "content,message",
-    [
-        (b"", "empty"),
-        (b"age,income\n", "no data"),
-        (b"age,income\n1,2\n3\n", "line 3"),
-        (b"age,income\n1,abc\n", "column 'income'"),
-        (b"age,income\n1,nan\n", "NaN"),
-        (b"age,income\n1,=SUM(A1)\n", "formula"),
-        (b"\x00\x01\x02binary", "binary"),
-        (b"age,income\n1,\xe9\n", "UTF-8"),
-    ],
-)
-def test_broken_csv_uploads_are_refused_and_store_nothing(api, owner, content, message):
-    upload = SimpleUploadedFile("bad.csv", content, content_type="text/csv")
-    answer = api(owner).post("/api/v1/datasets/", {"name": "bad", "file": upload, "total_budget": "100"}, format="multipart")
+def test_an_empty_upload_is_refused_at_once_and_stores_nothing(api, owner):
+    upload = SimpleUploadedFile("bad.csv", b"", content_type="text/csv")
+    answer = api(owner).post("/api/v1/datasets/", {"name": "bad", "file": upload, "budget": "100"}, format="multipart")
     error = assert_error(answer, 400, field="file")
-    assert message.lower() in " ".join(error["fields"]["file"]).lower()
+    assert "empty" in " ".join(error["fields"]["file"]).lower()
     assert Dataset.objects.count() == 0
 
 
-def test_bad_listing_specs_are_refused(api, owner):
+@pytest.mark.queued_datasets
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"age,income\n", "no data"),
+        (b"age,income\n1,2\n3,4\n5\n", "line 4: has 1 cells but the header has 2"),
+        (b"age,income\n1,=SUM(A1)\n", "column 'income': 1 cell looks like a spreadsheet formula"),
+        (b"\x00\x01\x02binary", "binary"),
+        (b"PK\x03\x04zipped", "zip"),
+        (b"age,age\n1,2\n", "same name"),
+    ],
+)
+def test_broken_uploads_fail_with_the_reason(api, owner, content, message, eager_celery, django_capture_on_commit_callbacks):
+    upload = SimpleUploadedFile("bad.csv", content, content_type="text/csv")
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = api(owner).post("/api/v1/datasets/", {"name": "bad", "file": upload, "budget": "100"}, format="multipart")
+    assert answer.status_code == 202, answer.content
+    body = api(owner).get(f"/api/v1/datasets/{answer.json()['id']}/").json()
+    assert body["status"] == "failed" and body["columns"] == [] and body["row_count"] is None
+    assert message.lower() in " ".join(body["failure"]).lower(), body["failure"]
+    assert not Dataset.objects.get().upload_file  # the upload is deleted
+
+
+@pytest.mark.queued_datasets
+def test_bad_listing_specs_are_refused(api, owner, eager_celery, django_capture_on_commit_callbacks):
     upload = SimpleUploadedFile("visits.csv", make_csv(50), content_type="text/csv")
-    ds = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "3"}, format="multipart").json()
+    with django_capture_on_commit_callbacks(execute=True):
+        ds = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "3"}, format="multipart").json()
     base = {"dataset": ds["id"], "title": "t", "statistics": STATISTICS, "ceiling": "2", "price_per_epsilon": "1"}
     for change, field in [
         ({"statistics": [{"kind": "sum", "column": "height", "lower": 0, "upper": 1}]}, "statistics"),

@@ -10,10 +10,11 @@ shows that the same pooling of independent releases would beat the top buyer.
 
 from decimal import Decimal
 
+from tests.datasets import ready_dataset
 import numpy as np
 import pytest
 
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 from releases.models import Release
 
@@ -40,7 +41,7 @@ def test_the_best_pooled_estimate_is_the_closest_buyers_answer(owner, users, fun
     buyers = [users(f"member{i}") for i in range(len(LEVELS))]
     for who in buyers:
         fund(who, 10_000)
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(400), total_budget="100")
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(400), total_budget="100")
     spec = [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": HIST_BINS}]  # 51 values, equal weights
     errors = []
     for _ in range(40):

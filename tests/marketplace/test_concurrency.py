@@ -1,5 +1,6 @@
 """Races on the real database: row locks, unique constraints, one charge, one sample."""
 
+from tests.datasets import ready_dataset
 import threading
 from decimal import Decimal
 
@@ -104,13 +105,13 @@ def test_two_purchases_on_two_capped_listings_of_one_dataset_share_one_cap(owner
     """Ceilings 5 and 2 on one dataset, both trust-capped, unknown buyers: each one's cap on the
     dataset is 5 e^(-1.5) = 1.1156. Buying 1 on the first and 0.4 on the second at once (each alone
     fits; together 1.4 does not): exactly one passes, for every buyer of several rounds."""
-    from market.catalog.services import dataset_create, listing_create
+    from market.catalog.services import listing_create
     from market.trading.models import Holding
     from market.trust.services import trust_listings_set
 
     from .conftest import STATISTICS, make_csv
 
-    dataset = dataset_create(owner=owner, name="visits", data=make_csv(100), total_budget="7")
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(100), total_budget="7")
     ids = [
         listing_create(
             owner=owner, dataset_id=dataset.public_id, title=title, statistics=STATISTICS[:1], ceiling=ceiling,

@@ -1,5 +1,6 @@
 """Price curves in purchases and the API; privacy at risk on releases and the owner's dashboard."""
 
+from tests.datasets import ready_dataset
 import math
 from decimal import Decimal
 
@@ -20,11 +21,11 @@ PAPER = {"E": "550000", "rate": "1", "E_min": "0"}
 @pytest.fixture
 def count_listing(owner):
     """A count (k = 1) priced from the paper's compensation model, margin 1."""
-    from market.catalog.services import dataset_create, listing_create
+    from market.catalog.services import listing_create
 
     from .conftest import make_csv
 
-    dataset = dataset_create(owner=owner, name="staff", data=make_csv(100), total_budget="100")
+    dataset = ready_dataset(owner=owner, name="staff", data=make_csv(100), total_budget="100")
     return listing_create(
         owner=owner,
         dataset_id=dataset.public_id,
@@ -46,12 +47,12 @@ def buy(buyer, listing, eps, capture):
 def test_steps_on_a_power_curve_cost_exactly_the_direct_price(
     make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks
 ):
-    from market.catalog.services import dataset_create, listing_create
+    from market.catalog.services import listing_create
 
     from .conftest import STATISTICS, make_csv
 
     owner = make_listing().dataset.owner
-    dataset = dataset_create(owner=owner, name="v2", data=make_csv(50), total_budget="100")
+    dataset = ready_dataset(owner=owner, name="v2", data=make_csv(50), total_budget="100")
     listing = listing_create(
         owner=owner, dataset_id=dataset.public_id, title="Power", statistics=STATISTICS, ceiling="5",
         price_curve={"kind": "power", "c": "7.00", "p": "1.5"},
@@ -124,11 +125,10 @@ def test_the_api_shows_curves_and_refuses_steep_powers(api, owner, count_listing
 
 def test_the_owner_form_offers_every_curve(client, owner):
     from market.catalog.models import Listing
-    from market.catalog.services import dataset_create
 
     from .conftest import make_csv
 
-    dataset = dataset_create(owner=owner, name="staff", data=make_csv(40), total_budget="100")
+    dataset = ready_dataset(owner=owner, name="staff", data=make_csv(40), total_budget="100")
     client.force_login(owner)
     post = {
         "dataset": dataset.public_id, "title": "Count", "ceiling": "1", "price_kind": "power", "price_per_epsilon": "4", "p": "3",

@@ -7,13 +7,14 @@
   and l2 (vector) listings have none.
 """
 
+from tests.datasets import ready_dataset
 import math
 from decimal import Decimal
 
 import numpy as np
 import pytest
 
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 
 from .conftest import make_csv
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _listing(owner, *, relation, statistics, budget="20"):
-    dataset = dataset_create(
+    dataset = ready_dataset(
         owner=owner, name="visits", data=make_csv(200), relation=relation, total_budget=budget,
         record_name="patient", record_name_plural="patients",
     )

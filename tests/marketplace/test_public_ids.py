@@ -44,7 +44,7 @@ def test_dataset_ids_are_opaque_and_listings_are_created_by_them(api, owner, use
     for name in ("first", "second", "third"):
         upload = SimpleUploadedFile("d.csv", make_csv(30), content_type="text/csv")
         answer = client.post("/api/v1/datasets/", {"name": name, "file": upload, "total_budget": "100"}, format="multipart")
-        assert answer.status_code == 201
+        assert answer.status_code == 202
         made.append(answer.json()["id"])
     assert_opaque("ds", made)
     assert {d["id"] for d in client.get("/api/v1/datasets/").json()["results"]} == set(made)

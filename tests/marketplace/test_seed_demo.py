@@ -21,6 +21,7 @@ def test_seed_demo_is_complete_and_idempotent():
     assert User.objects.get(username="demo-admin").is_staff
     assert Listing.objects.count() == 4
     # one dataset keeps its size private, one publishes it: both relations are on show
-    assert sorted(Dataset.objects.values_list("relation", flat=True)) == ["private_size", "public_size"]
+    assert sorted(Dataset.objects.values_list("relation", flat=True)) == ["private_size", "private_size", "public_size"]
+    assert set(Dataset.objects.values_list("status", flat=True)) == {"ready"}  # penguins too, as shipped
     assert wallet_balance(user=buyer) == Decimal("500.00")
     assert ledger_is_balanced()

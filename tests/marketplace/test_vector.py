@@ -2,11 +2,12 @@
 
 from decimal import Decimal
 
+from tests.datasets import ready_dataset
 import numpy as np
 import pytest
 from scipy import stats
 
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.core.errors import InvalidInput
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release
@@ -26,7 +27,7 @@ def locations_csv(rows=400, seed=3) -> bytes:
 @pytest.fixture
 def places(owner):
     """400 places; their number is public, so a centroid may be sold (its sensitivity is 2R / 400)."""
-    return dataset_create(owner=owner, name="places", data=locations_csv(), relation="public_size", total_budget="1000")
+    return ready_dataset(owner=owner, name="places", data=locations_csv(), relation="public_size", total_budget="1000")
 
 
 def centroid_listing(owner, dataset, row, radius=50.0):
@@ -154,6 +155,6 @@ def test_the_owner_form_lists_a_vector_statistic(client, owner, places):
 
 
 def test_a_centroid_over_a_private_number_of_records_is_refused(owner):
-    hidden = dataset_create(owner=owner, name="hidden", data=locations_csv(), total_budget="10")
+    hidden = ready_dataset(owner=owner, name="hidden", data=locations_csv(), total_budget="10")
     with pytest.raises(InvalidInput, match="keeps private"):
         centroid_listing(owner, hidden, 1)

@@ -3,6 +3,7 @@ and add one seeded world in which every actor of the authorization matrix has so
 
 from __future__ import annotations
 
+from tests.datasets import ready_dataset
 import csv
 import io
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from market.accounts.services import api_key_create
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 from releases.models import NoisePoint
 from tests.marketplace.conftest import (  # noqa: F401 - fixtures
@@ -77,12 +78,12 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
         fund(people[actor], 500)
 
     data = make_csv(ROWS)
-    dataset = dataset_create(owner=people["owner"], name="visits", data=data, total_budget="100")
+    dataset = ready_dataset(owner=people["owner"], name="visits", data=data, total_budget="100")
     listing = listing_create(
         owner=people["owner"], dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS,
         ceiling="5", price_per_epsilon="10.00",
     )
-    other_dataset = dataset_create(owner=people["other_owner"], name="heights", data=make_csv(120, seed=7), total_budget="100")
+    other_dataset = ready_dataset(owner=people["other_owner"], name="heights", data=make_csv(120, seed=7), total_budget="100")
     other_listing = listing_create(
         owner=people["other_owner"], dataset_id=other_dataset.public_id, title="Heights", statistics=[{"kind": "count"}],
         ceiling="3", price_per_epsilon="1.00",

@@ -88,7 +88,11 @@ API = [
     api("PUT",    "/api/v1/listings/{L}/",                  "401  405   405   405   405   405", "listing"),
     api("DELETE", "/api/v1/listings/{L}/",                  "401  405   405   405   405   405"),
     api("GET",    "/api/v1/datasets/",                      "401  200   200   200   200   200"),
-    api("POST",   "/api/v1/datasets/",                      "401  403   403   201   201   403", "dataset"),
+    api("POST",   "/api/v1/datasets/",                      "401  403   403   202   202   403", "dataset"),
+    # a dataset's status, columns and summaries: its owner's only
+    api("GET",    "/api/v1/datasets/{D}/",                  "401  404   404   200   404   404"),
+    # its listings fix its columns: the owner is told so (400)
+    api("PATCH",  "/api/v1/datasets/{D}/",                  "401  404   404   400   404   404", "columns"),
     # a budget is changed by its owner (staff change it in the admin): anyone else's is not found
     api("POST",   "/api/v1/datasets/{D}/budget/",           "401  404   404   200   404   404", "budget"),
     api("GET",    "/api/v1/purchases/",                     "401  200   200   200   200   200"),
@@ -136,6 +140,9 @@ PAGES = [
     page("GET",  "/owner/datasets/new/",                    "302L 403   403   200   200   403"),
     page("POST", "/owner/datasets/new/",                    "302L 403   403   302   302   403", "dataset"),
     page("GET",  "/owner/datasets/{D}/budget/",             "302L 403   403   200   404   403"),
+    page("GET",  "/owner/datasets/{D}/columns/",            "302L 403   403   200   404   403"),
+    page("POST", "/owner/datasets/{D}/columns/",            "302L 403   403   200   404   403", "columns_form"),
+    page("GET",  "/owner/datasets/{D}/status/",             "302L 403   403   200   404   403"),
     page("POST", "/owner/datasets/{D}/budget/",             "302L 403   403   302   404   403", "budget_form"),
     page("GET",  "/owner/listings/new/",                    "302L 403   403   200   200   403"),
     page("GET",  "/owner/listings/new/?dataset={D}",        "302L 403   403   200   404   403"),
@@ -206,6 +213,10 @@ def payload(name, world, actor):
         return {"name": "more", "description": "", "total_budget": "100", "file": _csv_file()}
     if name == "budget":
         return {"budget": "150", "reason": "matrix"}
+    if name == "columns":
+        return {"columns": [{"name": "age", "missing": "exclude"}]}
+    if name == "columns_form":
+        return {"type-0": "integer", "missing-0": "none"}
     if name == "budget_form":
         return {"total_budget": "150", "reason": "matrix"}
     if name == "purchase":
@@ -347,6 +358,8 @@ def secrets(world) -> dict[str, list[re.Pattern]]:
 
 #: where the owner sees their own dataset's exact number of records
 OWNERS_OWN_DATASET = ("/owner/", "/api/v1/datasets/")
+#: where the owner sees their own dataset's column summaries (min, max)
+OWNERS_SUMMARIES = ("/owner/listings/new/", "/owner/datasets/", "/api/v1/datasets/")
 
 
 def leaks(world, actor, row, text: str) -> list[str]:
@@ -354,8 +367,8 @@ def leaks(world, actor, row, text: str) -> list[str]:
     for what, patterns in secrets(world).items():
         if what == "buyer's release" and actor == "buyer":
             continue
-        if what == "column min/max" and actor == "owner" and row.path.startswith("/owner/listings/new/"):
-            continue  # the owner's own listing form: each column's min and max, to choose bounds by
+        if what == "column min/max" and actor == "owner" and row.path.startswith(OWNERS_SUMMARIES):
+            continue  # the owner's own listing form and dataset: each column's min and max, to choose bounds by
         if what == "exact record count" and actor == "owner" and row.path.startswith(OWNERS_OWN_DATASET):
             continue  # the owner's dashboard, listing form and dataset list: their own dataset's size
         found += [f"{what}: {p.pattern}" for p in patterns if p.search(text)]

@@ -124,8 +124,14 @@ def test_noise_moved_to_another_level_does_not_open_and_the_release_is_refunded(
     assert "damaged" in purchase.failure_reason and "refunded" in purchase.failure_reason
 
 
+@pytest.fixture
+def old_key_first(settings):
+    """The old key set before any fixture seals a thing (datasets' files are sealed at upload)."""
+    settings.GRADUAL_ENCRYPTION_KEYS = OLD
+
+
 def test_rotation_moves_everything_to_the_new_key_and_the_old_one_can_go(
-    settings, owner, places, make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks  # noqa: F811
+    old_key_first, settings, owner, places, make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks  # noqa: F811
 ):
     settings.GRADUAL_ENCRYPTION_KEYS = OLD
     scalar, vector = make_listing(), centroid_listing(owner, places, row=1)
@@ -145,6 +151,7 @@ def test_rotation_moves_everything_to_the_new_key_and_the_old_one_can_go(
     assert "listing answers: 2 re-encrypted, 0 already under 'new'" in report
     assert "stored noise: 5 re-encrypted, 0 already under 'new'" in report  # 4 points and one jump list
     assert "everything is under 'new'" in report
+    assert "dataset files:" in report  # the datasets' sealed Parquet files too (market.catalog.files)
 
     settings.GRADUAL_ENCRYPTION_KEYS = NEW  # the old key removed
     for lst in (scalar, vector):

@@ -72,7 +72,7 @@ def _listing_body(dataset_id, **change):
 def dataset(api, owner):
     upload = SimpleUploadedFile("visits.csv", make_csv(50), content_type="text/csv")
     answer = api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100"}, format="multipart")
-    assert answer.status_code == 201, answer.content
+    assert answer.status_code == 202 and answer.json()["status"] == "ready", answer.content  # processed at once in tests
     return answer.json()["id"]
 
 
@@ -176,7 +176,7 @@ def test_a_body_over_the_limit_is_413_in_the_error_shape(api, listing, buyer, fu
 
 
 def test_uploads_over_the_limit_are_413_and_bad_forms_400(api, owner, settings):
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4000
+    settings.UPLOAD_MAX_BYTES = 4000
     before = _counts()
     upload = SimpleUploadedFile("visits.csv", make_csv(500), content_type="text/csv")  # > 4000 bytes
     assert_error(api(owner).post("/api/v1/datasets/", {"name": "v", "file": upload, "total_budget": "100"}, format="multipart"), 413, "payload_too_large")

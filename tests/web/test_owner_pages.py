@@ -1,5 +1,6 @@
 """The owner's pages: dashboard, dataset upload, listing creation, a listing's figures."""
 
+from tests.datasets import ready_dataset
 import html
 import json
 import re
@@ -14,7 +15,6 @@ from django.urls import reverse
 
 from market.catalog import dashboard
 from market.catalog.models import Dataset, Listing
-from market.catalog.services import dataset_create
 from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail
 from releases.models import NoisePoint
@@ -114,7 +114,7 @@ def test_a_signed_in_non_owner_is_told_how_to_become_one(signed_in, buyer, url):
 
 def test_another_owners_listing_and_dataset_do_not_exist(signed_in, listing, users):
     intruder = users("mallory", owner=True)
-    dataset_create(owner=intruder, name="mine", data=make_csv(20), total_budget="100")
+    ready_dataset(owner=intruder, name="mine", data=make_csv(20), total_budget="100")
     client = signed_in(intruder)
     assert client.get(owner_listing(listing.pk)).status_code == 404
     assert client.get(f"{LISTING_NEW}?dataset={listing.dataset.public_id}").status_code == 404
@@ -161,9 +161,10 @@ def upload(client, content: bytes, **fields):
 
 def test_the_upload_form_takes_a_csv_file(signed_in, owner):
     page = text(signed_in(owner).get(DATASET_NEW))
-    assert 'type="file"' in page and 'accept=".csv,text/csv"' in page
+    assert 'type="file"' in page and 'accept=".csv,.tsv,.txt,.parquet,text/csv"' in page
     assert 'enctype="multipart/form-data"' in page
-    for field in ("id_name", "id_description", "id_file", "id_total_budget", "id_relation_0", "id_record_name"):
+    for field in ("id_name", "id_description", "id_source", "id_licence", "id_file", "id_total_budget", "id_relation_0",
+                  "id_record_name"):
         assert f'<label for="{field}"' in page
 
 
@@ -171,21 +172,33 @@ def test_an_upload_is_stored_and_leads_to_creating_a_listing(signed_in, owner):
     client = signed_in(owner)
     answer = upload(client, make_csv(150), total_budget="6", relation="public_size", record_name="visit", record_name_plural="visits")
     dataset = Dataset.objects.get(owner=owner)
-    assert answer.status_code == 302 and answer["Location"] == f"{LISTING_NEW}?dataset={dataset.public_id}"
-    assert dataset.columns == ["age", "income", "visits"] and dataset.row_count == 150
+    assert answer.status_code == 302 and answer["Location"] == f"/owner/datasets/{dataset.public_id}/columns/"
+    assert dataset.column_names == ["age", "income", "visits"] and dataset.row_count == 150
     assert dataset.total_budget == Decimal("6") and dataset.public_size == 150
     assert dataset.protects == "Protects any one visit's values; the number of visits (150) is public."
     page = text(client.get(answer["Location"]))
-    assert "Dataset “Clinic” uploaded: 150 records" in page
+    assert "Dataset “Clinic” uploaded" in page and "Ready: 150 records, 3 columns" in page
+    # confirming the columns as inferred leads to creating a listing
+    confirmed = client.post(answer["Location"], {"type-0": "integer", "missing-0": "none"})
+    assert confirmed.status_code == 302 and confirmed["Location"] == f"{LISTING_NEW}?dataset={dataset.public_id}"
 
 
-def test_a_bad_csv_names_line_and_column_and_stores_nothing(signed_in, owner):
-    answer = upload(signed_in(owner), b"age,income\n30,1000\n31,x\n32,\n")
-    assert answer.status_code == 200
-    errors = html.unescape(error_of(answer, "id_file"))
-    assert "line 3, column 'income': not a number: 'x'" in errors
-    assert "line 4, column 'income': empty cell" in errors
-    assert not Dataset.objects.exists()
+def test_a_bad_file_shows_its_reasons_and_keeps_nothing(signed_in, owner):
+    client = signed_in(owner)
+    answer = upload(client, b"age,income\n30,1000\n31\n")
+    dataset = Dataset.objects.get()
+    assert answer.status_code == 302 and dataset.status == "failed" and not dataset.upload_file
+    page = html.unescape(text(client.get(answer["Location"])))
+    assert "The file was not accepted" in page and "line 3: has 1 cells but the header has 2" in page
+
+
+def test_a_wrong_column_type_is_refused_with_its_reason(signed_in, owner):
+    client = signed_in(owner)
+    answer = upload(client, b"id,city\n1,Oslo\n2,Bergen\n")
+    refused = client.post(answer["Location"], {"type-1": "integer", "missing-1": "none"})
+    assert refused.status_code == 200
+    assert "column 'city': 2 values are not whole numbers, first at line 2 ('Oslo')" in html.unescape(text(refused))
+    assert [c["type"] for c in Dataset.objects.get().columns] == ["integer", "categorical"]
 
 
 def test_a_bad_budget_is_shown_at_its_field(signed_in, owner):
@@ -205,15 +218,15 @@ def test_missing_name_and_file_are_shown_at_their_fields(signed_in, owner):
 
 @pytest.fixture
 def dataset(owner):
-    return dataset_create(owner=owner, name="visits", data=make_csv(200), total_budget="3")
+    return ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="3")
 
 
 def test_the_listing_form_shows_the_columns_and_four_rows(signed_in, owner, dataset):
     page = text(signed_in(owner).get(LISTING_NEW))  # the newest dataset by default
     assert 'name="stats-TOTAL_FORMS" value="4"' in page
-    ages = dataset.matrix()[:, 0]  # whole numbers
-    cells = f'<td class="num">{ages.min():g}</td><td class="num">{ages.max():g}</td>'
-    assert f'<th scope="row">age</th><td>decimal</td>{cells}' in page
+    age = next(c for c in dataset.columns if c["name"] == "age")  # the stored summary, whole numbers
+    cells = f'<td class="num">{age["min"]:g}</td><td class="num">{age["max"]:g}</td>'
+    assert f'<th scope="row">age</th><td>{age["type"]}</td>{cells}' in page
     assert '<option value="income">income</option>' in page
     assert "its listings' ceilings take ε 0, so this ceiling can be at most ε 3" in page
     for field in ("id_title", "id_ceiling", "id_price_per_epsilon", "id_stats-0-kind", "id_stats-3-bins"):
@@ -306,7 +319,7 @@ def test_adding_a_row_keeps_what_was_typed_and_saves_nothing(signed_in, owner, d
 
 
 def test_choosing_another_dataset_shows_its_columns(signed_in, owner, dataset):
-    other = dataset_create(owner=owner, name="heights", data=b"height,weight\n170,60\n182,81\n", total_budget="100")
+    other = ready_dataset(owner=owner, name="heights", data=b"height,weight\n170,60\n182,81\n", total_budget="100")
     client = signed_in(owner)
     newest = text(client.get(LISTING_NEW))
     assert '<option value="height">height</option>' in newest and f'<option value="{other.public_id}" selected>' in newest

@@ -1,9 +1,14 @@
-"""Demo data: an owner, a buyer, staff, two listings over a generated clinic dataset, and credits.
+"""Demo data: an owner, a buyer, staff, listings over a generated clinic dataset (with categories and
+missing values), the Palmer penguins table as shipped by ``palmerpenguins``, and credits.
+
+Datasets go through the same service as any upload (``dataset_create``), then are processed at once
+(``dataset_process``, the task's body) so that listings can be made in the same run.
 
 Idempotent: running it again changes nothing that exists.
 """
 
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -11,7 +16,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from market.catalog.models import Dataset
-from market.catalog.services import dataset_create, listing_create
+from market.catalog.services import dataset_create, dataset_process, listing_create
 from market.ledger.models import Transfer
 from market.ledger.payments import provider
 
@@ -25,16 +30,39 @@ DATASET = "City clinic visits, 2025"
 SURVEY = "Household travel survey (published sample)"
 
 
+PENGUINS = "Palmer penguins (as published)"
+
+
 def clinic_csv(rows: int = 2000) -> bytes:
-    """A plausible table: age, systolic blood pressure, visits per year, household income."""
+    """A plausible table: age, sex, district, smoker, first visit, systolic blood pressure, visits per year,
+    household income, and a cholesterol reading that about one patient in eight has not had (empty or "NA")."""
     rng = np.random.default_rng()  # demo data: fresh each time, no secret
     age = np.clip(rng.normal(46, 18, rows), 0, 99).round()
     pressure = np.clip(95 + 0.55 * age + rng.normal(0, 14, rows), 80, 220).round()
     visits = rng.poisson(1.5 + age / 25)
     income = np.clip(rng.lognormal(10.6, 0.55, rows), 5_000, 400_000).round(-2)
-    lines = ["age,systolic_bp,visits,income"]
-    lines += [f"{int(a)},{int(p)},{int(v)},{int(i)}" for a, p, v, i in zip(age, pressure, visits, income)]
+    sex = rng.choice(["female", "male"], rows)
+    district = rng.choice(["North", "Harbour", "Old Town", "Hillside", "East End"], rows, p=[0.3, 0.2, 0.2, 0.2, 0.1])
+    smoker = rng.choice(["yes", "no"], rows, p=[0.2, 0.8])
+    first = np.datetime64("2015-01-01") + rng.integers(0, 3650, rows)
+    cholesterol = np.clip(rng.normal(5.2, 1.0, rows), 2.5, 9.5).round(1)
+    unmeasured = rng.random(rows) < 0.125
+    lines = ["age,sex,district,smoker,first_visit,systolic_bp,visits,income,cholesterol"]
+    lines += [
+        f"{int(a)},{s},{d},{k},{f},{int(p)},{int(v)},{int(i)},{('NA' if j % 2 else '') if u else c}"
+        for j, (a, s, d, k, f, p, v, i, c, u) in enumerate(
+            zip(age, sex, district, smoker, first, pressure, visits, income, cholesterol, unmeasured)
+        )
+    ]
     return ("\n".join(lines) + "\n").encode()
+
+
+def _ready(dataset):
+    """Process the upload now (the task's body), so its listings can be made in this run."""
+    dataset = dataset_process(dataset_id=dataset.pk)
+    if dataset.status != "ready":
+        raise RuntimeError(f"the demo dataset {dataset.name!r} failed: {dataset.failure}")
+    return dataset
 
 
 def survey_csv(rows: int = 400) -> bytes:
@@ -67,13 +95,16 @@ class Command(BaseCommand):
             dataset = dataset_create(
                 owner=owner,
                 name=DATASET,
-                description="2,000 patients of a city clinic: age, blood pressure, visits and income.",
-                data=clinic_csv(),
+                description="2,000 patients of a city clinic: age, sex, district, smoking, first visit, blood pressure, "
+                "visits, income and cholesterol (not measured for every patient).",
+                source="generated for the demo",
+                upload=clinic_csv(),
                 total_budget="10",
                 relation="private_size",
                 record_name="patient",
                 record_name_plural="patients",
             )
+            dataset = _ready(dataset)
             listing_create(
                 owner=owner,
                 dataset_id=dataset.public_id,
@@ -109,12 +140,13 @@ class Command(BaseCommand):
                 name=SURVEY,
                 description="The 400 households of a published sample: where they live (metres from the town hall) "
                 "and their weekly commute. The sample's size is public.",
-                data=survey_csv(),
+                upload=survey_csv(),
                 total_budget="6",
                 relation="public_size",
                 record_name="household",
                 record_name_plural="households",
             )
+            survey = _ready(survey)
             listing_create(
                 owner=owner,
                 dataset_id=survey.public_id,
@@ -136,6 +168,23 @@ class Command(BaseCommand):
                 ceiling="3",
                 price_per_epsilon="10.00",
             )
+        if not Dataset.objects.filter(owner=owner, name=PENGUINS).exists():
+            import palmerpenguins
+
+            with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
+                _ready(dataset_create(
+                    owner=owner,
+                    name=PENGUINS,
+                    description="344 penguins of three species on three islands of the Palmer Archipelago, Antarctica: "
+                    "bill, flipper and body measurements, sex (missing for 11) and year.",
+                    source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER",
+                    licence="CC0-1.0",
+                    upload=f,
+                    total_budget="4",
+                    relation="private_size",
+                    record_name="penguin",
+                    record_name_plural="penguins",
+                ))
         if not Transfer.objects.filter(reference="demo-seed-credits").exists():
             provider().fund(user=buyer, amount=Decimal("500.00"), reference="demo-seed-credits", memo="demo credits")
         self.stdout.write(self.style.SUCCESS("Demo ready: demo-owner / demo-owner-pass, demo-buyer / demo-buyer-pass, demo-admin / demo-admin-pass"))

@@ -1,0 +1,126 @@
+"""How fast an uploaded table is read: rows per second and peak memory, beside pandas.
+
+    python -m bench.ingest --rows 1000000
+    python -m bench.ingest --rows 100000 --json bench/results/ingest.json
+
+Generates a CSV of N rows x 20 columns (8 integer, 6 decimal with about 2% empty
+cells, 4 categorical, 1 date, 1 boolean), then times, each in a fresh process
+(so peak RSS is its own):
+
+* ``gradual``: what the processing task does after decrypting the upload
+  (``market.catalog.ingest``: stream the CSV into the raw text Parquet, infer
+  types and summaries with DuckDB, write the typed Parquet);
+* ``pandas``: the baseline ``pandas.read_csv`` + ``DataFrame.to_parquet`` (inference
+  by pandas, the whole table in memory).
+
+The storage's sealing (encryption) is not included: see tests/security for its speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def make_csv(path: str, rows: int, seed: int = 12) -> int:
+    rng = np.random.default_rng(seed)
+    header = ([f"i{k}" for k in range(8)] + [f"d{k}" for k in range(6)] + [f"c{k}" for k in range(4)]
+              + ["day", "flag"])
+    cities = np.array(["Oslo", "Bergen", "Trondheim", "Stavanger", "Tromsø", "Bodø", "Ålesund", "Drammen"])
+    chunk = 200_000
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(",".join(header) + "\n")
+        for start in range(0, rows, chunk):
+            n = min(chunk, rows - start)
+            cols = [rng.integers(-10**6, 10**6, n).astype(str) for _ in range(8)]
+            for _ in range(6):
+                values = np.round(rng.normal(100, 30, n), 3).astype(str)
+                values[rng.random(n) < 0.02] = ""
+                cols.append(values)
+            for k in range(4):
+                cols.append(cities[rng.integers(0, 3 + k, n)])
+            days = np.datetime64("2020-01-01") + rng.integers(0, 1500, n)
+            cols.append(days.astype(str))
+            cols.append(np.where(rng.random(n) < 0.5, "true", "false"))
+            for row in zip(*cols):
+                f.write(",".join(row))
+                f.write("\n")
+    return os.path.getsize(path)
+
+
+def run_gradual(path: str) -> dict:
+    from market.catalog import ingest
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, typed = os.path.join(tmp, "raw.parquet"), os.path.join(tmp, "typed.parquet")
+        t0 = time.perf_counter()
+        found = ingest.read_upload(path, raw, max_rows=10**8, max_columns=100)
+        t1 = time.perf_counter()
+        columns = ingest.infer(raw, tmpdir=tmp)
+        t2 = time.perf_counter()
+        ingest.write_typed(raw, typed, columns, tmpdir=tmp)
+        t3 = time.perf_counter()
+        types = sorted({c["type"] for c in columns})
+    return {"rows": found.rows, "seconds": t3 - t0, "read": t1 - t0, "infer": t2 - t1, "typed": t3 - t2,
+            "types": types}
+
+
+def run_pandas(path: str) -> dict:
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        frame = pd.read_csv(path)
+        frame.to_parquet(os.path.join(tmp, "out.parquet"))
+        t1 = time.perf_counter()
+    return {"rows": len(frame), "seconds": t1 - t0}
+
+
+def _child(which: str, path: str) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+    result = run_gradual(path) if which == "gradual" else run_pandas(path)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.csv")
+        t0 = time.perf_counter()
+        size = make_csv(path, args.rows)
+        print(f"generated {args.rows:,} rows x 20 columns, {size / 2**20:.1f} MB in {time.perf_counter() - t0:.1f} s")
+        figures = {"rows": args.rows, "bytes": size, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+        for which in ("gradual", "pandas"):
+            out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", which, path],
+                                 capture_output=True, text=True, check=True)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            figures[which] = result
+            extra = (f" (read {result['read']:.1f} s, infer {result['infer']:.1f} s, typed {result['typed']:.1f} s)"
+                     if which == "gradual" else "")
+            print(f"{which:8s} {result['seconds']:6.1f} s  {args.rows / result['seconds']:>10,.0f} rows/s  "
+                  f"peak RSS {result['peak_rss_mb']:,.0f} MB{extra}")
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

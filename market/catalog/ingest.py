@@ -1,0 +1,634 @@
+"""Reading an owner's uploaded table (CSV or Parquet) into Parquet files, in batches.
+
+Two steps, both on local files (``market.catalog.files`` decrypts and seals them):
+
+* :func:`read_upload` streams the upload (CSV: delimiter and quoting detected,
+  UTF-8 with or without a byte order mark, Latin-1 when the bytes are not UTF-8;
+  or Parquet) into a *raw* Parquet file whose columns are the cells' text
+  (Parquet columns are turned into text too), checking the whole-file limits
+  and reporting progress;
+* :func:`infer` reads the raw file with DuckDB and returns, per column, the
+  inferred type, the missing-value count and markers, and summaries for the
+  owner (min/max, distinct values, the most frequent categories, and for each
+  type how many present values would not fit it, with the first);
+* :func:`write_typed` writes the *typed* Parquet file the statistics read
+  (the layout of ``market.catalog.columns``: BIGINT, DOUBLE, VARCHAR,
+  BOOLEAN, DATE, TIMESTAMP; missing is NULL; ignored columns left out).
+
+:func:`check_columns` judges an owner's choice of types and missing policies
+against those summaries, with one reason per column.
+
+Whole-file problems raise :class:`IngestError` with the reasons in words an
+owner can act on. This module is plain Python, pyarrow and DuckDB; it does
+not import Django.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .columns import TYPES
+
+__all__ = [
+    "MISSING_MARKERS", "IngestError", "Upload", "check_columns", "detect_format", "infer",
+    "read_upload", "write_typed",
+]
+
+#: Cells that mean "missing" (besides empty ones), compared after trimming spaces.
+MISSING_MARKERS = ("NA", "N/A", "NaN", "nan", "null", "NULL", "None", "n/a", "NAN", "Null", "none")
+#: The longest column name accepted, in characters.
+MAX_NAME_LENGTH = 64
+#: How many of a column's most frequent categories are suggested.
+TOP_CATEGORIES = 50
+#: A text cell starting with one of these is a formula in a spreadsheet (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+_INTEGER_LIMIT = 2**53  # whole numbers beyond this are not exact in a double
+
+
+class IngestError(ValueError):
+    """The file was not accepted; ``reasons`` says why (one line per problem)."""
+
+    def __init__(self, reasons):
+        self.reasons = [str(r) for r in reasons]
+        super().__init__("; ".join(self.reasons))
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What :func:`read_upload` found: the format, the column names and the number of rows."""
+
+    format: str  # "csv" or "parquet"
+    names: list[str]
+    rows: int
+    encoding: str | None = None
+    delimiter: str | None = None
+
+
+def _quoted(text: str, length: int = 30) -> str:
+    return repr(text) if len(text) <= length else repr(text[:length]) + "..."
+
+
+# --------------------------------------------------------------------------- format detection
+
+
+def detect_format(path: str) -> str:
+    """``"parquet"`` or ``"csv"``, from the file's first bytes; IngestError for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(8192)
+    if not head.strip(b" \r\n\t" + _BOM):
+        raise IngestError(["the file is empty"])
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    for magic, what in ((b"PK\x03\x04", "a ZIP archive"), (b"\x1f\x8b", "a gzip archive"), (b"BZh", "a bzip2 archive"),
+                        (b"\xfd7zXZ", "an xz archive"), (b"7z\xbc\xaf", "a 7-Zip archive"), (b"%PDF", "a PDF document"),
+                        (b"\xd0\xcf\x11\xe0", "an old Excel/Office file")):
+        if head.startswith(magic):
+            raise IngestError([f"this is {what}, not a CSV or Parquet file: upload the table itself"])
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+        raise IngestError([
+            "this is a binary file, not CSV text or Parquet (it contains NUL bytes; text saved as UTF-16 looks "
+            "like this too: save it as UTF-8)"
+        ])
+    return "csv"
+
+
+def _encoding(path: str) -> str:
+    """``"utf-8"`` when every byte decodes as UTF-8 (streamed), else ``"latin-1"``;
+    IngestError for NUL bytes anywhere (binary garbage)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    utf8 = True
+    line = 1
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            nul = chunk.find(b"\x00")
+            if nul >= 0:
+                at = line + chunk.count(b"\n", 0, nul)
+                raise IngestError([f"line {at}: the file contains NUL bytes: it is binary, not CSV text"])
+            line += chunk.count(b"\n")
+            if utf8:
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError:
+                    utf8 = False
+        if utf8:
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                utf8 = False
+    return "utf-8" if utf8 else "latin-1"
+
+
+def _sniff(text: str) -> tuple[str, str]:
+    """The delimiter and quote character of a CSV text sample: the candidate that splits the
+    first lines into the same number (more than one, the most) of fields."""
+    lines = text.splitlines()
+    if len(text) >= 60_000 and len(lines) > 1:
+        lines = lines[:-1]  # the last line of a sample may be cut
+    sample = "\n".join(lines[:200])
+    best, best_score = ",", (0, 0)
+    for delimiter in (",", ";", "\t", "|"):
+        for quote in ('"', "'"):
+            try:
+                rows = [r for r in csv.reader(io.StringIO(sample), delimiter=delimiter, quotechar=quote) if r]
+            except csv.Error:
+                continue
+            if not rows:
+                continue
+            width = len(rows[0])
+            consistent = sum(1 for r in rows if len(r) == width)
+            score = (consistent if width > 1 else 0, width if quote == '"' else width - 0.5)
+            if score > best_score:
+                best, best_score = (delimiter, quote), score
+    return best if isinstance(best, tuple) else (",", '"')
+
+
+def _check_names(names: list[str], max_columns: int, *, where: str = "line 1") -> None:
+    if len(names) > max_columns:
+        raise IngestError([f"the file has {len(names)} columns; the limit is {max_columns}"])
+    if all(not n.strip() for n in names):
+        raise IngestError([f"{where}: the first line is blank; it must be a header of column names"])
+    problems, seen = [], {}
+    for number, name in enumerate(names, start=1):
+        stripped = name.strip()
+        if not stripped:
+            problems.append(f"{where}: column {number} has no name")
+        elif len(stripped) > MAX_NAME_LENGTH:
+            problems.append(f"{where}: the name of column {number} is longer than {MAX_NAME_LENGTH} characters")
+        elif not stripped.isprintable():
+            problems.append(f"{where}: the name of column {number} contains a character that cannot be printed")
+        elif stripped[0] in FORMULA_STARTS:
+            problems.append(f"{where}: the name of column {number} looks like a spreadsheet formula: {_quoted(stripped)}")
+        elif stripped in seen:
+            problems.append(f"{where}: column {number} has the same name as column {seen[stripped]} ({_quoted(stripped)})")
+        else:
+            seen[stripped] = number
+    if problems:
+        raise IngestError(problems)
+    numberish = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+    if all(numberish.fullmatch(n.strip()) for n in names):
+        raise IngestError([f"{where}: the first line must be a header of column names, not numbers"])
+
+
+class _Counting(io.RawIOBase):
+    """A file that counts the bytes read from it (for progress)."""
+
+    def __init__(self, f):
+        self.f, self.count = f, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = self.f.readinto(b)
+        self.count += n or 0
+        return n
+
+
+# --------------------------------------------------------------------------- step 1: raw text Parquet
+
+Progress = Callable[[int, float], None]
+
+
+def read_upload(
+    path: str, raw_path: str, *, max_rows: int, max_columns: int, progress: Progress | None = None,
+    batch_rows: int = 65_536,
+) -> Upload:
+    """Stream the upload at ``path`` into ``raw_path``: a Parquet file of text columns (the
+    cells as written, an empty cell as ""; a Parquet upload's values as text, null as null).
+    ``progress(rows_read, percent_of_bytes)`` is called every few batches."""
+    kind = detect_format(path)
+    size = max(os.path.getsize(path), 1)
+    report = progress or (lambda rows, percent: None)
+    if kind == "parquet":
+        return _read_parquet(path, raw_path, size, max_rows=max_rows, max_columns=max_columns, report=report,
+                             batch_rows=batch_rows)
+    return _read_csv(path, raw_path, size, max_rows=max_rows, max_columns=max_columns, report=report)
+
+
+def _read_parquet(path, raw_path, size, *, max_rows, max_columns, report, batch_rows) -> Upload:
+    try:
+        source = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise IngestError([f"this is not a readable Parquet file ({str(exc)[:200]})"]) from None
+    names = list(source.schema_arrow.names)
+    _check_names(names, max_columns, where="the Parquet schema")
+    total = source.metadata.num_rows
+    if total > max_rows:
+        raise IngestError([f"the file has {total:,} rows; the limit is {max_rows:,}"])
+    schema = pa.schema([(n, pa.string()) for n in names])
+    rows = 0
+    try:
+        with pq.ParquetWriter(raw_path, schema, compression="zstd") as out:
+            for i, batch in enumerate(source.iter_batches(batch_size=batch_rows)):
+                arrays = []
+                for column in batch.columns:
+                    if pa.types.is_dictionary(column.type):
+                        column = column.dictionary_decode()
+                    if pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
+                        raise IngestError([f"a column holds {column.type} values; only plain values can be read"])
+                    arrays.append(column.cast(pa.string()))
+                out.write_batch(pa.record_batch(arrays, schema=schema))
+                rows += batch.num_rows
+                if i % 4 == 0:
+                    report(rows, min(100.0, 100.0 * rows / max(total, 1)))
+    except pa.ArrowException as exc:
+        raise IngestError([f"the Parquet file could not be read ({str(exc)[:200]})"]) from None
+    if not rows:
+        raise IngestError(["the file has no rows"])
+    report(rows, 100.0)
+    return Upload("parquet", [n.strip() for n in names], rows)
+
+
+def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
+    encoding = _encoding(path)
+    with open(path, "rb") as f:
+        head = f.read(64 * 1024)
+    if head.startswith(_BOM):
+        head = head[len(_BOM):]
+    text = head.decode(encoding, errors="replace")
+    delimiter, quote = _sniff(text)
+    try:
+        header = next(csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quote))
+    except (StopIteration, csv.Error):
+        raise IngestError(["line 1: the first line must be a header of column names"]) from None
+    _check_names(header, max_columns)
+    names = [n.strip() for n in header]
+    schema = pa.schema([(n, pa.string()) for n in names])
+    ragged: list = []
+
+    def on_invalid(row):
+        if not ragged:
+            ragged.append(row)
+        return "skip"
+
+    read = pacsv.ReadOptions(
+        column_names=names, skip_rows=1, block_size=1 << 20, encoding="utf8" if encoding == "utf-8" else "latin1",
+    )
+    parse = pacsv.ParseOptions(
+        delimiter=delimiter, quote_char=quote, newlines_in_values=True, invalid_row_handler=on_invalid,
+    )
+    convert = pacsv.ConvertOptions(
+        column_types={n: pa.string() for n in names}, strings_can_be_null=False, quoted_strings_can_be_null=False,
+        null_values=[],
+    )
+    rows = 0
+    raw = open(path, "rb")
+    counting = _Counting(raw)
+    try:
+        if raw.read(3) != _BOM:
+            raw.seek(0)
+        reader = pacsv.open_csv(io.BufferedReader(counting, 1 << 20), read_options=read, parse_options=parse,
+                                convert_options=convert)
+        with pq.ParquetWriter(raw_path, schema, compression="zstd") as out:
+            for i, batch in enumerate(reader):
+                if ragged:
+                    break
+                rows += batch.num_rows
+                if rows > max_rows:
+                    raise IngestError([f"the file has more than {max_rows:,} rows (the limit)"])
+                out.write_batch(batch)
+                report(rows, min(99.0, 100.0 * counting.count / size))
+    except pa.ArrowException as exc:
+        message = str(exc).split("\n")[0][:200]
+        raise IngestError([f"the file is not valid CSV ({message}); check its quotes"]) from None
+    finally:
+        raw.close()
+    if ragged:
+        row = ragged[0]
+        line = _ragged_line(path, encoding, delimiter, quote, len(names))
+        where = f"line {line}" if line else "a line"
+        raise IngestError([
+            f"{where}: has {row.actual_columns} cells but the header has {row.expected_columns} "
+            f"(every line needs one cell per column; a cell with the delimiter {delimiter!r} in it must be quoted)"
+        ])
+    if not rows:
+        raise IngestError(["the file has a header but no data rows"])
+    report(rows, 100.0)
+    return Upload("csv", names, rows, encoding=encoding, delimiter=delimiter)
+
+
+def _ragged_line(path, encoding, delimiter, quote, width) -> int | None:
+    """The line on which the first record with the wrong number of cells starts (read again, only
+    after a failure)."""
+    with open(path, encoding=encoding, newline="", errors="replace") as f:
+        if f.read(1) != "\ufeff":
+            f.seek(0)
+        reader = csv.reader(f, delimiter=delimiter, quotechar=quote)
+        start = 1
+        try:
+            for row in reader:
+                if row and len(row) != width:
+                    return start
+                start = reader.line_num + 1
+        except csv.Error:
+            return start
+    return None
+
+
+# --------------------------------------------------------------------------- step 2: inference
+
+_TRUE, _FALSE = ("true", "yes"), ("false", "no")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _connect(tmpdir: str | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB", "enable_external_access": True})
+    if tmpdir:
+        con.execute(f"SET temp_directory = {_lit(tmpdir)}")
+    return con
+
+
+def _missing_sql(v: str) -> str:
+    """SQL true when the text ``v`` (trimmed: see :func:`_trimmed`) is missing."""
+    markers = ", ".join(_lit(m) for m in MISSING_MARKERS)
+    return f"({v} IS NULL OR {v} = '' OR (length({v}) <= 4 AND {v} IN ({markers})))"
+
+
+def _trimmed(raw_path: str, names: list[str]) -> str:
+    """The raw file with every cell trimmed once, and each row's index as ``__row``."""
+    cols = ", ".join(f"trim({_ident(n)}) AS {_ident(n)}" for n in names)
+    return f"(SELECT file_row_number AS __row, {cols} FROM read_parquet({_lit(raw_path)}, file_row_number=true))"
+
+
+def _number_sql(v: str) -> str:
+    """The trimmed text ``v`` as a double, or NULL; a failed cast is slow, so it is tried only on
+    text that starts like a number."""
+    return (f"(CASE WHEN substr({v}, 1, 1) IN ('0','1','2','3','4','5','6','7','8','9','+','-','.') "
+            f"THEN TRY_CAST({v} AS DOUBLE) END)")
+
+
+def _fits_sql(kind: str, v: str, number: str | None = None) -> str:
+    """SQL true when the present, trimmed text ``v`` is a value of type ``kind`` (vectorised casts,
+    no regular expressions: they cost a microsecond a cell)."""
+    number = number or _number_sql(v)
+    if kind == "integer":
+        return f"(isfinite({number}) AND {number} = round({number}) AND abs({number}) <= {_INTEGER_LIMIT})"
+    if kind == "decimal":
+        return f"(isfinite({number}))"
+    if kind == "boolean":
+        return f"(lower({v}) IN ('true', 'false', 'yes', 'no'))"
+    # a failed date cast is slow (microseconds): try it only on text shaped like YYYY-MM-DD...
+    shaped = f"(length({v}) >= 10 AND substr({v}, 5, 1) = '-' AND substr({v}, 8, 1) = '-')"
+    if kind == "date":
+        return f"(CASE WHEN length({v}) = 10 AND {shaped} THEN TRY_CAST({v} AS DATE) IS NOT NULL ELSE FALSE END)"
+    if kind == "datetime":
+        return f"(CASE WHEN {shaped} THEN TRY_CAST({v} AS TIMESTAMP) IS NOT NULL ELSE FALSE END)"
+    return "TRUE"
+
+
+_CHECKED = ("integer", "decimal", "boolean", "date", "datetime")
+_WHAT = {
+    "integer": "not whole numbers", "decimal": "not numbers", "boolean": "not true/false or yes/no",
+    "date": "not dates (YYYY-MM-DD)", "datetime": "not dates or times (YYYY-MM-DD HH:MM:SS)",
+}
+
+
+def _typed_sql(column: dict, v: str) -> str:
+    t, kind = f"trim({v})", column["type"]
+    missing = _missing_sql(t)
+    if kind == "integer":
+        value = f"CAST(CAST({t} AS DOUBLE) AS BIGINT)"
+    elif kind == "decimal":
+        value = f"CAST({t} AS DOUBLE)"
+    elif kind == "boolean":
+        value = f"(lower({t}) IN ('true', 'yes'))"
+    elif kind == "date":
+        value = f"CAST({t} AS DATE)"
+    elif kind == "datetime":
+        value = f"CAST({t} AS TIMESTAMP)"
+    else:
+        value = t
+    return f"CASE WHEN {missing} THEN NULL ELSE {value} END AS {_ident(column['name'])}"
+
+
+def _plain(x):
+    """A summary figure as JSON can hold it: ints and floats stay, dates become ISO text."""
+    if x is None or isinstance(x, (int, float, str, bool)):
+        return x
+    if hasattr(x, "isoformat"):
+        return x.isoformat()
+    return str(x)
+
+
+def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> list[dict]:
+    """Each column of the raw file: ``{"name", "type", "inferred", "missing", "missing_count",
+    "present", "missing_line", "markers", "fits": {type: null | {"bad", "line", "example"}},
+    "distinct", "categories", "min", "max"}``. ``line_offset`` turns a row index into a line
+    number (2 for a CSV with its header; 1 for Parquet rows). Three scans of the file whatever
+    its number of columns, plus one per text column for its most frequent categories."""
+    con = _connect(tmpdir)
+    try:
+        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
+        source = _trimmed(raw_path, names)
+        flags = ", ".join(
+            f"{_missing_sql(_ident(n))} AS {_ident('missing:' + n)}, {_number_sql(_ident(n))} AS {_ident('number:' + n)}"
+            for n in names
+        )
+        # materialised once (spilling to the private temporary folder when large): every check reads it
+        con.execute(f"CREATE TEMP TABLE cells AS SELECT *, {flags} FROM {source}")
+        source = "cells"
+        parts = []
+        for name in names:
+            v = _ident(name)
+            missing = _ident("missing:" + name)
+            parts += [f"count(*) FILTER (WHERE {missing})", f"count(*) FILTER (WHERE NOT {missing})",
+                      f"min(__row) FILTER (WHERE {missing})"]
+            for kind in _CHECKED:
+                bad = f"NOT {missing} AND NOT coalesce({_fits_sql(kind, v, _ident('number:' + name))}, FALSE)"
+                parts += [f"count(*) FILTER (WHERE {bad})", f"min(__row) FILTER (WHERE {bad})"]
+        row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
+        width = 3 + 2 * len(_CHECKED)
+        out, problems = [], []
+        for i, name in enumerate(names):
+            cells = row[i * width:(i + 1) * width]
+            missing_count, present, first_missing = cells[:3]
+            markers = []
+            if missing_count:
+                v = _ident(name)
+                markers = [m for (m,) in con.execute(
+                    f"SELECT DISTINCT coalesce({v}, 'null') FROM cells WHERE {_missing_sql(v)}"
+                ).fetchall()]
+            fits = {}
+            for j, kind in enumerate(_CHECKED):
+                bad, first = cells[3 + 2 * j: 5 + 2 * j]
+                fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
+            inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
+            out.append({
+                "name": name, "type": inferred, "inferred": inferred,
+                "missing": "none" if not missing_count else "exclude",
+                "missing_count": missing_count, "present": present,
+                "missing_line": None if first_missing is None else first_missing + line_offset,
+                "markers": sorted("(empty)" if m == "" else m for m in markers),
+                "fits": fits,
+            })
+        _examples(con, out)
+        _summaries(con, source, out)
+        for column in out:
+            if column["inferred"] != "categorical":
+                continue
+            v = _ident(column["name"])
+            formulas, example, first = con.execute(
+                f"SELECT count(*), arg_min({v}, __row), min(__row) FROM {source} "
+                f"WHERE NOT {_missing_sql(v)} AND (starts_with({v}, '=') OR starts_with({v}, '@'))"
+            ).fetchone()
+            if formulas:
+                problems.append(
+                    f"column {column['name']!r}: {_cells(formulas)} "
+                    f"{'looks like a spreadsheet formula' if formulas == 1 else 'look like spreadsheet formulas'} "
+                    f"(starting with = or @), first at line {first + line_offset} ({example[:30]!r}); remove them or "
+                    "start them with an apostrophe"
+                )
+        if problems:
+            raise IngestError(problems)
+        return out
+    finally:
+        con.close()
+
+
+def _examples(con, columns: list[dict]) -> None:
+    """The text of each type's first misfit (one lookup of the rows found)."""
+    rows = sorted({bad["row"] for c in columns for bad in c["fits"].values() if bad})
+    if not rows:
+        return
+    names = [c["name"] for c in columns]
+    found = {r[0]: r[1:] for r in con.execute(
+        f"SELECT __row, {', '.join(_ident(n) for n in names)} FROM cells WHERE __row IN ({', '.join(map(str, rows))})"
+    ).fetchall()}
+    for i, column in enumerate(columns):
+        for bad in column["fits"].values():
+            if bad:
+                bad["example"] = (found.get(bad.pop("row"), [""] * len(names))[i] or "")[:40]
+
+
+def _summaries(con, source: str, columns: list[dict]) -> None:
+    """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans)."""
+    parts = []
+    for column in columns:
+        typed = _typed_sql({"name": "x", "type": column["inferred"]}, _ident(column["name"])).rsplit(" AS ", 1)[0]
+        if column["inferred"] in ("categorical", "boolean"):
+            typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
+        parts += [f"min({typed})", f"max({typed})", f"approx_count_distinct({typed})"]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
+    for i, column in enumerate(columns):
+        low, high, distinct = row[3 * i: 3 * i + 3]
+        column.update({"min": None, "max": None, "distinct": distinct, "categories": []})
+        kind = column["inferred"]
+        if kind in ("integer", "decimal", "date", "datetime"):
+            column["min"], column["max"] = _plain(low), _plain(high)
+        if kind in ("categorical", "boolean"):
+            v = _ident(column["name"])
+            rows = con.execute(
+                f"SELECT {v} AS c, count(*) AS n FROM {source} WHERE NOT {_missing_sql(v)} "
+                f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
+            ).fetchall()
+            column["categories"] = [{"value": c, "count": n} for c, n in rows]
+        if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
+            typed = _typed_sql({"name": "x", "type": kind}, _ident(column["name"])).rsplit(" AS ", 1)[0]
+            if kind in ("categorical", "boolean"):
+                typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
+            column["distinct"] = con.execute(f"SELECT count(DISTINCT {typed}) FROM {source}").fetchone()[0]
+
+
+# --------------------------------------------------------------------------- confirmation and the typed file
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell" if n == 1 else f"{n} cells"
+
+
+def _values(n: int) -> str:
+    return f"{n} value is" if n == 1 else f"{n} values are"
+
+
+def check_columns(current: list[dict], changes: list) -> tuple[list[dict], dict[str, str]]:
+    """Apply an owner's ``changes`` (``[{"name", "type", "missing"}]``; the columns not named keep
+    theirs) to ``current`` (what :func:`infer` found). Returns the new columns and the problems,
+    one sentence per column name (empty when all is well)."""
+    by_name = {c["name"]: dict(c) for c in current}
+    problems: dict[str, str] = {}
+    if not isinstance(changes, list) or not changes:
+        return list(current), {"columns": "give a list of {name, type, missing} objects"}
+    seen = set()
+    for item in changes:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            problems["columns"] = "each item must be an object with a name"
+            continue
+        name = item["name"]
+        if name in seen:
+            problems[name] = f"column {name!r} is named twice"
+            continue
+        seen.add(name)
+        if name not in by_name:
+            problems[name] = f"there is no column {name!r} (the columns are {', '.join(map(repr, by_name))})"
+            continue
+        extra = set(item) - {"name", "type", "missing"}
+        if extra:
+            problems[name] = f"column {name!r}: unknown field {sorted(extra)[0]!r} (give name, type and missing)"
+            continue
+        column = by_name[name]
+        kind = item.get("type", column["type"])
+        policy = item.get("missing", column["missing"])
+        if kind not in TYPES:
+            problems[name] = f"column {name!r}: type must be one of {', '.join(TYPES)}, got {kind!r}"
+            continue
+        if policy not in ("none", "exclude", "category"):
+            problems[name] = f"column {name!r}: missing must be none, exclude or category, got {policy!r}"
+            continue
+        bad = (column.get("fits") or {}).get(kind)
+        if bad:
+            problems[name] = (
+                f"column {name!r}: {_values(bad['bad'])} {_WHAT[kind]}, first at line {bad['line']} "
+                f"({bad['example']!r}), so it cannot be {kind}"
+            )
+            continue
+        if policy == "none" and kind != "ignored" and column.get("missing_count"):
+            markers = ", ".join(column.get("markers") or [])
+            line = column.get("missing_line")
+            problems[name] = (
+                f"column {name!r}: {_cells(column['missing_count'])} missing ({markers})"
+                + (f", first at line {line}" if line else "")
+                + "; choose exclude or category, not none"
+            )
+            continue
+        column["type"], column["missing"] = kind, policy
+    if all(by_name[n]["type"] == "ignored" for n in by_name) and not problems:
+        problems["columns"] = "at least one column must be kept (not all can be ignored)"
+    return [by_name[c["name"]] for c in current], problems
+
+
+def write_typed(raw_path: str, typed_path: str, columns: list[dict], *, tmpdir: str | None = None) -> None:
+    """The typed Parquet file of ``columns`` (their confirmed types; ignored columns left out)."""
+    kept = [c for c in columns if c["type"] != "ignored"]
+    if not kept:
+        raise IngestError(["every column is ignored: keep at least one"])
+    con = _connect(tmpdir)
+    try:
+        select = ", ".join(_typed_sql(c, _ident(c["name"])) for c in kept)
+        con.execute(
+            f"COPY (SELECT {select} FROM read_parquet({_lit(raw_path)})) TO {_lit(typed_path)} "
+            "(FORMAT parquet, COMPRESSION zstd)"
+        )
+    except duckdb.Error as exc:
+        raise IngestError([f"the typed file could not be written ({str(exc)[:200]})"]) from None
+    finally:
+        con.close()

@@ -1,0 +1,41 @@
+"""Upload handlers that stop a file at ``UPLOAD_MAX_BYTES`` while it streams in.
+
+Django hands a multipart file to its handlers chunk by chunk: small files stay
+in memory, larger ones go to a temporary file (``FILE_UPLOAD_TEMP_DIR``,
+mode 0600). Past the limit the file is dropped (``StopUpload``: the rest of the body is read
+and discarded) and the request is marked ``upload_too_large = limit``, whatever its
+declared length (a chunked body has none): the API answers 413
+(``market.api.parsers``), the owner's page shows the limit at the file input.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.files.uploadhandler import MemoryFileUploadHandler, StopUpload, TemporaryFileUploadHandler
+
+
+class _Limited:
+    def new_file(self, *args, **kwargs):
+        self._received = 0
+        return super().new_file(*args, **kwargs)
+
+    def receive_data_chunk(self, raw_data, start):
+        self._received = getattr(self, "_received", 0) + len(raw_data)
+        limit = settings.UPLOAD_MAX_BYTES
+        if self._received > limit:
+            if self.request is not None:
+                self.request.upload_too_large = limit
+            raise StopUpload(connection_reset=False)
+        return super().receive_data_chunk(raw_data, start)
+
+
+class LimitedMemoryFileUploadHandler(_Limited, MemoryFileUploadHandler):
+    """Files up to ``FILE_UPLOAD_MAX_MEMORY_SIZE`` in memory (then the next handler takes over)."""
+
+
+class LimitedTemporaryFileUploadHandler(_Limited, TemporaryFileUploadHandler):
+    """Larger files to a temporary file, chunk by chunk, up to ``UPLOAD_MAX_BYTES``."""
+
+
+def too_large_message(limit: int) -> str:
+    return f"The file is larger than the limit of {limit:,} bytes."
