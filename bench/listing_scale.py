@@ -11,6 +11,9 @@ a two-way table, a date histogram, a numeric histogram):
 
 * ``duckdb``: ``market.catalog.compute.compute`` on the Parquet file (one SQL scan,
   2 threads, 1 GB memory limit), what a listing's creation runs;
+* ``listing``: what ``listing_create`` does with a stored dataset: the file is kept
+  sealed (AES-256-GCM in 1 MB chunks, ``market.core.crypto``) as at rest; it is
+  decrypted into a private temporary folder and computed as above, then the copy is removed;
 * ``pandas``: the same answers computed with pandas from the same file (the baseline).
 
 Reports wall time and peak resident memory (``VmHWM``) of each, and checks
@@ -122,6 +125,34 @@ def run_duckdb(path: str) -> list[float]:
     return compute(plan, ParquetTable(path)).tolist()
 
 
+def run_listing(path: str) -> list[float]:
+    """Decrypt the sealed file (``path`` + ".sealed") to a private folder, then compute."""
+    import shutil
+
+    from market.core.crypto import Keyring
+
+    ring = Keyring.from_config("", secret="bench")
+    tmp = tempfile.mkdtemp(prefix="gradual-")
+    os.chmod(tmp, 0o700)
+    try:
+        plain = os.path.join(tmp, "plain.parquet")
+        with open(path + ".sealed", "rb") as src, open(plain, "wb") as dst:
+            ring.unseal_stream(src, dst, context=b"bench")
+        return run_duckdb(plain)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def seal(path: Path) -> float:
+    from market.core.crypto import Keyring
+
+    ring = Keyring.from_config("", secret="bench")
+    start = time.perf_counter()
+    with open(path, "rb") as src, open(str(path) + ".sealed", "wb") as dst:
+        ring.seal_stream(src, dst, context=b"bench")
+    return time.perf_counter() - start
+
+
 def run_pandas(path: str) -> list[float]:
     """The same coordinates with pandas, from the plan's aggregates (the baseline)."""
     import math
@@ -198,7 +229,8 @@ def _child(contender: str, path: str) -> None:
     import market.catalog.statistics  # noqa: F401
 
     start = time.perf_counter()
-    values = run_duckdb(path) if contender == "duckdb" else run_pandas(path)
+    run = {"duckdb": run_duckdb, "listing": run_listing, "pandas": run_pandas}[contender]
+    values = run(path)
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb(), "values": values}))
 
@@ -223,7 +255,8 @@ def main(argv=None) -> int:
         path = Path(tmp) / "records.parquet"
         made = generate(path, args.rows)
         size = path.stat().st_size / 2**20
-        results = {"duckdb": measure("duckdb", path)}
+        sealed = seal(path)
+        results = {"duckdb": measure("duckdb", path), "listing": measure("listing", path)}
         if not args.skip_pandas:
             results["pandas"] = measure("pandas", path)
     import numpy as np
@@ -235,7 +268,9 @@ def main(argv=None) -> int:
     agree = None
     if "pandas" in results:
         agree = bool(np.allclose(results["duckdb"]["values"], results["pandas"]["values"], rtol=1e-9, atol=1e-6))
+    agree = (agree is not False) and results["listing"]["values"] == results["duckdb"]["values"]
     print(f"{args.rows:,} rows x {len(COLUMNS)} columns, Parquet {size:.0f} MB written by DuckDB in {made:.1f} s")
+    print(f"sealed at rest in {sealed:.1f} s")
     print(f"listing: {len(SPEC)} statistics, {len(plan.labels)} values ({platform.machine()}, {os.cpu_count()} cores)")
     for name, r in results.items():
         print(f"  {name:7s} {r['seconds']:7.2f} s   peak RSS {r['peak_mb']:7.0f} MB")
@@ -244,7 +279,7 @@ def main(argv=None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
-            "rows": args.rows, "columns": len(COLUMNS), "parquet_mb": size, "generate_seconds": made,
+            "rows": args.rows, "columns": len(COLUMNS), "parquet_mb": size, "generate_seconds": made, "seal_seconds": sealed,
             "statistics": len(SPEC), "values": len(plan.labels), "agree": agree,
             **{name: {"seconds": r["seconds"], "peak_mb": r["peak_mb"]} for name, r in results.items()},
         }, indent=2))

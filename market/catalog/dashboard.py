@@ -162,7 +162,7 @@ def _column_hint(column) -> dict | None:
         "name": column["name"], "type": column.get("type"), "missing": column.get("missing"),
         "missing_count": column.get("missing_count"), "min": _figure(column.get("min")),
         "max": _figure(column.get("max")), "distinct": column.get("distinct"),
-        "categories": [_category_text(c["value"]) for c in column.get("categories") or []],
+        "categories": [_category_text(c["value"] if isinstance(c, dict) else c) for c in column.get("categories") or []],
     }
 
 

@@ -13,4 +13,5 @@ def test_the_benchmark_runs_small_and_both_contenders_agree(tmp_path, capsys):
     assert figures["rows"] == 10_000 and figures["columns"] == 20 and figures["statistics"] == 15
     assert figures["agree"] is True
     assert figures["duckdb"]["seconds"] > 0 and figures["duckdb"]["peak_mb"] > 0
+    assert figures["listing"]["seconds"] > 0  # the sealed file decrypted, then computed: the same answers
     assert "answers agree: True" in capsys.readouterr().out
