@@ -140,3 +140,51 @@ def test_diamonds_through_the_api(market, buyer, fund, report):
     for label, error, bound, true, _ in rows:
         assert error <= 3 * bound, (label, error, bound, true)
     assert inside >= len(rows) - 8  # 53 readings at 95%: more than 8 outside has probability < 0.005
+
+
+RELEASES = 100
+
+
+def test_readings_fall_within_their_95_percent_bounds_about_95_percent_of_the_time(market, buyer, fund, report):
+    """Coverage through the real product. Each listing has one noise path shared by all its buyers,
+    so independent releases need distinct listings: RELEASES listings of the same penguin statistics,
+    each bought once at eps = 1 (noise from fixed seeds, one per release).
+
+    Three groups of readings, judged separately:
+    * counts, sums and bins whose truth lies farther from 0 than their bound: the released value is
+      the truth plus Laplace noise rounded to a fine grid, and clamping at 0 cannot bring it inside, so
+      each is inside its bound with probability 95% (plus a hair for the rounding): the fraction
+      inside must lie within 4 standard deviations of 95% (binomial, about +-2.5 points here);
+    * counts whose truth is near 0 (empty cells, "other"): clamping at 0 only helps, so at least 95%;
+    * means (released sum over released count, bounded by the union bound): conservative, at least 95%.
+    Readings of one release use independent noise coordinates, except a mean, which reads its own
+    sum and count coordinates (independent of the other statistics' ones).
+    """
+    from .real_tables import binomial_band
+
+    dataset_id = market.upload(PENGUINS_PATH.read_bytes(), "penguins.csv", budget=str(RELEASES))
+    market.ready(dataset_id)
+    truth = penguins_truth()
+    fund(buyer, 10 * RELEASES)
+    exact, near_zero, means = [], [], []
+    for number in range(RELEASES):
+        listing = market.list(dataset_id, PENGUIN_STATISTICS, title=f"Penguins, release {number}")
+        release = market.buy(buyer, listing["id"], "1")
+        for label, error, bound, true, kind in compare(release["values"], truth):
+            if kind == "mean":
+                means.append(error <= bound)
+            elif true > bound:
+                exact.append(error <= bound)
+            else:
+                near_zero.append(error <= bound)
+    share = {name: sum(v) / len(v) for name, v in (("exact", exact), ("near zero", near_zero), ("means", means))}
+    low, high = binomial_band(len(exact))
+    report(f"coverage over {RELEASES} releases of the penguin listing at eps = 1 (95% bounds):",
+           f"Laplace readings away from 0: {sum(exact)}/{len(exact)} = {share['exact']:.3f} inside "
+           f"(band {low:.3f} .. {high:.3f})",
+           f"counts near 0 (clamped): {sum(near_zero)}/{len(near_zero)} = {share['near zero']:.3f}",
+           f"means (sum / count, union bound): {sum(means)}/{len(means)} = {share['means']:.3f}")
+    assert len(exact) >= 10 * RELEASES and len(means) == 3 * RELEASES
+    assert low <= share["exact"] <= high
+    assert share["near zero"] >= binomial_band(len(near_zero))[0]
+    assert share["means"] >= binomial_band(len(means))[0]
