@@ -6,6 +6,7 @@ Tasks run eagerly on the commit of each request (``django_capture_on_commit_call
 with ``eager_celery``); release noise is drawn from fixed seeds (``seeded_noise``).
 """
 
+import pandas as pd
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -120,6 +121,23 @@ def test_penguins_through_the_api(market, buyer, fund, report):
         assert error <= 3 * bound, (label, error, bound, true)
     # 30 readings at 95% each: at most 6 outside except with probability < 0.001
     assert inside >= len(rows) - 6
+
+    # the columns as patched: sex's missing values are a category of their own, year is a category
+    by_patch = market.list(dataset_id, [
+        {"kind": "count", "by": "sex", "categories": ["female", "male"]},
+        {"kind": "count", "by": "year", "categories": ["2007", "2008", "2009"]},
+    ], title="Penguins by sex and year")
+    assert "count | sex is missing" in by_patch["labels"]
+    df = pd.read_csv(PENGUINS_PATH)
+    patched_truth = {
+        "count | sex = female": (df.sex == "female").sum(), "count | sex = male": (df.sex == "male").sum(),
+        "count | sex = other": 0, "count | sex is missing": df.sex.isna().sum(),
+        **{f"count | year = {y}": (df.year == y).sum() for y in (2007, 2008, 2009)}, "count | year = other": 0,
+    }
+    assert patched_truth["count | sex is missing"] == 11
+    rows = compare(market.buy(buyer, by_patch["id"], "1")["values"], {k: float(v) for k, v in patched_truth.items()})
+    for label, error, bound, true, _ in rows:
+        assert error <= 3 * bound, (label, error, bound, true)
 
 
 def test_diamonds_through_the_api(market, buyer, fund, report):
