@@ -440,7 +440,7 @@ def test_every_form_that_posts_carries_a_csrf_token(signed_in, owner, listing):
 
 def test_the_owners_page_of_a_vector_listing_renders(signed_in, owner, buyer, fund, eager_celery):
     """Issue 12: the owner's page of a centroid listing crashed with KeyError: 'bins'."""
-    data = dataset_create(owner=owner, name="points", data=make_csv(50), total_budget="10", relation="public_size")
+    data = ready_dataset(owner=owner, name="points", data=make_csv(50), total_budget="10", relation="public_size")
     from market.catalog.services import listing_create
 
     listing = listing_create(
@@ -458,7 +458,7 @@ def _typed(dataset, **types):
     """Give the dataset's columns types (as an ingested dataset has), with suggested categories."""
     dataset.columns = [
         {"name": name, "type": types.get(name, "decimal"), "missing": "none",
-         **({"categories": ["1", "2", "3"]} if types.get(name) == "categorical" else {})}
+         **({"categories": [{"value": v, "count": 10} for v in ("1", "2", "3")]} if types.get(name) == "categorical" else {})}
         for name in ("age", "income", "visits")
     ]
     dataset.save(update_fields=["columns"])
