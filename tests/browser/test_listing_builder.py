@@ -24,7 +24,7 @@ def _typed(dataset):
     dataset.columns = [
         {"name": "age", "type": "integer", "missing": "none"},
         {"name": "income", "type": "decimal", "missing": "none"},
-        {"name": "visits", "type": "categorical", "missing": "none", "categories": ["1", "2", "3"]},
+        {"name": "visits", "type": "categorical", "missing": "none", "categories": [{"value": v, "count": 10} for v in ("1", "2", "3")]},
     ]
     dataset.save(update_fields=["columns"])
 

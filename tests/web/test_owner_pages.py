@@ -458,7 +458,7 @@ def _typed(dataset, **types):
     """Give the dataset's columns types (as an ingested dataset has), with suggested categories."""
     dataset.columns = [
         {"name": name, "type": types.get(name, "decimal"), "missing": "none",
-         **({"categories": ["1", "2", "3"]} if types.get(name) == "categorical" else {})}
+         **({"categories": [{"value": v, "count": 10} for v in ("1", "2", "3")]} if types.get(name) == "categorical" else {})}
         for name in ("age", "income", "visits")
     ]
     dataset.save(update_fields=["columns"])

@@ -31,6 +31,10 @@ SURVEY = "Household travel survey (published sample)"
 
 
 PENGUINS = "Palmer penguins (as published)"
+DISTRICTS = ["North", "Harbour", "Old Town", "Hillside", "East End"]
+# the categories the demo owner declares public (the species and islands the study names)
+PENGUIN_SPECIES = ["Adelie", "Chinstrap", "Gentoo"]
+PENGUIN_ISLANDS = ["Biscoe", "Dream", "Torgersen"]
 
 
 def clinic_csv(rows: int = 2000) -> bytes:
@@ -42,7 +46,7 @@ def clinic_csv(rows: int = 2000) -> bytes:
     visits = rng.poisson(1.5 + age / 25)
     income = np.clip(rng.lognormal(10.6, 0.55, rows), 5_000, 400_000).round(-2)
     sex = rng.choice(["female", "male"], rows)
-    district = rng.choice(["North", "Harbour", "Old Town", "Hillside", "East End"], rows, p=[0.3, 0.2, 0.2, 0.2, 0.1])
+    district = rng.choice(DISTRICTS, rows, p=[0.3, 0.2, 0.2, 0.2, 0.1])
     smoker = rng.choice(["yes", "no"], rows, p=[0.2, 0.8])
     first = np.datetime64("2015-01-01") + rng.integers(0, 3650, rows)
     cholesterol = np.clip(rng.normal(5.2, 1.0, rows), 2.5, 9.5).round(1)
@@ -134,6 +138,24 @@ class Command(BaseCommand):
                 price_curve={"kind": "compensation", "margin": "0.1"},
                 compensation={"E": "4000", "rate": "1", "E_min": "0"},
             )
+            listing_create(
+                owner=owner,
+                dataset_id=dataset.public_id,
+                title="Clinic patients by district, sex and smoking",
+                description="Patients per district, blood pressure of smokers and non-smokers, cholesterol of the "
+                "over-40s by sex (of those measured), district by sex, and first visits per year.",
+                statistics=[
+                    {"kind": "count", "by": "district", "categories": DISTRICTS},
+                    {"kind": "mean", "column": "systolic_bp", "lower": 80, "upper": 220, "by": "smoker"},
+                    {"kind": "mean", "column": "cholesterol", "lower": 2, "upper": 10, "by": "sex",
+                     "categories": ["female", "male"], "where": [{"column": "age", "op": ">=", "value": 40}]},
+                    {"kind": "table", "rows": "district", "columns": "sex", "row_categories": DISTRICTS,
+                     "column_categories": ["female", "male"]},
+                    {"kind": "histogram", "column": "first_visit", "bin": "year", "from": "2015", "to": "2024"},
+                ],
+                ceiling="3",
+                price_per_epsilon="25.00",
+            )
         if not Dataset.objects.filter(owner=owner, name=SURVEY).exists():
             survey = dataset_create(
                 owner=owner,
@@ -172,7 +194,7 @@ class Command(BaseCommand):
             import palmerpenguins
 
             with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
-                _ready(dataset_create(
+                penguins = _ready(dataset_create(
                     owner=owner,
                     name=PENGUINS,
                     description="344 penguins of three species on three islands of the Palmer Archipelago, Antarctica: "
@@ -185,6 +207,26 @@ class Command(BaseCommand):
                     record_name="penguin",
                     record_name_plural="penguins",
                 ))
+            listing_create(
+                owner=owner,
+                dataset_id=penguins.public_id,
+                title="Penguins by species and island",
+                description="Penguins per species, mean body mass per island, total flipper length of the females, "
+                "species by island, and bill lengths of Adelie and Gentoo penguins.",
+                statistics=[
+                    {"kind": "count", "by": "species", "categories": PENGUIN_SPECIES},
+                    {"kind": "mean", "column": "body_mass_g", "lower": 2500, "upper": 6500, "by": "island",
+                     "categories": PENGUIN_ISLANDS},
+                    {"kind": "sum", "column": "flipper_length_mm", "lower": 150, "upper": 250,
+                     "where": [{"column": "sex", "op": "=", "value": "female"}]},
+                    {"kind": "table", "rows": "species", "columns": "island", "row_categories": PENGUIN_SPECIES,
+                     "column_categories": PENGUIN_ISLANDS},
+                    {"kind": "histogram", "column": "bill_length_mm", "bins": [30, 35, 40, 45, 50, 55, 60],
+                     "where": [{"column": "species", "op": "in", "values": ["Adelie", "Gentoo"]}]},
+                ],
+                ceiling="2",
+                price_per_epsilon="10.00",
+            )
         if not Transfer.objects.filter(reference="demo-seed-credits").exists():
             provider().fund(user=buyer, amount=Decimal("500.00"), reference="demo-seed-credits", memo="demo credits")
         self.stdout.write(self.style.SUCCESS("Demo ready: demo-owner / demo-owner-pass, demo-buyer / demo-buyer-pass, demo-admin / demo-admin-pass"))
