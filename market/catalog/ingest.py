@@ -359,41 +359,16 @@ def _connect(tmpdir: str | None = None) -> duckdb.DuckDBPyConnection:
 
 
 def _missing_sql(v: str) -> str:
-    """SQL true when the text ``v`` (trimmed: see :func:`_trimmed`) is missing."""
-    markers = ", ".join(_lit(m) for m in MISSING_MARKERS)
-    return f"({v} IS NULL OR {v} = '' OR (length({v}) <= 4 AND {v} IN ({markers})))"
-
-
-def _trimmed(raw_path: str, names: list[str]) -> str:
-    """The raw file with every cell trimmed once, and each row's index as ``__row``."""
-    cols = ", ".join(f"trim({_ident(n)}) AS {_ident(n)}" for n in names)
-    return f"(SELECT file_row_number AS __row, {cols} FROM read_parquet({_lit(raw_path)}, file_row_number=true))"
+    """SQL true when the text ``v`` (already trimmed) is missing."""
+    markers = ", ".join(_lit(m) for m in MISSING_MARKERS)  # a list, not IN: DuckDB makes a long IN a join
+    return f"({v} IS NULL OR {v} = '' OR (CASE WHEN length({v}) <= 4 THEN list_contains([{markers}], {v}) ELSE FALSE END))"
 
 
 def _number_sql(v: str) -> str:
     """The trimmed text ``v`` as a double, or NULL; a failed cast is slow, so it is tried only on
     text that starts like a number."""
-    return (f"(CASE WHEN substr({v}, 1, 1) IN ('0','1','2','3','4','5','6','7','8','9','+','-','.') "
+    return (f"(CASE WHEN ascii({v}) BETWEEN 48 AND 57 OR ascii({v}) = 43 OR ascii({v}) = 45 OR ascii({v}) = 46 "
             f"THEN TRY_CAST({v} AS DOUBLE) END)")
-
-
-def _fits_sql(kind: str, v: str, number: str | None = None) -> str:
-    """SQL true when the present, trimmed text ``v`` is a value of type ``kind`` (vectorised casts,
-    no regular expressions: they cost a microsecond a cell)."""
-    number = number or _number_sql(v)
-    if kind == "integer":
-        return f"(isfinite({number}) AND {number} = round({number}) AND abs({number}) <= {_INTEGER_LIMIT})"
-    if kind == "decimal":
-        return f"(isfinite({number}))"
-    if kind == "boolean":
-        return f"(lower({v}) IN ('true', 'false', 'yes', 'no'))"
-    # a failed date cast is slow (microseconds): try it only on text shaped like YYYY-MM-DD...
-    shaped = f"(length({v}) >= 10 AND substr({v}, 5, 1) = '-' AND substr({v}, 8, 1) = '-')"
-    if kind == "date":
-        return f"(CASE WHEN length({v}) = 10 AND {shaped} THEN TRY_CAST({v} AS DATE) IS NOT NULL ELSE FALSE END)"
-    if kind == "datetime":
-        return f"(CASE WHEN {shaped} THEN TRY_CAST({v} AS TIMESTAMP) IS NOT NULL ELSE FALSE END)"
-    return "TRUE"
 
 
 _CHECKED = ("integer", "decimal", "boolean", "date", "datetime")
@@ -430,124 +405,173 @@ def _plain(x):
     return str(x)
 
 
+def _layers(raw_path: str, names: list[str], wanted: dict[int, str]) -> str:
+    """A query over the raw file computing each costly value of a cell once, in layers (DuckDB
+    keeps a subquery's projection, so nothing is computed twice): ``r`` the row index and, for
+    each column ``i`` in ``wanted``: ``vi`` the trimmed text, ``mi`` true when it is missing, and
+    when ``wanted[i]`` holds ``"n"`` the number ``ni`` (or NULL), when it holds ``"t"`` the
+    timestamp ``ti`` (or NULL) of text shaped like a date."""
+    trimmed = ", ".join(f"trim({_ident(names[i])}) AS v{i}" for i in wanted)
+    first = f"SELECT file_row_number AS r, {trimmed} FROM read_parquet({_lit(raw_path)}, file_row_number=true)"
+    parts = []
+    for i, need in wanted.items():
+        v = f"v{i}"
+        parts.append(f"{_missing_sql(v)} AS m{i}")
+        if "n" in need:
+            parts.append(f"{_number_sql(v)} AS n{i}")
+        if "t" in need:
+            shaped = f"(length({v}) >= 10 AND substr({v}, 5, 1) = '-' AND substr({v}, 8, 1) = '-')"
+            parts.append(f"(CASE WHEN {shaped} THEN TRY_CAST({v} AS TIMESTAMP) END) AS t{i}")
+    return f"SELECT *, {', '.join(parts)} FROM ({first})"
+
+
+_MARKERS = ("",) + MISSING_MARKERS  # a missing cell's text is recorded as bit (1 + its position); NULL as bit 0
+_FORMULA = 1 << len(_CHECKED)  # the flag of a present text that starts like a spreadsheet formula
+
+
 def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> list[dict]:
     """Each column of the raw file: ``{"name", "type", "inferred", "missing", "missing_count",
     "present", "missing_line", "markers", "fits": {type: null | {"bad", "line", "example"}},
     "distinct", "categories", "min", "max"}``. ``line_offset`` turns a row index into a line
-    number (2 for a CSV with its header; 1 for Parquet rows). Three scans of the file whatever
-    its number of columns, plus one per text column for its most frequent categories."""
+    number (2 for a CSV with its header; 1 for Parquet rows).
+
+    Two scans of the file whatever its number of columns (one for the types, the missing
+    values and formula-like text; one for the summaries of the inferred types), one scan of
+    one column per text column (its most frequent categories), and one lookup of the rows of
+    the first misfits when there are any."""
     con = _connect(tmpdir)
     try:
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
-        source = _trimmed(raw_path, names)
-        flags = ", ".join(
-            f"{_missing_sql(_ident(n))} AS {_ident('missing:' + n)}, {_number_sql(_ident(n))} AS {_ident('number:' + n)}"
-            for n in names
-        )
-        # materialised once (spilling to the private temporary folder when large): every check reads it
-        con.execute(f"CREATE TEMP TABLE cells AS SELECT *, {flags} FROM {source}")
-        source = "cells"
-        parts = []
-        for name in names:
-            v = _ident(name)
-            missing = _ident("missing:" + name)
-            parts += [f"count(*) FILTER (WHERE {missing})", f"count(*) FILTER (WHERE NOT {missing})",
-                      f"min(__row) FILTER (WHERE {missing})"]
-            for kind in _CHECKED:
-                bad = f"NOT {missing} AND NOT coalesce({_fits_sql(kind, v, _ident('number:' + name))}, FALSE)"
-                parts += [f"count(*) FILTER (WHERE {bad})", f"min(__row) FILTER (WHERE {bad})"]
-        row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
-        width = 3 + 2 * len(_CHECKED)
-        out, problems = [], []
+        everything = {i: "nt" for i in range(len(names))}
+        flags, aggregates = [], []
+        markers = "[" + ", ".join(_lit(m) for m in _MARKERS) + "]"
+        for i in range(len(names)):
+            v, n, t = f"v{i}", f"n{i}", f"t{i}"
+            fits = {
+                "integer": f"(isfinite({n}) AND {n} = round({n}) AND abs({n}) <= {_INTEGER_LIMIT})",
+                "decimal": f"isfinite({n})",
+                "boolean": f"(CASE WHEN length({v}) BETWEEN 2 AND 5 THEN list_contains(['true', 'false', 'yes', 'no'], lower({v})) "
+                           "ELSE FALSE END)",
+                "date": f"(CASE WHEN length({v}) = 10 AND {t} IS NOT NULL THEN TRY_CAST({v} AS DATE) IS NOT NULL "
+                        "ELSE FALSE END)",
+                "datetime": f"({t} IS NOT NULL)",
+            }
+            # -1: missing; else bit j set when the cell does not fit kind j, _FORMULA when formula-like
+            bits = " + ".join(f"(CASE WHEN coalesce({fits[k]}, FALSE) THEN 0 ELSE {1 << j} END)"
+                              for j, k in enumerate(_CHECKED))
+            formula = f"(CASE WHEN starts_with({v}, '=') OR starts_with({v}, '@') THEN {_FORMULA} ELSE 0 END)"
+            flags.append(f"(CASE WHEN m{i} THEN -1 ELSE {bits} + {formula} END) AS f{i}")
+            flags.append(f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 ELSE 1 << list_position({markers}, {v}) END) "
+                         f"END) AS k{i}")
+            f = f"f{i}"
+            # sums and minimums of CASE: much faster in DuckDB than hundreds of FILTER clauses
+            aggregates += [f"sum(({f} = -1)::INTEGER)", f"sum(({f} >= 0)::INTEGER)",
+                           f"min(CASE WHEN {f} = -1 THEN r END)", f"bit_or(k{i})"]
+            for j in range(len(_CHECKED) + 1):
+                bad = f"({f} > 0 AND ({f} & {1 << j}) <> 0)"
+                aggregates += [f"sum({bad}::INTEGER)", f"min(CASE WHEN {bad} THEN r END)"]
+        query = (f"SELECT {', '.join(aggregates)} FROM "
+                 f"(SELECT r, {', '.join(flags)} FROM ({_layers(raw_path, names, everything)}))")
+        row = con.execute(query).fetchone()
+        width = 4 + 2 * (len(_CHECKED) + 1)
+        out, formulas = [], []
         for i, name in enumerate(names):
             cells = row[i * width:(i + 1) * width]
-            missing_count, present, first_missing = cells[:3]
-            markers = []
-            if missing_count:
-                v = _ident(name)
-                markers = [m for (m,) in con.execute(
-                    f"SELECT DISTINCT coalesce({v}, 'null') FROM cells WHERE {_missing_sql(v)}"
-                ).fetchall()]
+            missing_count, present, first_missing, used = int(cells[0] or 0), int(cells[1] or 0), cells[2], cells[3]
             fits = {}
             for j, kind in enumerate(_CHECKED):
-                bad, first = cells[3 + 2 * j: 5 + 2 * j]
+                bad, first = int(cells[4 + 2 * j] or 0), cells[5 + 2 * j]
                 fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
+            formulas.append((int(cells[-2] or 0), cells[-1]))
             inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
+            found = ["null"] * bool((used or 0) & 1) + [m for j, m in enumerate(_MARKERS) if (used or 0) >> (j + 1) & 1]
             out.append({
                 "name": name, "type": inferred, "inferred": inferred,
                 "missing": "none" if not missing_count else "exclude",
                 "missing_count": missing_count, "present": present,
                 "missing_line": None if first_missing is None else first_missing + line_offset,
-                "markers": sorted("(empty)" if m == "" else m for m in markers),
+                "markers": sorted("(empty)" if m == "" else m for m in found),
                 "fits": fits,
             })
-        _examples(con, out)
-        _summaries(con, source, out)
-        for column in out:
-            if column["inferred"] != "categorical":
-                continue
-            v = _ident(column["name"])
-            formulas, example, first = con.execute(
-                f"SELECT count(*), arg_min({v}, __row), min(__row) FROM {source} "
-                f"WHERE NOT {_missing_sql(v)} AND (starts_with({v}, '=') OR starts_with({v}, '@'))"
-            ).fetchone()
-            if formulas:
-                problems.append(
-                    f"column {column['name']!r}: {_cells(formulas)} "
-                    f"{'looks like a spreadsheet formula' if formulas == 1 else 'look like spreadsheet formulas'} "
-                    f"(starting with = or @), first at line {first + line_offset} ({example[:30]!r}); remove them or "
-                    "start them with an apostrophe"
-                )
+        problems = [(i, count, first) for i, (count, first) in enumerate(formulas)
+                    if count and out[i]["inferred"] == "categorical"]
+        texts = _lookup(con, raw_path, names, [bad["row"] for c in out for bad in c["fits"].values() if bad]
+                        + [first for _, _, first in problems])
+        for i, column in enumerate(out):
+            for bad in column["fits"].values():
+                if bad:
+                    bad["example"] = (texts.get((bad.pop("row"), i)) or "")[:40]
+        _summaries(con, raw_path, names, out)
         if problems:
-            raise IngestError(problems)
+            raise IngestError([
+                f"column {names[i]!r}: {_cells(count)} "
+                f"{'looks like a spreadsheet formula' if count == 1 else 'look like spreadsheet formulas'} "
+                f"(starting with = or @), first at line {first + line_offset} ({(texts.get((first, i)) or '')[:30]!r}); "
+                "remove them or start them with an apostrophe"
+                for i, count, first in problems
+            ])
         return out
     finally:
         con.close()
 
 
-def _examples(con, columns: list[dict]) -> None:
-    """The text of each type's first misfit (one lookup of the rows found)."""
-    rows = sorted({bad["row"] for c in columns for bad in c["fits"].values() if bad})
+def _lookup(con, raw_path: str, names: list[str], rows: list[int]) -> dict[tuple[int, int], str]:
+    """The trimmed text of the cells of ``rows`` (row index, column index), read in one scan."""
     if not rows:
-        return
-    names = [c["name"] for c in columns]
-    found = {r[0]: r[1:] for r in con.execute(
-        f"SELECT __row, {', '.join(_ident(n) for n in names)} FROM cells WHERE __row IN ({', '.join(map(str, rows))})"
-    ).fetchall()}
+        return {}
+    cells = ", ".join(f"trim({_ident(n)})" for n in names)
+    found = con.execute(
+        f"SELECT file_row_number, {cells} FROM read_parquet({_lit(raw_path)}, file_row_number=true) "
+        f"WHERE file_row_number IN ({', '.join(map(str, sorted(set(rows))))})"
+    ).fetchall()
+    return {(r[0], i): text for r in found for i, text in enumerate(r[1:])}
+
+
+def _summaries(con, raw_path: str, names: list[str], columns: list[dict]) -> None:
+    """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans),
+    of each column read as its inferred type."""
+    wanted, parts = {}, []
     for i, column in enumerate(columns):
-        for bad in column["fits"].values():
-            if bad:
-                bad["example"] = (found.get(bad.pop("row"), [""] * len(names))[i] or "")[:40]
-
-
-def _summaries(con, source: str, columns: list[dict]) -> None:
-    """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans)."""
-    parts = []
-    for column in columns:
-        typed = _typed_sql({"name": "x", "type": column["inferred"]}, _ident(column["name"])).rsplit(" AS ", 1)[0]
-        if column["inferred"] in ("categorical", "boolean"):
-            typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
-        parts += [f"min({typed})", f"max({typed})", f"approx_count_distinct({typed})"]
-    row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
+        kind = column["inferred"]
+        v, n, t = f"v{i}", f"n{i}", f"t{i}"
+        if kind in ("integer", "decimal"):
+            wanted[i] = "n"
+            parts += [f"min({n})", f"max({n})", f"approx_count_distinct({n})"]
+        elif kind in ("date", "datetime"):
+            wanted[i] = "t"
+            cast = "::DATE" if kind == "date" else ""
+            parts += [f"min({t}){cast}", f"max({t}){cast}", f"approx_count_distinct({t})"]
+        elif kind == "boolean":
+            wanted[i] = ""
+            parts += ["NULL", "NULL", f"count(DISTINCT CASE WHEN NOT m{i} THEN lower({v}) IN ('true', 'yes') END)"]
+        else:
+            wanted[i] = ""
+            parts += ["NULL", "NULL", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM ({_layers(raw_path, names, wanted)})").fetchone()
     for i, column in enumerate(columns):
         low, high, distinct = row[3 * i: 3 * i + 3]
-        column.update({"min": None, "max": None, "distinct": distinct, "categories": []})
         kind = column["inferred"]
-        if kind in ("integer", "decimal", "date", "datetime"):
+        column.update({"min": None, "max": None, "distinct": distinct, "categories": []})
+        if kind == "integer":
+            column["min"], column["max"] = (None if low is None else int(low)), (None if high is None else int(high))
+        elif kind in ("decimal", "date", "datetime"):
             column["min"], column["max"] = _plain(low), _plain(high)
+        v = f"v{i}"
         if kind in ("categorical", "boolean"):
-            v = _ident(column["name"])
             rows = con.execute(
-                f"SELECT {v} AS c, count(*) AS n FROM {source} WHERE NOT {_missing_sql(v)} "
+                f"SELECT {v} AS c, count(*) AS n FROM ({_layers(raw_path, names, {i: ''})}) WHERE NOT m{i} "
                 f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
             ).fetchall()
             column["categories"] = [{"value": c, "count": n} for c, n in rows]
-        if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
-            typed = _typed_sql({"name": "x", "type": kind}, _ident(column["name"])).rsplit(" AS ", 1)[0]
-            if kind in ("categorical", "boolean"):
-                typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
-            column["distinct"] = con.execute(f"SELECT count(DISTINCT {typed}) FROM {source}").fetchone()[0]
-
+            if kind == "categorical" and len(rows) < TOP_CATEGORIES:
+                column["distinct"] = len(rows)  # every category is in the list
+                continue
+        if kind != "boolean" and distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
+            value = {"integer": f"n{i}", "decimal": f"n{i}", "date": f"t{i}", "datetime": f"t{i}"}.get(
+                kind, f"CASE WHEN NOT m{i} THEN {v} END")
+            column["distinct"] = con.execute(
+                f"SELECT count(DISTINCT {value}) FROM ({_layers(raw_path, names, {i: wanted[i]})})"
+            ).fetchone()[0]
 
 # --------------------------------------------------------------------------- confirmation and the typed file
 
