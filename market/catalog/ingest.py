@@ -541,10 +541,7 @@ def _summaries(con, raw_path: str, names: list[str], columns: list[dict]) -> Non
             wanted[i] = "t"
             cast = "::DATE" if kind == "date" else ""
             parts += [f"min({t}){cast}", f"max({t}){cast}", f"approx_count_distinct({t})"]
-        elif kind == "boolean":
-            wanted[i] = ""
-            parts += ["NULL", "NULL", f"count(DISTINCT CASE WHEN NOT m{i} THEN lower({v}) IN ('true', 'yes') END)"]
-        else:
+        else:  # text and booleans: their distinct texts
             wanted[i] = ""
             parts += ["NULL", "NULL", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
     row = con.execute(f"SELECT {', '.join(parts)} FROM ({_layers(raw_path, names, wanted)})").fetchone()
@@ -563,10 +560,10 @@ def _summaries(con, raw_path: str, names: list[str], columns: list[dict]) -> Non
                 f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
             ).fetchall()
             column["categories"] = [{"value": c, "count": n} for c, n in rows]
-            if kind == "categorical" and len(rows) < TOP_CATEGORIES:
+            if len(rows) < TOP_CATEGORIES:
                 column["distinct"] = len(rows)  # every category is in the list
                 continue
-        if kind != "boolean" and distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
+        if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
             value = {"integer": f"n{i}", "decimal": f"n{i}", "date": f"t{i}", "datetime": f"t{i}"}.get(
                 kind, f"CASE WHEN NOT m{i} THEN {v} END")
             column["distinct"] = con.execute(
