@@ -378,22 +378,22 @@ _WHAT = {
 }
 
 
-def _typed_sql(column: dict, v: str) -> str:
-    t, kind = f"trim({v})", column["type"]
-    missing = _missing_sql(t)
+def _typed_sql(kind: str, i: int) -> str:
+    """Column ``i`` of :func:`_layers` as type ``kind`` (a strict cast: the checks said it fits)."""
+    v = f"v{i}"
     if kind == "integer":
-        value = f"CAST(CAST({t} AS DOUBLE) AS BIGINT)"
+        value = f"CAST(CAST({v} AS DOUBLE) AS BIGINT)"
     elif kind == "decimal":
-        value = f"CAST({t} AS DOUBLE)"
+        value = f"CAST({v} AS DOUBLE)"
     elif kind == "boolean":
-        value = f"(lower({t}) IN ('true', 'yes'))"
+        value = f"(lower({v}) IN ('true', 'yes'))"
     elif kind == "date":
-        value = f"CAST({t} AS DATE)"
+        value = f"CAST({v} AS DATE)"
     elif kind == "datetime":
-        value = f"CAST({t} AS TIMESTAMP)"
+        value = f"CAST({v} AS TIMESTAMP)"
     else:
-        value = t
-    return f"CASE WHEN {missing} THEN NULL ELSE {value} END AS {_ident(column['name'])}"
+        value = v
+    return f"CASE WHEN m{i} THEN NULL ELSE {value} END"
 
 
 def _plain(x):
@@ -405,14 +405,15 @@ def _plain(x):
     return str(x)
 
 
-def _layers(raw_path: str, names: list[str], wanted: dict[int, str]) -> str:
+def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bool = True) -> str:
     """A query over the raw file computing each costly value of a cell once, in layers (DuckDB
     keeps a subquery's projection, so nothing is computed twice): ``r`` the row index and, for
     each column ``i`` in ``wanted``: ``vi`` the trimmed text, ``mi`` true when it is missing, and
     when ``wanted[i]`` holds ``"n"`` the number ``ni`` (or NULL), when it holds ``"t"`` the
     timestamp ``ti`` (or NULL) of text shaped like a date."""
     trimmed = ", ".join(f"trim({_ident(names[i])}) AS v{i}" for i in wanted)
-    first = f"SELECT file_row_number AS r, {trimmed} FROM read_parquet({_lit(raw_path)}, file_row_number=true)"
+    first = (f"SELECT file_row_number AS r, {trimmed} FROM read_parquet({_lit(raw_path)}, file_row_number=true)"
+             if rows else f"SELECT {trimmed} FROM read_parquet({_lit(raw_path)})")
     parts = []
     for i, need in wanted.items():
         v = f"v{i}"
@@ -470,11 +471,14 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
             for j in range(len(_CHECKED) + 1):
                 bad = f"({f} > 0 AND ({f} & {1 << j}) <> 0)"
                 aggregates += [f"sum({bad}::INTEGER)", f"min(CASE WHEN {bad} THEN r END)"]
+            # the summaries of each reading (only the inferred type's are kept)
+            aggregates += [f"min({n})", f"max({n})", f"approx_count_distinct({n})", f"min({t})", f"max({t})",
+                           f"approx_count_distinct({t})", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
         query = (f"SELECT {', '.join(aggregates)} FROM "
-                 f"(SELECT r, {', '.join(flags)} FROM ({_layers(raw_path, names, everything)}))")
+                 f"(SELECT *, {', '.join(flags)} FROM ({_layers(raw_path, names, everything)}))")
         row = con.execute(query).fetchone()
-        width = 4 + 2 * (len(_CHECKED) + 1)
-        out, formulas = [], []
+        width = 4 + 2 * (len(_CHECKED) + 1) + 7
+        out, formulas, readings = [], [], []
         for i, name in enumerate(names):
             cells = row[i * width:(i + 1) * width]
             missing_count, present, first_missing, used = int(cells[0] or 0), int(cells[1] or 0), cells[2], cells[3]
@@ -482,7 +486,8 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
             for j, kind in enumerate(_CHECKED):
                 bad, first = int(cells[4 + 2 * j] or 0), cells[5 + 2 * j]
                 fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
-            formulas.append((int(cells[-2] or 0), cells[-1]))
+            formulas.append((int(cells[-9] or 0), cells[-8]))
+            readings.append(cells[-7:])
             inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
             found = ["null"] * bool((used or 0) & 1) + [m for j, m in enumerate(_MARKERS) if (used or 0) >> (j + 1) & 1]
             out.append({
@@ -501,7 +506,7 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
             for bad in column["fits"].values():
                 if bad:
                     bad["example"] = (texts.get((bad.pop("row"), i)) or "")[:40]
-        _summaries(con, raw_path, names, out)
+        _summaries(con, raw_path, names, out, readings)
         if problems:
             raise IngestError([
                 f"column {names[i]!r}: {_cells(count)} "
@@ -527,32 +532,23 @@ def _lookup(con, raw_path: str, names: list[str], rows: list[int]) -> dict[tuple
     return {(r[0], i): text for r in found for i, text in enumerate(r[1:])}
 
 
-def _summaries(con, raw_path: str, names: list[str], columns: list[dict]) -> None:
+def _summaries(con, raw_path: str, names: list[str], columns: list[dict], readings: list) -> None:
     """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans),
-    of each column read as its inferred type."""
-    wanted, parts = {}, []
+    of each column read as its inferred type; ``readings`` holds, per column, the min, max and
+    approximate distinct count of its cells read as numbers, as timestamps, and as text."""
     for i, column in enumerate(columns):
+        low_n, high_n, distinct_n, low_t, high_t, distinct_t, distinct_v = readings[i]
         kind = column["inferred"]
-        v, n, t = f"v{i}", f"n{i}", f"t{i}"
-        if kind in ("integer", "decimal"):
-            wanted[i] = "n"
-            parts += [f"min({n})", f"max({n})", f"approx_count_distinct({n})"]
-        elif kind in ("date", "datetime"):
-            wanted[i] = "t"
-            cast = "::DATE" if kind == "date" else ""
-            parts += [f"min({t}){cast}", f"max({t}){cast}", f"approx_count_distinct({t})"]
-        else:  # text and booleans: their distinct texts
-            wanted[i] = ""
-            parts += ["NULL", "NULL", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
-    row = con.execute(f"SELECT {', '.join(parts)} FROM ({_layers(raw_path, names, wanted)})").fetchone()
-    for i, column in enumerate(columns):
-        low, high, distinct = row[3 * i: 3 * i + 3]
-        kind = column["inferred"]
-        column.update({"min": None, "max": None, "distinct": distinct, "categories": []})
+        column.update({"min": None, "max": None, "distinct": distinct_v, "categories": []})
         if kind == "integer":
-            column["min"], column["max"] = (None if low is None else int(low)), (None if high is None else int(high))
-        elif kind in ("decimal", "date", "datetime"):
-            column["min"], column["max"] = _plain(low), _plain(high)
+            column.update({"min": None if low_n is None else int(low_n), "max": None if high_n is None else int(high_n),
+                           "distinct": distinct_n})
+        elif kind == "decimal":
+            column.update({"min": low_n, "max": high_n, "distinct": distinct_n})
+        elif kind in ("date", "datetime"):
+            if kind == "date":
+                low_t, high_t = (None if x is None else x.date() for x in (low_t, high_t))
+            column.update({"min": _plain(low_t), "max": _plain(high_t), "distinct": distinct_t})
         v = f"v{i}"
         if kind in ("categorical", "boolean"):
             rows = con.execute(
@@ -563,12 +559,14 @@ def _summaries(con, raw_path: str, names: list[str], columns: list[dict]) -> Non
             if len(rows) < TOP_CATEGORIES:
                 column["distinct"] = len(rows)  # every category is in the list
                 continue
+        distinct = column["distinct"]
         if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
-            value = {"integer": f"n{i}", "decimal": f"n{i}", "date": f"t{i}", "datetime": f"t{i}"}.get(
-                kind, f"CASE WHEN NOT m{i} THEN {v} END")
+            need, value = {"integer": ("n", f"n{i}"), "decimal": ("n", f"n{i}"), "date": ("t", f"t{i}"),
+                           "datetime": ("t", f"t{i}")}.get(kind, ("", f"CASE WHEN NOT m{i} THEN {v} END"))
             column["distinct"] = con.execute(
-                f"SELECT count(DISTINCT {value}) FROM ({_layers(raw_path, names, {i: wanted[i]})})"
+                f"SELECT count(DISTINCT {value}) FROM ({_layers(raw_path, names, {i: need})})"
             ).fetchone()[0]
+
 
 # --------------------------------------------------------------------------- confirmation and the typed file
 
@@ -644,9 +642,11 @@ def write_typed(raw_path: str, typed_path: str, columns: list[dict], *, tmpdir: 
         raise IngestError(["every column is ignored: keep at least one"])
     con = _connect(tmpdir)
     try:
-        select = ", ".join(_typed_sql(c, _ident(c["name"])) for c in kept)
+        names = [c["name"] for c in columns]
+        wanted = {i: "" for i, c in enumerate(columns) if c["type"] != "ignored"}
+        select = ", ".join(f"{_typed_sql(columns[i]['type'], i)} AS {_ident(names[i])}" for i in wanted)
         con.execute(
-            f"COPY (SELECT {select} FROM read_parquet({_lit(raw_path)})) TO {_lit(typed_path)} "
+            f"COPY (SELECT {select} FROM ({_layers(raw_path, names, wanted, rows=False)})) TO {_lit(typed_path)} "
             "(FORMAT parquet, COMPRESSION zstd)"
         )
     except duckdb.Error as exc:
