@@ -199,6 +199,41 @@ class _Counting(io.RawIOBase):
 
 # --------------------------------------------------------------------------- step 1: raw text Parquet
 
+#: The raw file's row groups: this many rows, or fewer when their text passes _GROUP_BYTES.
+_GROUP_ROWS = 1 << 17
+_GROUP_BYTES = 64 << 20
+
+
+class _RawWriter:
+    """Writes the raw text Parquet file in row groups of about ``_GROUP_ROWS`` rows (the CSV reader
+    gives small batches; a row group each is slow to write and to read), without dictionaries or
+    statistics (the cells are mostly distinct text that nothing filters on)."""
+
+    def __init__(self, path: str, schema: pa.Schema):
+        self.out = pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=False, write_statistics=False)
+        self.pending: list[pa.RecordBatch] = []
+        self.rows = self.bytes = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        self.rows += batch.num_rows
+        self.bytes += batch.nbytes
+        if self.rows >= _GROUP_ROWS or self.bytes >= _GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out.write_table(pa.Table.from_batches(self.pending), row_group_size=max(self.rows, 1))
+        self.pending, self.rows, self.bytes = [], 0, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.flush()
+        self.out.close()
+
 Progress = Callable[[int, float], None]
 
 
@@ -231,7 +266,7 @@ def _read_parquet(path, raw_path, size, *, max_rows, max_columns, report, batch_
     schema = pa.schema([(n, pa.string()) for n in names])
     rows = 0
     try:
-        with pq.ParquetWriter(raw_path, schema, compression="zstd") as out:
+        with _RawWriter(raw_path, schema) as out:
             for i, batch in enumerate(source.iter_batches(batch_size=batch_rows)):
                 arrays = []
                 for column in batch.columns:
@@ -240,7 +275,7 @@ def _read_parquet(path, raw_path, size, *, max_rows, max_columns, report, batch_
                     if pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
                         raise IngestError([f"a column holds {column.type} values; only plain values can be read"])
                     arrays.append(column.cast(pa.string()))
-                out.write_batch(pa.record_batch(arrays, schema=schema))
+                out.write(pa.record_batch(arrays, schema=schema))
                 rows += batch.num_rows
                 if i % 4 == 0:
                     report(rows, min(100.0, 100.0 * rows / max(total, 1)))
@@ -292,14 +327,14 @@ def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
             raw.seek(0)
         reader = pacsv.open_csv(io.BufferedReader(counting, 1 << 20), read_options=read, parse_options=parse,
                                 convert_options=convert)
-        with pq.ParquetWriter(raw_path, schema, compression="zstd") as out:
+        with _RawWriter(raw_path, schema) as out:
             for i, batch in enumerate(reader):
                 if ragged:
                     break
                 rows += batch.num_rows
                 if rows > max_rows:
                     raise IngestError([f"the file has more than {max_rows:,} rows (the limit)"])
-                out.write_batch(batch)
+                out.write(batch)
                 report(rows, min(99.0, 100.0 * counting.count / size))
     except pa.ArrowException as exc:
         message = str(exc).split("\n")[0][:200]
