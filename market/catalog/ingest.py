@@ -463,6 +463,8 @@ def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bo
 
 _MARKERS = ("",) + MISSING_MARKERS  # a missing cell's text is recorded as bit (1 + its position); NULL as bit 0
 _FORMULA = 1 << len(_CHECKED)  # the flag of a present text that starts like a spreadsheet formula
+_MISSING_FLAG = 1 << (len(_CHECKED) + 1)  # the flag of a missing cell (and no other)
+_NONE = 1 << 62  # added to the row index of the cells a minimum must skip
 
 
 def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> list[dict]:
@@ -492,36 +494,58 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
                         "ELSE FALSE END)",
                 "datetime": f"({t} IS NOT NULL)",
             }
-            # -1: missing; else bit j set when the cell does not fit kind j, _FORMULA when formula-like
-            bits = " + ".join(f"(CASE WHEN coalesce({fits[k]}, FALSE) THEN 0 ELSE {1 << j} END)"
-                              for j, k in enumerate(_CHECKED))
+            # _MISSING_FLAG: missing; else bit j set when the cell does not fit kind j, _FORMULA when formula-like.
+            # A number is never a boolean, a date, or formula-like; a timestamp never a number, a boolean or
+            # formula-like; other text never a number or a date: most cells take one short branch.
+            general = " + ".join(f"(CASE WHEN {fits[k]} THEN 0 ELSE {1 << j} END)" for j, k in enumerate(_CHECKED))
             formula = f"(CASE WHEN starts_with({v}, '=') OR starts_with({v}, '@') THEN {_FORMULA} ELSE 0 END)"
-            flags.append(f"(CASE WHEN m{i} THEN -1 ELSE {bits} + {formula} END) AS f{i}")
+            bit = {k: 1 << j for j, k in enumerate(_CHECKED)}
+            number = (f"{bit['boolean'] + bit['date'] + bit['datetime']} + (CASE WHEN isfinite({n}) THEN "
+                      f"(CASE WHEN abs({n}) <= {_INTEGER_LIMIT} AND {n} = round({n}) THEN 0 ELSE {bit['integer']} END) "
+                      f"ELSE {bit['integer'] + bit['decimal']} END)")
+            stamp = (f"{bit['integer'] + bit['decimal'] + bit['boolean']} + (CASE WHEN {fits['date']} THEN 0 "
+                     f"ELSE {bit['date']} END)")
+            text = (f"{bit['integer'] + bit['decimal'] + bit['date'] + bit['datetime']} + "
+                    f"(CASE WHEN {fits['boolean']} THEN 0 ELSE {bit['boolean']} END) + {formula}")
+            flags.append(
+                f"(CASE WHEN m{i} THEN {_MISSING_FLAG} WHEN {n} IS NOT NULL AND {t} IS NULL THEN {number} "
+                f"WHEN {t} IS NOT NULL AND {n} IS NULL THEN {stamp} WHEN {n} IS NULL THEN {text} "
+                f"ELSE {general} + {formula} END) AS f{i}"
+            )
             flags.append(f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 ELSE 1 << list_position({markers}, {v}) END) "
                          f"END) AS k{i}")
             f = f"f{i}"
-            # sums and minimums of CASE: much faster in DuckDB than hundreds of FILTER clauses
-            aggregates += [f"sum(({f} = -1)::INTEGER)", f"sum(({f} >= 0)::INTEGER)",
-                           f"min(CASE WHEN {f} = -1 THEN r END)", f"bit_or(k{i})"]
-            for j in range(len(_CHECKED) + 1):
-                bad = f"({f} > 0 AND ({f} & {1 << j}) <> 0)"
-                aggregates += [f"sum({bad}::INTEGER)", f"min(CASE WHEN {bad} THEN r END)"]
+            # counts and first rows of each flag by integer arithmetic (hundreds of FILTER clauses, or even
+            # of CASE, cost DuckDB several times more): bit j of the flags is (f >> j) & 1
+            for j in [len(_CHECKED) + 1, *range(len(_CHECKED) + 1)]:  # missing, then the kinds, then formulas
+                aggregates.append(f"min(r + (1 - (({f} >> {j}) & 1)) * {_NONE})")
+            aggregates += [f"histogram({f})", f"bit_or(k{i})"]  # how many cells have each set of flags
             # the summaries of each reading (only the inferred type's are kept)
             aggregates += [f"min({n})", f"max({n})", f"approx_count_distinct({n})", f"min({t})", f"max({t})",
                            f"approx_count_distinct({t})", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
         query = (f"SELECT {', '.join(aggregates)} FROM "
                  f"(SELECT *, {', '.join(flags)} FROM ({_layers(raw_path, names, everything)}))")
         row = con.execute(query).fetchone()
-        width = 4 + 2 * (len(_CHECKED) + 1) + 7
+        width = (len(_CHECKED) + 2) + 2 + 7
         out, formulas, readings = [], [], []
+
+        def first_row(at):
+            return None if at is None or at >= _NONE else at
+
         for i, name in enumerate(names):
             cells = row[i * width:(i + 1) * width]
-            missing_count, present, first_missing, used = int(cells[0] or 0), int(cells[1] or 0), cells[2], cells[3]
+            counts = dict(cells[len(_CHECKED) + 2] or {})
+
+            def having(bit):
+                return sum(n for flags, n in counts.items() if flags & bit)
+
+            missing_count, first_missing = having(_MISSING_FLAG), first_row(cells[0])
+            present, used = sum(counts.values()) - missing_count, cells[len(_CHECKED) + 3]
             fits = {}
             for j, kind in enumerate(_CHECKED):
-                bad, first = int(cells[4 + 2 * j] or 0), cells[5 + 2 * j]
+                bad, first = having(1 << j), first_row(cells[1 + j])
                 fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
-            formulas.append((int(cells[-9] or 0), cells[-8]))
+            formulas.append((having(_FORMULA), first_row(cells[1 + len(_CHECKED)])))
             readings.append(cells[-7:])
             inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
             found = ["null"] * bool((used or 0) & 1) + [m for j, m in enumerate(_MARKERS) if (used or 0) >> (j + 1) & 1]
