@@ -7,7 +7,7 @@ Two steps, both on local files (``market.catalog.files`` decrypts and seals them
   or Parquet) into a *raw* Parquet file whose columns are the cells' text
   (Parquet columns are turned into text too), checking the whole-file limits
   and reporting progress;
-* :func:`infer` reads the raw file with DuckDB and returns, per column, the
+* :func:`infer` reads the raw file with DuckDB (in one scan) and returns, per column, the
   inferred type, the missing-value count and markers, and summaries for the
   owner (min/max, distinct values, the most frequent categories, and for each
   type how many present values would not fit it, with the first);
@@ -396,7 +396,8 @@ def _connect(tmpdir: str | None = None) -> duckdb.DuckDBPyConnection:
 def _missing_sql(v: str) -> str:
     """SQL true when the text ``v`` (already trimmed) is missing."""
     markers = ", ".join(_lit(m) for m in MISSING_MARKERS)  # a list, not IN: DuckDB makes a long IN a join
-    return f"({v} IS NULL OR {v} = '' OR (CASE WHEN length({v}) <= 4 THEN list_contains([{markers}], {v}) ELSE FALSE END))"
+    return (f"({v} IS NULL OR {v} = '' "
+            f"OR (CASE WHEN length({v}) <= 4 THEN list_contains([{markers}], {v}) ELSE FALSE END))")
 
 
 def _number_sql(v: str) -> str:
@@ -473,10 +474,14 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
     "distinct", "categories", "min", "max"}``. ``line_offset`` turns a row index into a line
     number (2 for a CSV with its header; 1 for Parquet rows).
 
-    Two scans of the file whatever its number of columns (one for the types, the missing
-    values and formula-like text; one for the summaries of the inferred types), one scan of
-    one column per text column (its most frequent categories), and one lookup of the rows of
-    the first misfits when there are any."""
+    One scan of the whole file whatever its number of columns: each cell is trimmed, and cast to
+    a number and to a timestamp when it looks like one, once (:func:`_layers`); a small integer
+    of flags per cell says what it is (missing, which types it does not fit, formula-like); one
+    aggregate per column counts each set of flags (``histogram``) and finds the first row having
+    each flag, and min, max and approximate distinct counts are taken of every reading (only the
+    inferred type's are kept). Then one scan of one column per text column (its most frequent
+    categories), one lookup of the rows of the first misfits when there are any, and an exact
+    distinct count of a column with few values."""
     con = _connect(tmpdir)
     try:
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
@@ -488,8 +493,8 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
             fits = {
                 "integer": f"(isfinite({n}) AND {n} = round({n}) AND abs({n}) <= {_INTEGER_LIMIT})",
                 "decimal": f"isfinite({n})",
-                "boolean": f"(CASE WHEN length({v}) BETWEEN 2 AND 5 THEN list_contains(['true', 'false', 'yes', 'no'], lower({v})) "
-                           "ELSE FALSE END)",
+                "boolean": f"(CASE WHEN length({v}) BETWEEN 2 AND 5 "
+                           f"THEN list_contains(['true', 'false', 'yes', 'no'], lower({v})) ELSE FALSE END)",
                 "date": f"(CASE WHEN length({v}) = 10 AND {t} IS NOT NULL THEN TRY_CAST({v} AS DATE) IS NOT NULL "
                         "ELSE FALSE END)",
                 "datetime": f"({t} IS NOT NULL)",
@@ -512,8 +517,8 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
                 f"WHEN {t} IS NOT NULL AND {n} IS NULL THEN {stamp} WHEN {n} IS NULL THEN {text} "
                 f"ELSE {general} + {formula} END) AS f{i}"
             )
-            flags.append(f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 ELSE 1 << list_position({markers}, {v}) END) "
-                         f"END) AS k{i}")
+            flags.append(f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 "
+                         f"ELSE 1 << list_position({markers}, {v}) END) END) AS k{i}")
             f = f"f{i}"
             # counts and first rows of each flag by integer arithmetic (hundreds of FILTER clauses, or even
             # of CASE, cost DuckDB several times more): bit j of the flags is (f >> j) & 1
