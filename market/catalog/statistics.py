@@ -377,6 +377,13 @@ def _values(raw, column: Column, where: str, name: str, *, at_most: int = MAX_CA
     return out
 
 
+def _filter(item: dict, where: str, columns) -> dict:
+    """``{"where": [...]}`` when the statistic has conditions, else ``{}`` (a spec without
+    conditions is normalised without the field, as specs were before filters existed)."""
+    filters = _where(item, where, columns)
+    return {"where": filters} if filters else {}
+
+
 def _where(item: dict, where: str, columns) -> list[dict]:
     """The normalised filter: a list of ``{"column", "op", "value" | "values"}``."""
     raw = item.get("where", [])
@@ -860,9 +867,7 @@ class Count(Kind):
     def validate(self, item, where, columns):
         _fields(item, where, (), ("where", "by", "categories", "bin", "from", "to"))
         out = {"kind": self.name}
-        filters = _where(item, where, columns)
-        if filters:
-            out["where"] = filters
+        out.update(_filter(item, where, columns))
         out.update(_by(item, where, columns))
         return out
 
@@ -897,9 +902,7 @@ class Sum(Kind):
         column = _column(item, where, columns)
         lower, upper = _bounds(item, where)
         out = {"kind": self.name, "column": column, "lower": lower, "upper": upper}
-        filters = _where(item, where, columns)
-        if filters:
-            out["where"] = filters
+        out.update(_filter(item, where, columns))
         out.update(_by(item, where, columns))
         return out
 
@@ -986,9 +989,7 @@ class Histogram(Kind):
         _fields(item, where, ("column", "bin", "from", "to"), ("where",))
         column = _column(item, where, columns, types=TEMPORAL)
         out = {"kind": self.name, "column": column, **_bins(item, where)}
-        filters = _where(item, where, columns)
-        if filters:
-            out["where"] = filters
+        out.update(_filter(item, where, columns))
         return out
 
     def _numeric(self, item, where, columns):
@@ -1008,9 +1009,7 @@ class Histogram(Kind):
                     f"{where}: bin edges must be strictly increasing (edge {i + 1} is not above edge {i})"
                 )
         out = {"kind": self.name, "column": column, "bins": edges}
-        filters = _where(item, where, columns)
-        if filters:
-            out["where"] = filters
+        out.update(_filter(item, where, columns))
         return out
 
     def groups(self, stat, number, nb, columns):
@@ -1070,9 +1069,7 @@ class TwoWay(Kind):
             out[key] = categories
         if out["rows"] == out["columns"]:
             raise SpecError(f"{where}: rows and columns must be two different columns")
-        filters = _where(item, where, columns)
-        if filters:
-            out["where"] = filters
+        out.update(_filter(item, where, columns))
         return out
 
     def groups(self, stat, number, nb, columns):
