@@ -155,6 +155,10 @@ def _sniff(text: str) -> tuple[str, str]:
     return best if isinstance(best, tuple) else (",", '"')
 
 
+#: Names the reader gives its own columns (DuckDB's row number of a Parquet file): not for owners' columns.
+RESERVED_NAMES = frozenset({"file_row_number"})
+
+
 def _check_names(names: list[str], max_columns: int, *, where: str = "line 1") -> None:
     if len(names) > max_columns:
         raise IngestError([f"the file has {len(names)} columns; the limit is {max_columns}"])
@@ -173,6 +177,8 @@ def _check_names(names: list[str], max_columns: int, *, where: str = "line 1") -
             problems.append(f"{where}: the name of column {number} looks like a spreadsheet formula: {_quoted(stripped)}")
         elif stripped in seen:
             problems.append(f"{where}: column {number} has the same name as column {seen[stripped]} ({_quoted(stripped)})")
+        elif stripped.lower() in RESERVED_NAMES:
+            problems.append(f"{where}: the name of column {number}, {_quoted(stripped)}, is reserved: rename the column")
         else:
             seen[stripped] = number
     if problems:

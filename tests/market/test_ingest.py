@@ -97,6 +97,7 @@ def test_diamonds_parquet_written_by_pandas(tmp_path):
         (b"a,b\n1,2\n3,4\n5\n", "line 4: has 1 cells but the header has 2"),
         (b"a,a\n1,2\n", "column 2 has the same name as column 1"),
         (b"a,\n1,2\n", "column 2 has no name"),
+        (b"a,file_row_number\n1,2\n", "'file_row_number', is reserved"),
         (b"=cmd,b\n1,2\n", "looks like a spreadsheet formula"),
         (b"\x00\x01garbage", "binary"),
         (b"PK\x03\x04\x14\x00", "ZIP archive"),
