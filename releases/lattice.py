@@ -1,0 +1,555 @@
+"""The exact lattice path: gradual release with integer noise, pure eps-DP
+(docs/mathematics.md, "The exact lattice path").
+
+``V_level`` is a path of integer noise, one per coordinate: at every level it
+is discrete Laplace, ``P(V = k) = (1 - alpha) / (1 + alpha) * alpha^|k|`` with
+``alpha = e^{-level}``, so ``u + V_level`` is ``level``-DP for an integer
+answer ``u`` of l1-sensitivity 1. A listing whose coordinate ``i`` has
+sensitivity ``w_i`` lattice units runs coordinate ``i`` at level
+``eps / w_i`` (one level per coordinate).
+
+The steps between levels are the lattice forms of the float path's:
+
+* :func:`tighten` (``hi -> lo``): ``V_lo = V_hi + W`` with ``W`` independent
+  of ``V_hi``: ``W = 0`` with probability ``p0 = (b/a) ((1-a)/(1-b))^2``,
+  else ``W ~ DLap(a)`` (``a = e^{-lo}``, ``b = e^{-hi}``). Releasing any set
+  of levels therefore costs the largest one.
+* :func:`relax` (``lo -> hi``), ``V_hi`` given ``V_lo = x``: it stays at ``x``
+  with probability ``r^{|x|+1} (1-a^2)/(1-b^2)`` (``r = b/a``); otherwise it
+  moves to ``y`` with probability proportional to ``r^{|y|} a^{2 dist(y)}``,
+  ``dist(y)`` the distance from ``y`` to the integers between 0 and ``x``
+  (proposed from ``DLap(r)``, accepted with probability ``a^{2 dist(y)}``).
+* :func:`bridge` (``lo < mid < hi``, both ends known): ``V_mid`` given both,
+  proportional to ``P(W1 = v - x_hi) P(W2 = x_lo - v)`` for the tightening
+  increments ``W1`` (``hi -> mid``) and ``W2`` (``mid -> lo``): two point
+  masses and a piecewise geometric part, sampled by an exact rejection over
+  five components whose cost does not grow as the levels shrink.
+
+No floating-point number enters any decision. Levels are exact rationals
+(``Fraction``, ``Decimal``, ``int`` or a decimal string; a ``float`` is
+refused), and every random choice is one of:
+
+* a uniform integer below ``n`` from ``rng.getrandbits`` (by rejection);
+* ``Bernoulli(e^{-gamma})`` for rational ``gamma`` (Canonne, Kamath and
+  Steinke 2020, Algorithm 1);
+* ``DLap(e^{-lambda})`` and the one-sided geometric for rational ``lambda``
+  (their Algorithm 2);
+* ``Bernoulli((1-e^{-s})/(1-e^{-t}))`` for rational ``0 <= s < t``:
+  ``P(E < s | E < t)`` for ``E ~ Exp(1)``, by memorylessness when ``t > 1``
+  and, when ``t <= 1``, by drawing ``floor(Q E / t)`` for ``E`` conditioned
+  below ``t`` (``Q`` the denominator of ``s/t``, so that ``E < s`` is decided
+  by an integer comparison);
+* products, complements and the two-coin construction ``p/(p+q)`` of these.
+
+``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
+system's generator, ``secrets.SystemRandom``) in the product,
+``random.Random(seed)`` in tests. This module never imports Django.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from numbers import Integral
+
+import numpy as np
+
+__all__ = [
+    "sample",
+    "relax",
+    "tighten",
+    "bridge",
+    "step",
+    "levels_for",
+    "error_bound",
+    "tail_probability",
+    "new_rng",
+    "as_level",
+]
+
+#: Levels below this are refused: the noise would no longer fit in an int64.
+MIN_LEVEL = Fraction(1, 10**12)
+#: Levels above this are refused (the noise is then 0 with overwhelming probability anyway).
+MAX_LEVEL = Fraction(10**6)
+
+_INT64 = 2**63 - 1
+
+
+def new_rng() -> secrets.SystemRandom:
+    """The product's bit source: the operating system's cryptographic generator."""
+    return secrets.SystemRandom()
+
+
+# --------------------------------------------------------------------------
+# exact levels and inputs
+
+
+def as_level(value, name: str = "level") -> Fraction:
+    """``value`` as an exact positive rational; floats (and anything inexact) are refused."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an exact number, got {value!r}")
+    if isinstance(value, Fraction):
+        out = value
+    elif isinstance(value, Integral):
+        out = Fraction(int(value))
+    elif isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        out = Fraction(value)
+    elif isinstance(value, str):
+        try:
+            parsed = Decimal(value.strip())
+        except InvalidOperation:
+            raise ValueError(f"{name} must be a decimal number, got {value!r}") from None
+        if not parsed.is_finite():
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        out = Fraction(parsed)
+    else:
+        raise ValueError(
+            f"{name} must be a Fraction, Decimal, int or decimal string (never a float), got {value!r}"
+        )
+    if out <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    if out < MIN_LEVEL or out > MAX_LEVEL:
+        raise ValueError(f"{name} must lie between 1e-12 and 1e6, got {value}")
+    return out
+
+
+def _levels(value, size: int, name: str) -> list[Fraction]:
+    """One exact level per coordinate: a scalar for all, or a sequence of ``size``."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return [as_level(value, name)] * size
+    items = list(np.asarray(value, dtype=object).reshape(-1)) if isinstance(value, np.ndarray) else list(value)
+    if len(items) != size:
+        raise ValueError(f"{name} has {len(items)} levels for {size} coordinates")
+    cache: dict = {}
+    out = []
+    for item in items:
+        key = (type(item), item) if not isinstance(item, float) else None
+        if key is not None and key in cache:
+            out.append(cache[key])
+            continue
+        level = as_level(item, name)
+        if key is not None:
+            cache[key] = level
+        out.append(level)
+    return out
+
+
+def _noise(name: str, noise) -> list[int]:
+    """Integer noise as Python ints; floats (even whole ones) and non-numbers are refused."""
+    arr = np.asarray(noise)
+    if arr.dtype == object:
+        items = arr.reshape(-1).tolist()
+        if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in items):
+            raise ValueError(f"{name} must be integers")
+        values = [int(v) for v in items]
+    elif arr.dtype.kind in "iu":
+        values = [int(v) for v in arr.reshape(-1).tolist()]
+    else:
+        raise ValueError(f"{name} must be an integer array, got dtype {arr.dtype}")
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be one-dimensional")
+    return values
+
+
+def _out(values: list[int]) -> np.ndarray:
+    if any(abs(v) > _INT64 for v in values):  # pragma: no cover - levels are bounded below
+        raise ValueError("the noise does not fit in int64: the level is too small")
+    return np.array(values, dtype=np.int64)
+
+
+def _size(size) -> int:
+    if isinstance(size, bool) or not isinstance(size, Integral) or size < 0:
+        raise ValueError(f"size must be a non-negative integer, got {size!r}")
+    return int(size)
+
+
+# --------------------------------------------------------------------------
+# exact coins (rng has getrandbits). Rationals are (numerator, denominator)
+# pairs of Python ints, not necessarily reduced: the hot loops do no Fraction
+# arithmetic.
+
+
+def _below(rng, n: int) -> int:
+    """A uniform integer in ``[0, n)``."""
+    if n == 1:
+        return 0
+    k = (n - 1).bit_length()
+    while True:
+        r = rng.getrandbits(k)
+        if r < n:
+            return r
+
+
+def _bit(rng) -> bool:
+    return bool(rng.getrandbits(1))
+
+
+def _bern_exp_small(rng, num: int, den: int) -> bool:
+    """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den`` (CKS Algorithm 1, gamma <= 1)."""
+    k = 1
+    while _below(rng, den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def _bern_exp(rng, num: int, den: int) -> bool:
+    """``Bernoulli(e^{-num/den})`` for integers ``num >= 0``, ``den > 0`` (CKS Algorithm 1)."""
+    while num > den:  # one e^{-1} coin per whole unit; stop at the first failure
+        if not _bern_exp_small(rng, 1, 1):
+            return False
+        num -= den
+    return _bern_exp_small(rng, num, den)
+
+
+class _Ratio:
+    """``Bernoulli((1 - e^{-s}) / (1 - e^{-t}))`` for rationals ``0 <= s < t``: ``P(E < s | E < t)``, ``E ~ Exp(1)``."""
+
+    __slots__ = ("s", "t", "big", "p", "q", "tn", "tq")
+
+    def __init__(self, s: Fraction, t: Fraction):
+        self.s, self.t = (s.numerator, s.denominator), (t.numerator, t.denominator)
+        self.big = t > 1
+        sigma = s / t
+        self.p, self.q = sigma.numerator, sigma.denominator
+        self.tn, self.tq = t.numerator, t.denominator * sigma.denominator
+
+    def __call__(self, rng) -> bool:
+        if self.p == 0:
+            return False
+        if self.big:
+            (sn, sd), (tn, td) = self.s, self.t
+            while True:  # E >= s iff Bernoulli(e^{-s}); then E >= t iff also Bernoulli(e^{-(t-s)}) (memoryless)
+                if not _bern_exp(rng, sn, sd):
+                    return True
+                if not _bern_exp(rng, tn * sd - sn * td, td * sd):
+                    return False
+        p, q, tn, tq = self.p, self.q, self.tn, self.tq
+        while True:  # K = floor(Q E / t) for E below t: P(K = k) proportional to e^{-t k / Q}, k < Q
+            k = _below(rng, q)
+            if _bern_exp(rng, tn * k, tq):
+                return k < p
+
+
+def _inv_one_plus(rng, num: int, den: int) -> bool:
+    """``Bernoulli(1 / (1 + e^{-num/den}))`` by the two-coin construction."""
+    while True:
+        if _bit(rng):
+            return True
+        if _bern_exp(rng, num, den):
+            return False
+
+
+def _geometric(rng, s: int, t: int) -> int:
+    """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` (the first half of CKS Algorithm 2)."""
+    while True:
+        u = _below(rng, t)
+        if _bern_exp(rng, u, t):
+            break
+    v = 0
+    while _bern_exp_small(rng, 1, 1):
+        v += 1
+    return (u + t * v) // s
+
+
+def _dlap(rng, s: int, t: int) -> int:
+    """``DLap(e^{-s/t})``: ``P(k)`` proportional to ``e^{-|k| s/t}`` (CKS Algorithm 2)."""
+    while True:
+        y = _geometric(rng, s, t)
+        negative = _bit(rng)
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def _pair_of(x: Fraction) -> tuple[int, int]:
+    return x.numerator, x.denominator
+
+
+class _Gap:
+    """The constants of two levels ``lo < hi`` that the steps between them use."""
+
+    __slots__ = ("lo", "hi", "gap", "ratio", "ratio2")
+
+    def __init__(self, lo: Fraction, hi: Fraction):
+        self.lo = _pair_of(lo)
+        self.hi = _pair_of(hi)
+        self.gap = _pair_of(hi - lo)
+        self.ratio = _Ratio(lo, hi)  # (1 - a) / (1 - b)
+        self.ratio2 = _Ratio(2 * lo, 2 * hi)  # (1 - a^2) / (1 - b^2)
+
+    def stay(self, rng) -> bool:
+        """``Bernoulli(p0)``: the tightening increment from hi to lo is 0,
+        ``p0 = e^{-(hi-lo)} ((1 - e^{-lo}) / (1 - e^{-hi}))^2``."""
+        return _bern_exp(rng, *self.gap) and self.ratio(rng) and self.ratio(rng)
+
+
+def _cached(cache: dict, key, make):
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+    return found
+
+
+# --------------------------------------------------------------------------
+# one coordinate
+
+
+def _tighten1(rng, y: int, g: _Gap) -> int:
+    if g.stay(rng):
+        return y
+    return y + _dlap(rng, *g.lo)
+
+
+def _relax1(rng, x: int, g: _Gap) -> int:
+    gn, gd = g.gap
+    if _bern_exp(rng, gn * (abs(x) + 1), gd) and g.ratio2(rng):
+        return x
+    low, high = (0, x) if x >= 0 else (x, 0)
+    ln, ld = g.lo
+    while True:
+        y = _dlap(rng, gn, gd)
+        dist = low - y if y < low else (y - high if y > high else 0)
+        if dist == 0 or _bern_exp(rng, 2 * ln * dist, ld):
+            return y
+
+
+def _truncated_geometric(rng, dn: int, dd: int, d: int) -> int:
+    """``v`` in ``[0, d]`` with ``P(v)`` proportional to ``e^{-v dn/dd}``."""
+    if dn * d <= dd:
+        while True:  # uniform proposal; acceptance at least e^{-1}
+            v = _below(rng, d + 1)
+            if _bern_exp(rng, dn * v, dd):
+                return v
+    while True:  # geometric proposal; kept with probability 1 - e^{-delta (d+1)} > 1 - e^{-1}
+        v = _geometric(rng, dn, dd)
+        if v <= d:
+            return v
+
+
+class _Triple:
+    """The constants of three levels ``lo < mid < hi`` for the bridge."""
+
+    __slots__ = ("upper", "lower", "lo", "mid", "both", "delta", "psi_ratio", "theta", "ratio2")
+
+    def __init__(self, lo: Fraction, mid: Fraction, hi: Fraction):
+        self.upper = _Gap(mid, hi)  # p1: W1 = V_mid - V_hi is 0
+        self.lower = _Gap(lo, mid)  # p2: W2 = V_lo - V_mid is 0
+        self.lo, self.mid = _pair_of(lo), _pair_of(mid)
+        self.both = _pair_of(lo + mid)  # ml = e^{-(lo+mid)}
+        self.delta = _pair_of(mid - lo)  # rho = m / l = e^{-(mid-lo)}
+        self.psi_ratio = _Ratio(mid, lo + mid)  # (1 - m) / (1 - ml)
+        self.theta = _Ratio(lo + mid, 2 * mid)  # (1 - lm) / (1 - m^2)
+        self.ratio2 = _Ratio(2 * lo, 2 * mid)  # (1 - l^2) / (1 - m^2)
+
+    def c(self, rng, level) -> bool:
+        """``Bernoulli((1 - e^{-level}) / (1 + e^{-level}))``."""
+        return not _bern_exp(rng, *level) and _inv_one_plus(rng, *level)
+
+    def psi(self, rng) -> bool:
+        """``Bernoulli(c_m ml / (1 - ml))`` = ``[(1-m)/(1-ml)] [1/(1+m)] ml``."""
+        return self.psi_ratio(rng) and _inv_one_plus(rng, *self.mid) and _bern_exp(rng, *self.both)
+
+
+def _bridge1(rng, x_lo: int, x_hi: int, k: _Triple) -> int:
+    """``V_mid`` given ``V_lo = x_lo`` and ``V_hi = x_hi``.
+
+    With ``W1 = V_mid - x_hi`` (tightening ``hi -> mid``: 0 with probability
+    ``p1``, else ``DLap(m)``) and ``W2 = x_lo - V_mid`` (``mid -> lo``: 0 with
+    probability ``p2``, else ``DLap(l)``), ``m = e^{-mid}``, ``l = e^{-lo}``,
+    ``D = x_lo - x_hi``, ``d = |D|``, and ``v = sign(D) W1``, the law of ``v`` has
+    five components (``c_z = (1-z)/(1+z)``, ``rho = m/l``):
+
+    * ``v = 0`` (``V_mid = x_hi``):     ``p1 (p2 [d=0] + (1-p2) c_l l^d)``
+    * ``v = d`` (``V_mid = x_lo``):     ``(1-p1) p2 c_m m^d``
+    * ``v = -j``, ``j >= 1``:           ``(1-p1)(1-p2) c_m c_l l^d (ml)^j``
+    * ``v = d + j``, ``j >= 1``:        ``(1-p1)(1-p2) c_m c_l m^d (ml)^j``
+    * ``v`` in ``[0, d]``:              ``(1-p1)(1-p2) c_m c_l l^d rho^v``
+
+    ``W1 = 0`` is drawn first (``p1``). A component is then picked (the first
+    alone when ``W1 = 0``, else one of the other four uniformly) and kept with
+    an exact coin equal to its total weight divided by ``4 N p(component
+    proposed)`` (``N = 1`` when ``d = 0``, else ``c_l l^d``); each such ratio
+    is at most 1 and is a product of the coins above (a weight's ``p1`` or
+    ``1 - p1`` is the first draw). On average over the path this takes a few
+    picks per coordinate, whatever the size of the levels.
+    """
+    sign = 1 if x_lo >= x_hi else -1
+    d = abs(x_lo - x_hi)
+    dn, dd = k.delta
+    upper, lower = k.upper, k.lower
+    while True:
+        if upper.stay(rng):  # W1 = 0: v = 0, weight p1 (...) / 4
+            if _below(rng, 4) != 0:
+                continue
+            if d == 0:  # p2 + (1-p2) c_l
+                ok = lower.stay(rng) or k.c(rng, k.lo)
+            else:  # 1 - p2
+                ok = not lower.stay(rng)
+            if ok:
+                v = 0
+                break
+            continue
+        pick = _below(rng, 4)
+        if d == 0:
+            if pick == 0:  # v = 0 through W2 = 0: p2 c_m
+                ok = lower.stay(rng) and k.c(rng, k.mid)
+            elif pick in (1, 2):  # a tail: (1-p2) c_l psi
+                ok = not lower.stay(rng) and k.c(rng, k.lo) and k.psi(rng)
+            else:  # the middle is v = 0 alone: (1-p2) c_m c_l
+                ok = not lower.stay(rng) and k.c(rng, k.mid) and k.c(rng, k.lo)
+        else:
+            if pick == 0:  # rho^{d+1} (1-l^2)/(1-m^2)
+                ok = _bern_exp(rng, dn * (d + 1), dd) and k.ratio2(rng)
+            elif pick == 1:  # (1-p2) psi
+                ok = not lower.stay(rng) and k.psi(rng)
+            elif pick == 2:  # (1-p2) psi rho^d
+                ok = not lower.stay(rng) and k.psi(rng) and _bern_exp(rng, dn * d, dd)
+            else:  # (1-lm)/(1-m^2) (1 - rho^{d+1})
+                ok = k.theta(rng) and not _bern_exp(rng, dn * (d + 1), dd)
+        if ok:
+            if pick == 0:
+                v = d
+            elif pick == 1:
+                v = -(1 + _geometric(rng, *k.both))
+            elif pick == 2:
+                v = d + 1 + _geometric(rng, *k.both)
+            else:
+                v = _truncated_geometric(rng, dn, dd, d)
+            break
+    return x_hi + sign * v
+
+
+# --------------------------------------------------------------------------
+# the public steps
+
+
+def sample(level, size, rng) -> np.ndarray:
+    """``size`` independent draws of ``DLap(e^{-level})`` (one level, or one per coordinate), as int64."""
+    n = _size(size)
+    levels = _levels(level, n, "level")
+    return _out([_dlap(rng, lam.numerator, lam.denominator) for lam in levels])
+
+
+def _pair(noise, level_a, level_b, names) -> tuple[list[int], list[Fraction], list[Fraction]]:
+    values = _noise("noise", noise)
+    a = _levels(level_a, len(values), names[0])
+    b = _levels(level_b, len(values), names[1])
+    return values, a, b
+
+
+def relax(noise, level_from, level_to, rng) -> np.ndarray:
+    """``V_to`` given ``V_from = noise``, for ``level_to > level_from`` (coordinate by coordinate)."""
+    values, lo, hi = _pair(noise, level_from, level_to, ("level_from", "level_to"))
+    if any(h <= l for l, h in zip(lo, hi)):
+        raise ValueError("relax needs level_to > level_from for every coordinate")
+    gaps: dict = {}
+    return _out([_relax1(rng, x, _cached(gaps, (l, h), lambda: _Gap(l, h))) for x, l, h in zip(values, lo, hi)])
+
+
+def tighten(noise, level_from, level_to, rng) -> np.ndarray:
+    """``V_to`` given ``V_from = noise``, for ``level_to < level_from``."""
+    values, hi, lo = _pair(noise, level_from, level_to, ("level_from", "level_to"))
+    if any(l >= h for l, h in zip(lo, hi)):
+        raise ValueError("tighten needs level_to < level_from for every coordinate")
+    gaps: dict = {}
+    return _out([_tighten1(rng, y, _cached(gaps, (l, h), lambda: _Gap(l, h))) for y, l, h in zip(values, lo, hi)])
+
+
+def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray:
+    """``V_mid`` given ``V_lo = noise_lo`` and ``V_hi = noise_hi``, for ``level_lo < level_mid < level_hi``."""
+    x_lo = _noise("noise_lo", noise_lo)
+    x_hi = _noise("noise_hi", noise_hi)
+    if len(x_lo) != len(x_hi):
+        raise ValueError(f"noise_lo has {len(x_lo)} values and noise_hi {len(x_hi)}")
+    n = len(x_lo)
+    lo = _levels(level_lo, n, "level_lo")
+    mid = _levels(level_mid, n, "level_mid")
+    hi = _levels(level_hi, n, "level_hi")
+    if any(not (a < c < b) for a, c, b in zip(lo, mid, hi)):
+        raise ValueError("bridge needs level_lo < level_mid < level_hi for every coordinate")
+    triples: dict = {}
+    return _out([
+        _bridge1(rng, a, b, _cached(triples, (l, m, h), lambda: _Triple(l, m, h)))
+        for a, b, l, m, h in zip(x_lo, x_hi, lo, mid, hi)
+    ])
+
+
+def levels_for(eps, weights) -> list[Fraction]:
+    """Per-coordinate lattice levels ``eps / w_i`` for a listing level ``eps`` and integer
+    weights ``w_i`` (each coordinate's share of the budget, in lattice units), exactly."""
+    e = as_level(eps, "eps")
+    out = []
+    for w in weights:
+        if isinstance(w, bool) or not isinstance(w, Integral) or w < 1:
+            raise ValueError(f"weights must be positive integers, got {w!r}")
+        out.append(e / int(w))
+    return out
+
+
+def step(eps, weights, rng, below=None, above=None):
+    """The noise at listing level ``eps`` from the nearest known points.
+
+    ``below`` / ``above``: ``(level, noise)`` of the nearest released listing
+    levels under and over ``eps`` (or None). Coordinate ``i`` runs at
+    ``level / weights[i]``. Returns ``(noise, method)`` with method
+    ``initial``, ``relax``, ``tighten`` or ``bridge``.
+    """
+    e = as_level(eps, "eps")
+    target = levels_for(e, weights)
+    if below is not None and above is not None:
+        lo_level, lo_noise = below
+        hi_level, hi_noise = above
+        return bridge(lo_noise, levels_for(lo_level, weights), hi_noise, levels_for(hi_level, weights), target, rng), "bridge"
+    if below is not None:
+        level, noise = below
+        return relax(noise, levels_for(level, weights), target, rng), "relax"
+    if above is not None:
+        level, noise = above
+        return tighten(noise, levels_for(level, weights), target, rng), "tighten"
+    return sample(target, len(target), rng), "initial"
+
+
+# --------------------------------------------------------------------------
+# accuracy: the discrete Laplace tails
+
+
+def tail_probability(level, t: int) -> float:
+    """``P(|V| > t)`` for ``V ~ DLap(e^{-level})``: ``2 alpha^{t+1} / (1 + alpha)`` (for display)."""
+    lam = float(as_level(level))
+    if t < 0:
+        return 1.0
+    return 2.0 * math.exp(-lam * (t + 1)) / (1.0 + math.exp(-lam))
+
+
+def error_bound(level, confidence=Fraction(95, 100)) -> int:
+    """The smallest integer ``t`` with ``P(|V| > t) <= 1 - confidence`` for ``V ~ DLap(e^{-level})``.
+
+    ``P(|V| > t) = 2 alpha^{t+1} / (1 + alpha)``; the inequality is
+    ``(t + 1) level >= log(2 / ((1 - confidence)(1 + alpha)))``, solved in
+    floating point and then checked at 50 digits (mpmath), so the integer is
+    exact. A display figure: nothing is sampled from it.
+    """
+    import mpmath
+
+    lam = as_level(level)
+    conf = Fraction(confidence) if not isinstance(confidence, float) else Fraction(str(confidence))
+    if not 0 < conf < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    with mpmath.workdps(50):
+        lam_m = mpmath.mpf(lam.numerator) / lam.denominator
+        alpha = mpmath.exp(-lam_m)
+        miss = mpmath.mpf(conf.denominator - conf.numerator) / conf.denominator
+
+        def ok(t: int) -> bool:
+            return 2 * alpha ** (t + 1) / (1 + alpha) <= miss
+
+        guess = max(0, int(mpmath.ceil(mpmath.log(2 / (miss * (1 + alpha))) / lam_m)) - 1)
+        while guess > 0 and ok(guess - 1):
+            guess -= 1
+        while not ok(guess):
+            guess += 1
+    return guess
