@@ -27,7 +27,8 @@ imports Django.
 
 from __future__ import annotations
 
-__all__ = ["FLOAT_PATH_DELTA", "MEASURED_DELTAS", "MEASURED_LEVELS", "float_path_statement"]
+__all__ = ["FLOAT_PATH_DELTA", "MEASURED_DELTAS", "MEASURED_LEVELS", "float_path_statement", "lattice_statement",
+           "guarantee_statement"]
 
 #: Exact deltas from ``python -m bench.float_delta`` (largest over the answers tried).
 MEASURED_DELTAS = {0.1: 5.97e-14, 1.0: 9.69e-14, 5.0: 6.32e-12}
@@ -51,3 +52,21 @@ def float_path_statement(values: int = 1) -> str:
         f"(measured exactly for a directly drawn count at levels {lo:g} to {hi:g}; "
         f"not measured for values reached by relaxing, tightening or bridging)."
     )
+
+
+def lattice_statement() -> str:
+    """One line for people: what the exact lattice path guarantees."""
+    return (
+        "Exact integer noise: this release is exactly eps-DP (pure, no delta). Its noise is discrete Laplace, "
+        "drawn with exact integer arithmetic from the operating system's random bits; no floating-point "
+        "number enters any step."
+    )
+
+
+def guarantee_statement(engine: str, values: int = 1) -> str:
+    """The guarantee line for a listing's engine: ``lattice`` or ``laplace`` (the float path)."""
+    if engine == "lattice":
+        return lattice_statement()
+    if engine != "laplace":
+        raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
+    return float_path_statement(values)

@@ -52,6 +52,7 @@ import math
 import secrets
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
@@ -67,6 +68,8 @@ __all__ = [
     "tail_probability",
     "new_rng",
     "as_level",
+    "bit_source",
+    "GeneratorBits",
 ]
 
 #: Levels below this are refused: the noise would no longer fit in an int64.
@@ -80,6 +83,34 @@ _INT64 = 2**63 - 1
 def new_rng() -> secrets.SystemRandom:
     """The product's bit source: the operating system's cryptographic generator."""
     return secrets.SystemRandom()
+
+
+class GeneratorBits:
+    """``getrandbits`` over a ``numpy.random.Generator`` (a test's seeded generator handed to the
+    product's release code); the product itself draws from :func:`new_rng`."""
+
+    __slots__ = ("generator",)
+
+    def __init__(self, generator):
+        self.generator = generator
+
+    def getrandbits(self, k: int) -> int:
+        if k <= 0:
+            return 0
+        raw = int.from_bytes(self.generator.bytes((k + 7) // 8), "little")
+        return raw >> (8 * ((k + 7) // 8) - k)
+
+
+def bit_source(rng):
+    """``rng`` if it has ``getrandbits``, a numpy generator wrapped in :class:`GeneratorBits`,
+    or the operating system's generator when ``rng`` is None."""
+    if rng is None:
+        return new_rng()
+    if hasattr(rng, "getrandbits"):
+        return rng
+    if hasattr(rng, "bytes"):
+        return GeneratorBits(rng)
+    raise ValueError(f"rng must have getrandbits(k), got {type(rng).__name__}")
 
 
 # --------------------------------------------------------------------------
@@ -533,12 +564,17 @@ def error_bound(level, confidence=Fraction(95, 100)) -> int:
     floating point and then checked at 50 digits (mpmath), so the integer is
     exact. A display figure: nothing is sampled from it.
     """
-    import mpmath
-
     lam = as_level(level)
-    conf = Fraction(confidence) if not isinstance(confidence, float) else Fraction(str(confidence))
+    conf = Fraction(str(confidence)) if isinstance(confidence, float) else Fraction(confidence)
     if not 0 < conf < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    return _error_bound(lam, conf)
+
+
+@lru_cache(maxsize=4096)
+def _error_bound(lam: Fraction, conf: Fraction) -> int:
+    import mpmath
+
     with mpmath.workdps(50):
         lam_m = mpmath.mpf(lam.numerator) / lam.denominator
         alpha = mpmath.exp(-lam_m)

@@ -22,6 +22,11 @@ class NoisePath(models.Model):
     listing = models.OneToOneField("catalog.Listing", on_delete=models.PROTECT, related_name="noise_path")
     dim = models.PositiveIntegerField()
     norm = models.CharField(max_length=2, default="l1", help_text="l1: a Laplace path per value; l2: one vector path")
+    engine = models.CharField(
+        max_length=10, default="lattice",
+        help_text="lattice: the exact integer path (releases.lattice); laplace: the float path (releases.path, "
+        "and every l2 path). Fixed when the path is made",
+    )
     jumps = models.BinaryField(
         null=True, blank=True,
         help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes), encrypted "
@@ -31,7 +36,11 @@ class NoisePath(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative")]
+        constraints = [
+            models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative"),
+            models.CheckConstraint(condition=Q(engine__in=["laplace", "lattice"]), name="path_engine_known"),
+            models.CheckConstraint(condition=Q(engine="laplace") | Q(norm="l1"), name="path_lattice_is_l1"),
+        ]
 
     def jumps_context(self) -> bytes:
         return crypto.jumps_context(self.pk)
@@ -53,8 +62,8 @@ class NoisePoint(models.Model):
     path = models.ForeignKey(NoisePath, on_delete=models.PROTECT, related_name="points")
     level = LevelField()
     noise = models.BinaryField(
-        help_text="float64, little-endian, one per released value, encrypted for this path and level; "
-        "read and written only through vector() and set_vector()"
+        help_text="float64 (int64 on a lattice path), little-endian, one per released value, encrypted for this "
+        "path and level; read and written only through vector() / set_vector() or integers() / set_integers()"
     )
     method = models.CharField(max_length=16, help_text="initial, relax, tighten or bridge")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -78,6 +87,14 @@ class NoisePoint(models.Model):
         """Encrypt ``values`` (float64) into ``noise`` under the current key; the caller saves."""
         self.noise = crypto.seal_floats(values, context=self.noise_context())
 
+    def integers(self) -> np.ndarray:
+        """A lattice path's integer noise, decrypted (int64)."""
+        return crypto.unseal_ints(self.noise, context=self.noise_context())
+
+    def set_integers(self, values) -> None:
+        """Encrypt a lattice path's integer noise (int64) into ``noise``; the caller saves."""
+        self.noise = crypto.seal_ints(values, context=self.noise_context())
+
 
 class Release(models.Model):
     public_id = models.CharField(
@@ -89,7 +106,7 @@ class Release(models.Model):
     buyer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases")
     point = models.ForeignKey(NoisePoint, on_delete=models.PROTECT, related_name="releases")
     level = LevelField()
-    values = models.JSONField(help_text="the released vector: rounded and clamped")
+    values = models.JSONField(help_text="the released vector: rounded and clamped (lattice: whole steps times grid)")
     noise_scales = models.JSONField(help_text="the Laplace scale of each released value")
     created_at = models.DateTimeField(auto_now_add=True)
 

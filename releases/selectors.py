@@ -24,4 +24,5 @@ def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
 def release_readings(release) -> list[dict]:
     """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound."""
     plan = listing_plan(release.listing)
-    return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales))
+    return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales),
+                   level=release.level)

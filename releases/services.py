@@ -27,6 +27,7 @@ from market.trading.locks import holding_lock, purchase_lock
 from market.trading.models import Purchase
 from market.trading.services import purchase_fail
 
+from . import lattice
 from .locks import path_lock, path_lock_by_id
 from .mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import NoisePath, NoisePoint, Release
@@ -34,6 +35,10 @@ from .path import NoisePath as EnginePath
 from .postprocess import snap
 
 log = logging.getLogger(__name__)
+
+#: The lattice path's bit source: the operating system's generator (``secrets.SystemRandom``);
+#: tests replace it with a seeded one.
+new_bit_source = lattice.new_rng
 
 
 class ReleaseImpossible(Exception):
@@ -115,6 +120,48 @@ def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
     return _new_point(path, level, draw.noise, draw.method)
 
 
+def _lattice_point_at(path: NoisePath, level, weights, rng) -> NoisePoint:
+    """The lattice path's point at ``level`` (integer noise): the stored one, or one new exact
+    step from its nearest released neighbours (``releases.lattice.step``), coordinate ``i`` at
+    ``level / weights[i]``. ``rng``: anything with ``getrandbits`` (the operating system's
+    generator in the product)."""
+    found = NoisePoint.objects.filter(path=path, level=level).first()
+    if found:
+        return found
+    below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").first()
+    above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").first()
+    known = {}
+    for name, p in (("below", below), ("above", above)):
+        if p is not None:
+            noise = _opened(p.integers, f"the stored noise at level {p.level}")
+            if noise.shape != (path.dim,):
+                raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
+            known[name] = (p.level, noise)
+    noise, method = lattice.step(level, weights, rng, **known)
+    point = NoisePoint(path=path, level=level, method=method)
+    point.set_integers(noise)
+    point.save(force_insert=True)
+    return point
+
+
+def _lattice_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, list, list[float]]:
+    """A lattice release: the point at ``level``, the released values (whole steps clamped to the
+    declared range, times each value's grid: ints on an integer grid) and the noise scales shown."""
+    answer = _opened(listing.true_answer, "the listing's stored answer")
+    weights = [int(w) for w in listing.weights]
+    if answer.shape != (path.dim,) or len(weights) != path.dim or len(listing.grids or ()) != path.dim:
+        raise ReleaseImpossible("the listing's stored answer is damaged")
+    point = _lattice_point_at(path, level, weights, lattice.bit_source(rng if rng is not None else new_bit_source()))
+    _checkpoint("after_noise")
+    noise = _opened(point.integers, "the stored noise")
+    values = []
+    for u, n, low, high, grid in zip(answer.tolist(), noise.tolist(), listing.lower, listing.upper, listing.grid_steps()):
+        steps = min(max(int(u) + int(n), int(low)), int(high))
+        amount = steps * grid
+        values.append(int(amount) if amount == amount.to_integral_value() else float(amount))
+    return point, values, [float(b) for b in listing.noise_scales(level)]
+
+
 def release_compute(*, purchase_id, rng: np.random.Generator | None = None) -> Release | None:
     """Make the release of one purchase (idempotent). Returns it, or None if it failed."""
     purchase = Purchase.objects.filter(pk=purchase_id).only("pk", "buyer_id", "listing_id", "status").first()
@@ -142,26 +189,18 @@ def _release_make(*, purchase_id, buyer_id, listing_id, rng: np.random.Generator
         if not purchase.in_flight:
             return Release.objects.filter(purchase=purchase).first()
         listing, level = purchase.listing, purchase.level_to
-        answer = _opened(listing.true_answer, "the listing's stored answer")
-        if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
-            raise ReleaseImpossible("the listing's stored answer is damaged")
-        rng = rng if rng is not None else new_rng()
-        if path.norm == "l2":
-            point = _l2_point_at(path, level, listing.ceiling, rng)
+        if path.engine == "lattice":
+            point, values, scales = _lattice_values(listing, path, level, rng)
         else:
-            point = _point_at(path, level, rng)
-        _checkpoint("after_noise")
-        scales = listing.noise_scales(level)
-        noisy = answer + np.asarray(listing.weights, dtype=np.float64) * _opened(point.vector, "the stored noise")
-        values = snap(noisy, scales, listing.lower, listing.upper)
+            point, values, scales = _float_values(listing, path, level, rng)
         release = Release.objects.create(
             purchase=purchase,
             listing=listing,
             buyer_id=purchase.buyer_id,
             point=point,
             level=level,
-            values=[float(v) for v in np.atleast_1d(values)],
-            noise_scales=[float(b) for b in scales],
+            values=values,
+            noise_scales=scales,
         )
         if level > path.released_max:
             path.released_max = level
@@ -173,6 +212,24 @@ def _release_make(*, purchase_id, buyer_id, listing_id, rng: np.random.Generator
         purchase.save(update_fields=["status", "updated_at"])
         _checkpoint("before_commit")
     return release
+
+
+def _float_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, list[float], list[float]]:
+    """A float-path release (listings made before the lattice, and vectors): the point at
+    ``level``, the values rounded and clamped (``releases.postprocess.snap``), the noise scales."""
+    answer = _opened(listing.true_answer, "the listing's stored answer")
+    if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
+        raise ReleaseImpossible("the listing's stored answer is damaged")
+    rng = rng if rng is not None else new_rng()
+    if path.norm == "l2":
+        point = _l2_point_at(path, level, listing.ceiling, rng)
+    else:
+        point = _point_at(path, level, rng)
+    _checkpoint("after_noise")
+    scales = listing.noise_scales(level)
+    noisy = answer + np.asarray(listing.weights, dtype=np.float64) * _opened(point.vector, "the stored noise")
+    values = snap(noisy, scales, listing.lower, listing.upper)
+    return point, [float(v) for v in np.atleast_1d(values)], [float(b) for b in scales]
 
 
 def release_queue(*, purchase_id) -> bool:

@@ -89,13 +89,20 @@ class Condition:
 class Aggregate:
     """One coordinate: ``count`` of the records meeting every condition in
     ``where``, or ``sum`` of ``column``'s present values clamped to
-    ``[lower, upper]`` over them."""
+    ``[lower, upper]`` over them.
+
+    With ``grid`` (the exact lattice path) a sum counts grid steps: each clamped
+    value is rounded to the nearest multiple of ``grid`` (halves away from
+    zero), taken in steps and kept within ``steps = (lowest, highest)``, and
+    the sum is an exact integer."""
 
     op: str
     where: tuple[Condition, ...] = ()
     column: str | None = None
     lower: float | None = None
     upper: float | None = None
+    grid: object = None
+    steps: tuple[int, int] | None = None
     width = 1
 
     def columns(self) -> set[str]:
@@ -323,6 +330,11 @@ def _aggregate(a: Aggregate, params: list) -> str:
         when = _when((*a.where, Condition(a.column, "present")), params)
         lower, upper = _param(float(a.lower), params), _param(float(a.upper), params)
         inner = f"least(greatest(CAST({col} AS DOUBLE), {lower}), {upper})"
+        if a.grid is not None:
+            grid = _param(float(a.grid), params)
+            low, high = (_param(int(v), params) for v in a.steps)
+            steps = f"least(greatest(CAST(round({inner} / {grid}) AS HUGEINT), {low}), {high})"
+            return f"coalesce(sum(CASE WHEN {when} THEN {steps} END), 0)"
         return f"coalesce(fsum(CASE WHEN {when} THEN {inner} END), 0.0)"
     raise ValueError(f"unknown aggregate {a.op!r}")
 
@@ -350,8 +362,10 @@ def _session(table: Table, threads: int, memory_limit: str):
         table.detach(con, _VIEW)
 
 
-def run(aggregates, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT) -> tuple[np.ndarray, int]:
-    """The aggregates' values on ``table`` (float64) and its number of records, in one scan."""
+def run(aggregates, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT,
+        exact: bool = False) -> tuple[np.ndarray, int]:
+    """The aggregates' values on ``table`` (float64, or with ``exact`` int64: counts and sums in
+    grid steps) and its number of records, in one scan."""
     names = set(table.names)
     for a in aggregates:
         for name in sorted(a.columns()):
@@ -362,14 +376,15 @@ def run(aggregates, table: Table, *, threads: int = THREADS, memory_limit: str =
     sql = f"SELECT {', '.join(parts)} FROM {quote(_VIEW)}"
     with _session(table, threads, memory_limit) as con:
         row = con.execute(sql, params).fetchone()
-    values: list[float] = []
+    number = int if exact else float
+    values: list = []
     for a, x in zip(aggregates, row[:-1]):
         if isinstance(a, Cells):
             found = x or {}
-            values += [float(found.get(i, 0)) for i in range(a.width)]
+            values += [number(found.get(i, 0)) for i in range(a.width)]
         else:
-            values.append(float(x))
-    return np.array(values, dtype=np.float64), int(row[-1])
+            values.append(number(x))
+    return np.array(values, dtype=np.int64 if exact else np.float64), int(row[-1])
 
 
 def run_vector(statistic, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT) -> tuple[np.ndarray, int]:
@@ -406,7 +421,8 @@ def run_vector(statistic, table: Table, *, threads: int = THREADS, memory_limit:
 
 
 def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT) -> np.ndarray:
-    """The true answer ``u`` of ``plan`` on ``table`` (float64, one value per label).
+    """The true answer ``u`` of ``plan`` on ``table`` (float64, one value per label; on the
+    lattice path int64, in grid steps).
 
     A count is the number of records meeting its conditions; a sum adds the
     column's present values clamped to ``[lower, upper]``; a histogram's bin
@@ -422,12 +438,16 @@ def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = M
     if plan.norm == "l2":
         u, n = run_vector(plan.vector, table, threads=threads, memory_limit=memory_limit)
     else:
-        u, n = run(plan.aggregates, table, threads=threads, memory_limit=memory_limit)
+        u, n = run(plan.aggregates, table, threads=threads, memory_limit=memory_limit, exact=plan.lattice is not None)
     if nb.public and n != nb.size:
         raise ValueError(f"the dataset's public size is {nb.size} but it holds {n} records")
     if plan.norm == "l2":
         return u
-    outside = np.flatnonzero((u < plan.lower) | (u > plan.upper))
+    if plan.lattice is not None:
+        low, high = np.array(plan.lattice.unit_lower), np.array(plan.lattice.unit_upper)
+        outside = np.flatnonzero((u < low) | (u > high))
+    else:
+        outside = np.flatnonzero((u < plan.lower) | (u > plan.upper))
     if outside.size:
         i = outside[0]
         raise ValueError(

@@ -154,10 +154,24 @@ class Listing(models.Model):
     """Statistics over a dataset, sold at privacy levels up to a ceiling.
 
     The statistics form one vector; its true value ``answer`` is computed
-    once, at creation, and is as secret as the data. At level eps value ``i``
-    is released as ``answer[i] + weights[i] * V_eps[i]`` (see
-    ``market.catalog.statistics.Plan.weights``).
+    once, at creation, and is as secret as the data. ``engine`` says how it
+    is released (``market.catalog.statistics``):
+
+    * ``laplace`` (the float path; every listing made before the lattice):
+      value ``i`` at level eps is ``answer[i] + weights[i] * V_eps[i]``, then
+      rounded and clamped to ``[lower[i], upper[i]]``;
+    * ``lattice`` (the exact path, docs/mathematics.md section 11): ``answer``
+      is in whole grid steps (int64), ``weights`` are whole numbers (steps),
+      ``lower`` / ``upper`` the range in steps and ``grids`` each value's grid
+      (decimal strings); value ``i`` at level eps is
+      ``clamp(answer[i] + N[i]) * grids[i]`` with ``N[i]`` discrete Laplace at
+      level ``eps / weights[i]``.
     """
+
+    class Engine(models.TextChoices):
+        LAPLACE = "laplace", "Float Laplace path ((eps, delta)-DP, delta below 1e-11 per value)"
+        LATTICE = "lattice", "Exact lattice path (integer noise, exactly eps-DP)"
+
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="listings")
     title = models.CharField(max_length=200)
@@ -167,8 +181,15 @@ class Listing(models.Model):
     kinds = models.CharField(max_length=100, default=",", help_text="',count,mean,': the kinds offered, for filtering")
     sensitivity = models.FloatField(help_text="l1-sensitivity of the whole vector")
     weights = models.JSONField(help_text="per value: noise multiplier (scale = weight / eps)")
-    lower = models.JSONField(help_text="declared range of each value, for clamping")
+    lower = models.JSONField(help_text="declared range of each value, for clamping (lattice: in grid steps)")
     upper = models.JSONField()
+    engine = models.CharField(
+        max_length=10, choices=Engine.choices, default=Engine.LATTICE,
+        help_text="how the values are released: the exact lattice path, or the float path of older listings",
+    )
+    grids = models.JSONField(
+        null=True, blank=True, help_text="lattice only: each value's grid as a decimal string (1 for counts)"
+    )
     answer = models.BinaryField(
         help_text="the true answer (float64), encrypted for this row (market.core.crypto): secret. "
         "Read and written only through true_answer() and set_true_answer()"
@@ -194,6 +215,10 @@ class Listing(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(ceiling__gt=0), name="listing_ceiling_positive"),
             models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
+            models.CheckConstraint(condition=Q(engine__in=["laplace", "lattice"]), name="listing_engine_known"),
+            models.CheckConstraint(
+                condition=Q(engine="laplace") | Q(grids__isnull=False), name="listing_lattice_has_grids"
+            ),
         ]
 
     def __str__(self):
@@ -213,14 +238,31 @@ class Listing(models.Model):
             raise ValueError("a listing's answer is sealed for its row: save the listing first")
         return crypto.answer_context(self.pk)
 
+    @property
+    def on_lattice(self) -> bool:
+        return self.engine == self.Engine.LATTICE
+
     def true_answer(self) -> np.ndarray:
-        """The true answer, decrypted (raises market.core.crypto.CryptoError if it does not open)."""
+        """The true answer, decrypted (float64; int64 grid steps on the lattice), or
+        market.core.crypto.CryptoError if it does not open."""
+        if self.on_lattice:
+            return crypto.unseal_ints(self.answer, context=self.answer_context())
         return crypto.unseal_floats(self.answer, context=self.answer_context())
 
     def set_true_answer(self, values) -> None:
-        """Encrypt ``values`` (float64) into ``answer`` under the current key; the caller saves."""
-        self.answer = crypto.seal_floats(values, context=self.answer_context())
+        """Encrypt ``values`` (float64; int64 grid steps on the lattice) into ``answer``; the caller saves."""
+        seal = crypto.seal_ints if self.on_lattice else crypto.seal_floats
+        self.answer = seal(values, context=self.answer_context())
+
+    def grid_steps(self) -> list[Decimal]:
+        """Each value's grid (lattice), as exact decimals."""
+        return [Decimal(g) for g in self.grids or ()]
 
     def noise_scales(self, eps: Decimal) -> np.ndarray:
-        """The Laplace scale of each released value at level ``eps``."""
-        return np.asarray(self.weights, dtype=np.float64) / float(eps)
+        """The noise scale of each released value at level ``eps``, in the value's units: the
+        Laplace scale, or on the lattice the same ``weight * grid / eps`` (its discrete
+        Laplace noise is ``DLap(e^{-eps / weight})`` steps)."""
+        weights = np.asarray(self.weights, dtype=np.float64)
+        if self.on_lattice:
+            weights = weights * np.array([float(g) for g in self.grid_steps()])
+        return weights / float(eps)

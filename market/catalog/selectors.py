@@ -109,7 +109,8 @@ def listing_plan(listing):
     from .statistics import build_plan
 
     dataset = listing.dataset
-    return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False)
+    return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False,
+                      engine=listing.engine)
 
 
 def listing_profile(*, listing, epsilon) -> dict:

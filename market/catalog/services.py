@@ -29,7 +29,7 @@ from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
 from .columns import columns_from
 from .compute import ParquetTable, compute
-from .statistics import SpecError, build_plan
+from .statistics import LATTICE, SpecError, build_plan
 
 
 log = logging.getLogger(__name__)
@@ -437,7 +437,7 @@ def listing_create(
             )
         curve, model = _price_curve(price_curve, compensation, ceiling, dataset, linear=price_per_epsilon is not None)
         try:
-            plan = build_plan(statistics, columns_from(dataset.columns), neighbours=dataset.neighbours())
+            plan = build_plan(statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), engine=LATTICE)
         except SpecError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
         kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
@@ -455,6 +455,7 @@ def listing_create(
                 answer = compute(plan, ParquetTable(path))
         except ValueError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
+        layout = plan.lattice  # every l1 listing runs on the exact lattice path; a vector on its l2 float path
         listing = Listing.objects.create(
             dataset=dataset,
             title=title,
@@ -463,9 +464,11 @@ def listing_create(
             labels=list(plan.labels),
             kinds=kinds,
             sensitivity=float(plan.sensitivity),
-            weights=[float(w) for w in plan.weights],
-            lower=[float(v) for v in plan.lower],
-            upper=[float(v) for v in plan.upper],
+            engine=Listing.Engine.LATTICE if layout else Listing.Engine.LAPLACE,
+            grids=[str(g) for g in layout.grids] if layout else None,
+            weights=list(layout.unit_weights) if layout else [float(w) for w in plan.weights],
+            lower=list(layout.unit_lower) if layout else [float(v) for v in plan.lower],
+            upper=list(layout.unit_upper) if layout else [float(v) for v in plan.upper],
             answer=b"",  # sealed for the row once it has its id, just below
             ceiling=ceiling,
             price_curve=curve.as_dict(),
@@ -474,7 +477,7 @@ def listing_create(
         )
         listing.set_true_answer(answer)
         listing.save(update_fields=["answer"])
-        NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm)
+        NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine=listing.engine)
         account_get(user=owner, kind=Account.Kind.EARNINGS)
     return listing
 

@@ -70,11 +70,13 @@ import numbers
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
+from releases import lattice
 from releases.postprocess import laplace_error_bound
 
 from .columns import CATEGORICAL, NUMERIC, TEMPORAL, Column, columns_from
@@ -82,7 +84,11 @@ from .compute import Aggregate, Cells, Condition, Row, Table, compute
 from .compute import Centroid as VectorCentroid
 
 __all__ = [
+    "ENGINES",
     "KINDS",
+    "LATTICE",
+    "LAPLACE",
+    "Lattice",
     "MAX_BINS",
     "MAX_CASES",
     "MAX_CATEGORIES",
@@ -127,6 +133,20 @@ MAX_TEXT = 200
 MAX_COORDINATES = 2000
 #: A plan has at most this many incomparable worst cases (``Plan.loss_cases``).
 MAX_CASES = 64
+
+#: A lattice coordinate holds at most this many grid steps per record: a sum's
+#: ``max(|L|, |U|) / grid`` (finer grids are refused with the coarsest that fits).
+MAX_GRID_STEPS = 10**8
+#: ... and a lattice coordinate's declared range at most this many in all, so
+#: that every released value is an exact integer in int64 and prints exactly
+#: from a float (15 significant digits).
+MAX_LATTICE_UNITS = 10**15
+
+#: The float Laplace path (docs/mathematics.md sections 1-6), every listing made before the lattice.
+LAPLACE = "laplace"
+#: The exact lattice path (section 11): integer noise, exactly eps-DP.
+LATTICE = "lattice"
+ENGINES = (LAPLACE, LATTICE)
 
 #: Add or remove one record: the number of records is private.
 PRIVATE_SIZE = "private_size"
@@ -178,6 +198,44 @@ class Neighbours:
 
 
 @dataclass(frozen=True, eq=False)
+class Lattice:
+    """How an l1 plan runs on the exact lattice path (docs/mathematics.md section 11).
+
+    Coordinate ``i`` is an integer number of steps of ``grids[i]`` (1 for a
+    count or a bin; a sum's declared grid, its values rounded to it). Its
+    noise is discrete Laplace at level ``eps / unit_weights[i]``: the group's
+    l1-sensitivity in steps times the number of groups, an integer, so the
+    whole vector is exactly eps-DP. ``unit_lower`` / ``unit_upper``: the
+    declared range in steps (released values are clamped to it).
+    ``unit_cases``: per worst-case neighbour, ``(coordinate, move in steps)``
+    for each coordinate it moves.
+    """
+
+    grids: tuple[Decimal, ...]
+    unit_weights: tuple[int, ...]
+    unit_lower: tuple[int, ...]
+    unit_upper: tuple[int, ...]
+    unit_cases: tuple[tuple[tuple[int, int], ...], ...]
+
+    def levels(self, eps) -> list[Fraction]:
+        """The per-coordinate lattice levels ``eps / w_i``, exact."""
+        return lattice.levels_for(Decimal(str(eps)), self.unit_weights)
+
+    def value(self, i: int, units: int):
+        """Coordinate ``i``'s value from its steps: an int on an integer grid, else the exact
+        decimal as a float (exact to print: at most 15 significant digits)."""
+        amount = Decimal(int(units)) * self.grids[i]
+        return int(amount) if amount == amount.to_integral_value() else float(amount)
+
+    def bound(self, i: int, eps, confidence: float = 0.95) -> float:
+        """The ``confidence`` error bound of coordinate ``i`` at listing level ``eps``, from the
+        discrete Laplace tails (in the value's units)."""
+        level = Fraction(Decimal(str(eps))) / self.unit_weights[i]
+        steps = lattice.error_bound(level, Fraction(str(confidence)))
+        return float(steps * self.grids[i])
+
+
+@dataclass(frozen=True, eq=False)
 class Plan:
     """A validated spec, laid out as the coordinates of one answer vector.
 
@@ -214,6 +272,9 @@ class Plan:
     statistic: its noise is the l2 path's, density proportional to
     ``exp(-eps ||v|| / sensitivity)``.
     ``neighbours``: the relation the plan was laid out for.
+    ``lattice``: for a plan on the exact lattice path, its layout in grid steps
+    (:class:`Lattice`); None on the float Laplace path. ``weights``, ``lower``
+    and ``upper`` are then in the values' units (steps times grid).
     ``aggregates``: what the coordinates are on the data, in order
     (``market.catalog.compute.Aggregate``: one coordinate; ``Cells``: several); ``vector``: an l2 plan's vector
     statistic (``compute.Centroid`` or ``compute.Row``).
@@ -231,6 +292,17 @@ class Plan:
     neighbours: Neighbours = field(default_factory=Neighbours)
     aggregates: tuple = ()
     vector: object = None
+    lattice: Lattice | None = None
+
+    @property
+    def engine(self) -> str:
+        return LATTICE if self.lattice is not None else LAPLACE
+
+    def bound(self, i: int, eps, confidence: float = 0.95) -> float:
+        """Coordinate ``i``'s ``confidence`` error bound at level ``eps`` (an l1 plan), by its engine's tails."""
+        if self.lattice is not None:
+            return self.lattice.bound(i, eps, confidence)
+        return laplace_error_bound(float(self.weights[i]) / float(eps), confidence)
 
     @property
     def loss_shares(self) -> tuple[Fraction, ...] | None:
@@ -296,6 +368,61 @@ def _bounds(item: dict, where: str) -> tuple[float, float]:
     if not lower < upper:
         raise SpecError(f"{where}: lower must be below upper")
     return lower, upper
+
+
+def _decimal(value, where: str, name: str) -> Decimal:
+    """``value`` (a JSON number or a decimal string) as the exact decimal the owner wrote."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        raise SpecError(f"{where}: {name} must be a number, got {value!r}")
+    try:
+        out = Decimal(repr(float(value)) if isinstance(value, float) else str(value).strip())
+    except (InvalidOperation, ValueError, OverflowError):
+        raise SpecError(f"{where}: {name} must be a number, got {value!r}") from None
+    if not out.is_finite():
+        raise SpecError(f"{where}: {name} must be a finite number, got {value!r}")
+    return out
+
+
+def _plain(value: Decimal) -> str:
+    """A decimal as people write it: 0.01, 1, 1000 (no exponent, no trailing zeros)."""
+    text = format(value.normalize(), "f")
+    return text
+
+
+def default_grid(lower: float, upper: float, integer: bool = False) -> Decimal:
+    """The grid a sum uses when the owner declares none: the smallest power of ten with at
+    most a million steps in ``max(|L|, |U|)`` (1 at least for an integer column): a
+    rounding far below the noise, and integers stay exact."""
+    m = max(abs(Decimal(repr(float(lower)))), abs(Decimal(repr(float(upper)))))
+    if m == 0:
+        return Decimal(1)
+    exponent = m.adjusted() - 6 + (0 if m == Decimal(10) ** m.adjusted() else 1)
+    if integer:
+        exponent = max(exponent, 0)
+    return Decimal(10) ** exponent
+
+
+def _steps(bound: float, grid: Decimal) -> int:
+    """A bound in grid steps: the nearest whole number (ties to even) of ``bound / grid``, exact."""
+    return int((Decimal(repr(float(bound))) / grid).to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+def _grid(item: dict, where: str, column: Column, lower: float, upper: float) -> str:
+    """The sum's grid as an exact decimal string: declared, or :func:`default_grid`."""
+    if "grid" in item:
+        grid = _decimal(item["grid"], where, "grid")
+        if grid <= 0 or grid > Decimal(MAX_BOUND):
+            raise SpecError(f"{where}: grid must be a positive number up to 1e15, got {item['grid']!r}")
+    else:
+        grid = default_grid(lower, upper, integer=column.type == "integer")
+    m = max(abs(_steps(lower, grid)), abs(_steps(upper, grid)))
+    if m == 0:
+        raise SpecError(f"{where}: grid {_plain(grid)} is coarser than the bounds: every value would round to 0")
+    if m > MAX_GRID_STEPS:
+        finest = default_grid(lower, upper) * 100
+        raise SpecError(f"{where}: grid {_plain(grid)} is too fine for these bounds (more than "
+                        f"{MAX_GRID_STEPS:,} steps); use {_plain(finest)} or coarser")
+    return _plain(grid)
 
 
 def _text(x: float) -> str:
@@ -617,7 +744,8 @@ class Group:
     coordinate a worst-case neighbour changes can move, one tuple per
     incomparable worst case; ``sensitivity``: the group's l1-sensitivity
     under the relation, the largest total of a case. ``aggregates``: what each
-    coordinate is on the data.
+    coordinate is on the data. ``grid``: on the lattice path, a sum's grid (its
+    bounds, cases and range are then in grid steps); None otherwise.
     """
 
     key: tuple
@@ -628,6 +756,7 @@ class Group:
     cases: tuple[tuple[float, ...], ...]
     aggregates: tuple[Aggregate, ...]
     long_labels: tuple[str, ...] | None = None
+    grid: Decimal | None = None
 
     @property
     def sensitivity(self) -> float:
@@ -671,7 +800,7 @@ def _count_group(nb: Neighbours, scope: Scope | None = None, present: str | None
 
 
 def _sum_group(column: str, lower: float, upper: float, nb: Neighbours, scope: Scope | None = None,
-               excludable: bool = False) -> Group:
+               excludable: bool = False, grid: Decimal | None = None) -> Group:
     """The sum of ``column``'s present values clamped to ``[lower, upper]``, per cell of ``scope``.
 
     Sensitivity, with ``m = max(|L|, |U|)``: adding or removing a record moves one
@@ -679,21 +808,34 @@ def _sum_group(column: str, lower: float, upper: float, nb: Neighbours, scope: S
     the record always counts (a complete column, no filter), else by
     ``max(U, 0) - min(L, 0)`` (a record may count 0, by a missing value or a filter);
     with a group-by it may instead leave one cell for another: two cells by ``m`` each.
+
+    With ``grid`` (the lattice path), each value is also rounded to the grid and the
+    group is counted in grid steps: the same cases with the bounds in steps (whole
+    numbers), and the sum an integer number of steps.
     """
     scope = scope or Scope((), (), (), ((None, ()),))
+    if grid is not None:
+        lower, upper = _steps(lower, grid), _steps(upper, grid)
     m = max(abs(lower), abs(upper))
     if not nb.public:
         cases = ((m,),)
     else:
-        span = (max(upper, 0.0) - min(lower, 0.0)) if (excludable or scope.where) else upper - lower
+        span = (max(upper, 0) - min(lower, 0)) if (excludable or scope.where) else upper - lower
         cases = ((span,), (m, m)) if scope.grouped else ((span,),)
     labels = scope.labels(f"sum({column})")
+    shown = (lower, upper) if grid is None else (float(lower * grid), float(upper * grid))
     return Group(
-        key=("sum", column, lower, upper) + ((scope.key,) if scope.key else ()), rank=1,
-        labels=labels, long_labels=scope.labels(f"sum({column}; {_text(lower)}..{_text(upper)})"),
-        lower=(min(0.0, lower) * nb.rows,) * len(labels), upper=(max(0.0, upper) * nb.rows,) * len(labels),
+        key=("sum", column, *shown) + ((scope.key,) if scope.key else ()) + ((str(grid),) if grid is not None else ()),
+        rank=1,
+        labels=labels, long_labels=scope.labels(f"sum({column}; {_text(shown[0])}..{_text(shown[1])})"),
+        lower=(min(0, lower) * nb.rows,) * len(labels), upper=(max(0, upper) * nb.rows,) * len(labels),
         cases=_prune(cases),
-        aggregates=tuple(Aggregate("sum", where, column, lower, upper) for where in scope.conditions()),
+        aggregates=tuple(
+            Aggregate("sum", where, column, *shown) if grid is None
+            else Aggregate("sum", where, column, *shown, grid=grid, steps=(lower, upper))
+            for where in scope.conditions()
+        ),
+        grid=grid,
     )
 
 
@@ -737,13 +879,23 @@ def _date_histogram_group(number: int, stat: dict, columns, nb: Neighbours, scop
 @dataclass(frozen=True)
 class Reading:
     """What :func:`present` hands a kind: the released vector, each
-    coordinate's noise scale and error bound, and the confidence."""
+    coordinate's noise scale and error bound, and the confidence; ``half``: each
+    coordinate's bound at confidence ``1 - (1 - confidence) / 2`` (for a
+    derived value such as a mean that reads two); ``integral``: per coordinate,
+    whether its values are whole numbers (a lattice count, or a sum on an
+    integer grid), read back as ints."""
 
     vector: np.ndarray
     scales: np.ndarray
     bounds: np.ndarray
     confidence: float
     neighbours: Neighbours
+    half: np.ndarray | None = None
+    integral: np.ndarray | None = None
+
+    def value(self, i: int):
+        x = self.vector[i]
+        return int(round(x)) if self.integral is not None and self.integral[i] else float(x)
 
 
 _S_NUMBER = {"type": "number"}
@@ -765,6 +917,10 @@ _S_WHERE = {
         "additionalProperties": False,
     },
 }
+_S_GRID = {"oneOf": [{"type": "number"}, {"type": "string", "pattern": r"^\d+(\.\d+)?$"}],
+           "description": "the lattice path's rounding: each value is rounded to a multiple of this "
+                          "(e.g. 0.01 or 1); default: the smallest power of ten with at most a million "
+                          "steps in the bounds (1 at least for an integer column)"}
 _S_CATEGORIES = {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "boolean"}]},
                  "minItems": 1, "maxItems": 100}
 _S_BIN = {"type": "string", "enum": ["month", "year"]}
@@ -819,8 +975,9 @@ class Kind(ABC):
         return None
 
     @abstractmethod
-    def groups(self, stat: dict, number: int, nb: Neighbours, columns) -> tuple[Group, ...]:
-        """The groups of coordinates the statistic reads, in the order :meth:`read` expects them."""
+    def groups(self, stat: dict, number: int, nb: Neighbours, columns, lattice: bool = False) -> tuple[Group, ...]:
+        """The groups of coordinates the statistic reads, in the order :meth:`read` expects them
+        (``lattice``: laid out in grid steps for the exact lattice path)."""
 
     @classmethod
     @abstractmethod
@@ -834,12 +991,13 @@ class Kind(ABC):
     def describe(self, stat: dict, nb: Neighbours) -> str:
         """The statistic in words, as listing pages show it."""
 
-    def curve(self, stat: dict, where: tuple[int, ...], weights, nb: Neighbours) -> dict | None:
+    def curve(self, stat: dict, where: tuple[int, ...], plan: "Plan") -> dict | None:
         """The 95% error bound against eps, ``{"name", "bound": f(eps)}`` (one
-        curve per statistic: every coordinate it reads has the same weight),
-        or None when it cannot be stated from public information."""
-        w = float(weights[where[0]])
-        return {"name": self.curve_name(stat), "bound": lambda eps: laplace_error_bound(w / eps)}
+        curve per statistic: every coordinate it reads has the same weight; eps
+        a Decimal or a decimal string), or None when it cannot be stated from
+        public information."""
+        i = where[0]
+        return {"name": self.curve_name(stat), "bound": lambda eps: plan.bound(i, eps)}
 
     def read(self, stat: dict, labels: list[str], where: tuple[int, ...], r: Reading) -> list[dict]:
         """One reading per coordinate the statistic reads (the default)."""
@@ -847,7 +1005,7 @@ class Kind(ABC):
             {
                 "label": labels[i],
                 "kind": self.name,
-                "value": float(r.vector[i]),
+                "value": r.value(i),
                 "noise_scale": float(r.scales[i]),
                 "error_bound": float(r.bounds[i]),
             }
@@ -876,7 +1034,7 @@ class Count(Kind):
             return f"the number of records is public ({nb.size}): it is shown with the dataset, not sold"
         return None
 
-    def groups(self, stat, number, nb, columns):
+    def groups(self, stat, number, nb, columns, lattice=False):
         return (_count_group(nb, _scope(stat, columns)),)
 
     @classmethod
@@ -898,24 +1056,27 @@ class Sum(Kind):
     name = "sum"
 
     def validate(self, item, where, columns):
-        _fields(item, where, ("column", "lower", "upper"), ("where", "by", "categories", "bin", "from", "to"))
+        _fields(item, where, ("column", "lower", "upper"), ("grid", "where", "by", "categories", "bin", "from", "to"))
         column = _column(item, where, columns)
         lower, upper = _bounds(item, where)
-        out = {"kind": self.name, "column": column, "lower": lower, "upper": upper}
+        out = {"kind": self.name, "column": column, "lower": lower, "upper": upper,
+               "grid": _grid(item, where, columns[column], lower, upper)}
         out.update(_filter(item, where, columns))
         out.update(_by(item, where, columns))
         return out
 
-    def _sum(self, stat, nb, columns, scope):
+    def _sum(self, stat, nb, columns, scope, lattice=False):
+        grid = Decimal(stat["grid"]) if lattice else None
         return _sum_group(stat["column"], stat["lower"], stat["upper"], nb, scope,
-                          excludable=not columns[stat["column"]].complete)
+                          excludable=not columns[stat["column"]].complete, grid=grid)
 
-    def groups(self, stat, number, nb, columns):
-        return (self._sum(stat, nb, columns, _scope(stat, columns)),)
+    def groups(self, stat, number, nb, columns, lattice=False):
+        return (self._sum(stat, nb, columns, _scope(stat, columns), lattice),)
 
     @classmethod
     def schema(cls):
-        return _object(cls.name, {"column": _S_NAME, "lower": _S_NUMBER, "upper": _S_NUMBER, "where": _S_WHERE, **_S_BY},
+        return _object(cls.name, {"column": _S_NAME, "lower": _S_NUMBER, "upper": _S_NUMBER, "grid": _S_GRID,
+                                  "where": _S_WHERE, **_S_BY},
                        ("column", "lower", "upper"),
                        f"the {cls.name} of a number column, each value clamped to [lower, upper], "
                        "optionally filtered and per declared category")
@@ -933,10 +1094,10 @@ class Mean(Sum):
 
     name = "mean"
 
-    def groups(self, stat, number, nb, columns):
+    def groups(self, stat, number, nb, columns, lattice=False):
         scope = _scope(stat, columns)
         column = columns[stat["column"]]
-        total = self._sum(stat, nb, columns, scope)
+        total = self._sum(stat, nb, columns, scope, lattice)
         if nb.public and column.complete and not scope.key:
             return (total,)
         return (total, _count_group(nb, scope, present=None if column.complete else column.name))
@@ -947,12 +1108,12 @@ class Mean(Sum):
         return (f"Mean of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g}; {by})"
                 + _scope_text(stat))
 
-    def curve(self, stat, where, weights, nb):
+    def curve(self, stat, where, plan):
         # the mean's bound divides by the number of records: stated only when that number is public
         if len(where) != 1:
             return None
-        w, n, width = float(weights[where[0]]), nb.size, stat["upper"] - stat["lower"]
-        return {"name": self.curve_name(stat), "bound": lambda eps: min(width, laplace_error_bound(w / eps) / n)}
+        i, n, width = where[0], plan.neighbours.size, stat["upper"] - stat["lower"]
+        return {"name": self.curve_name(stat), "bound": lambda eps: min(width, plan.bound(i, eps) / n)}
 
     def read(self, stat, labels, where, r):
         lower, upper = stat["lower"], stat["upper"]
@@ -967,7 +1128,8 @@ class Mean(Sum):
             cells = len(where) // 2
             for total, count in zip(where[:cells], where[cells:]):
                 value, bound = mean_estimate(
-                    r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count]
+                    r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count],
+                    bounds=None if r.half is None else (r.half[total], r.half[count]),
                 )
                 out.append((total, value, bound, r.scales[total]))
         return [{"label": "mean" + labels[total].removeprefix("sum"), "kind": self.name, "value": float(value),
@@ -1012,7 +1174,7 @@ class Histogram(Kind):
         out.update(_filter(item, where, columns))
         return out
 
-    def groups(self, stat, number, nb, columns):
+    def groups(self, stat, number, nb, columns, lattice=False):
         scope = _scope({"where": stat.get("where", [])}, columns)
         if "bins" in stat:
             return (_histogram_group(number, stat["column"], stat["bins"], nb, scope),)
@@ -1072,7 +1234,7 @@ class TwoWay(Kind):
         out.update(_filter(item, where, columns))
         return out
 
-    def groups(self, stat, number, nb, columns):
+    def groups(self, stat, number, nb, columns, lattice=False):
         scope = _scope({"where": stat.get("where", [])}, columns)
         rows = _cells({"by": stat["rows"], "categories": stat["row_categories"]}, columns)
         cols = _cells({"by": stat["columns"], "categories": stat["column_categories"]}, columns)
@@ -1121,7 +1283,7 @@ class _Vector(Kind):
             raise SpecError(f"{where}: radius must be positive")
         return {"kind": self.name, "columns": list(names), "radius": radius}
 
-    def groups(self, stat, number, nb, columns):
+    def groups(self, stat, number, nb, columns, lattice=False):
         """None: a vector statistic is laid out whole by :meth:`layout`, with l2 noise."""
         return ()
 
@@ -1139,9 +1301,9 @@ class _Vector(Kind):
     def aggregate(self, stat: dict):
         """What the vector is on the data (``compute.Centroid`` or ``compute.Row``)."""
 
-    def curve(self, stat, where, weights, nb):
-        dim, w = len(where), float(weights[where[0]])
-        return {"name": f"error radius of the {self.name}", "bound": lambda eps: l2_error_radius(dim, w / eps)}
+    def curve(self, stat, where, plan):
+        dim, w = len(where), float(plan.weights[where[0]])
+        return {"name": f"error radius of the {self.name}", "bound": lambda eps: l2_error_radius(dim, w / float(eps))}
 
     def read(self, stat, labels, where, r):
         # one radius bounds the whole vector's Euclidean error, hence each coordinate's
@@ -1317,7 +1479,8 @@ def _vector_plan(stat: dict, kind: _Vector, nb: Neighbours) -> Plan:
     )
 
 
-def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bool = True) -> Plan:
+def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bool = True,
+               engine: str = LAPLACE) -> Plan:
     """Validate ``spec`` against the dataset's ``columns`` and lay it out for
     the dataset's relation ``neighbours`` (default: a private size).
 
@@ -1341,13 +1504,24 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     without filters or group-bys over complete columns lays out exactly as it
     always has (its stored releases are read back with the plan).
 
+    ``engine``: :data:`LAPLACE` (the float path) or :data:`LATTICE` (the exact
+    lattice path, docs/mathematics.md section 11): every coordinate is then an
+    integer number of grid steps (a count's grid is 1, a sum's is its
+    ``grid``), each group's sensitivity a whole number of steps, and
+    ``plan.lattice`` holds the layout. A vector statistic always runs on its
+    l2 float path.
+
     Raises :class:`SpecError` naming the first invalid statistic, or when
     the plan would have more than :data:`MAX_COORDINATES` values or
-    :data:`MAX_CASES` worst cases.
+    :data:`MAX_CASES` worst cases, or (lattice) a range too wide for its grid.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     nb = neighbours or Neighbours()
     cols = {column.name: column for column in columns_from(columns)}
     statistics = _statistics(spec, cols)
+    if engine != LATTICE:  # the float path has no grid
+        statistics = tuple({k: v for k, v in stat.items() if k != "grid"} for stat in statistics)
     if offer:
         for number, stat in enumerate(statistics, start=1):
             reason = KINDS[stat["kind"]].refusal(stat, nb)
@@ -1356,13 +1530,14 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     first = KINDS[statistics[0]["kind"]]
     if first.vector:
         return _vector_plan(statistics[0], first, nb)
+    on_lattice = engine == LATTICE
 
     # every group once (by key), with the statistics' view of it
     groups: dict[tuple, tuple[Group, int]] = {}
     needs: list[tuple[tuple, ...]] = []
     for number, stat in enumerate(statistics, start=1):
         keys = []
-        for group in KINDS[stat["kind"]].groups(stat, number, nb, cols):
+        for group in KINDS[stat["kind"]].groups(stat, number, nb, cols, lattice=on_lattice):
             groups.setdefault(group.key, (group, number))
             keys.append(group.key)
         needs.append(tuple(keys))
@@ -1404,8 +1579,14 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         weights[list(at[key])] = k * group.sensitivity
         s = Fraction(group.sensitivity)
         per_group.append(tuple(tuple(Fraction(move) / (k * s) for move in case) for case in group.cases))
-    weights.setflags(write=False)
     cases = tuple(tuple(share for part in combo for share in part) for combo in itertools.product(*per_group))
+    layout = _lattice_layout([groups[key][0] for key in order], [at[key] for key in order], labels) if on_lattice else None
+    if layout is not None:  # weights and ranges in the values' units: steps times grid
+        grids = np.array([float(g) for g in layout.grids])
+        weights = np.array(layout.unit_weights, dtype=np.float64) * grids
+        lower = list(np.array(layout.unit_lower, dtype=np.float64) * grids)
+        upper = list(np.array(layout.unit_upper, dtype=np.float64) * grids)
+    weights.setflags(write=False)
     return Plan(
         statistics=statistics,
         labels=tuple(labels),
@@ -1417,7 +1598,39 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         loss_cases=cases,
         neighbours=nb,
         aggregates=tuple(aggregates),
+        lattice=layout,
     )
+
+
+def _whole(x, what: str) -> int:
+    if x != int(x):  # pragma: no cover - lattice groups are laid out in whole steps
+        raise ValueError(f"{what} is not a whole number of steps: {x!r}")
+    return int(x)
+
+
+def _lattice_layout(groups: list[Group], at: list[tuple[int, ...]], labels: list[str]) -> Lattice:
+    """The plan's :class:`Lattice`: per coordinate its grid, weight ``K s`` (steps), range in steps;
+    per worst case, each moved coordinate with its move (a group's moves fall on its first coordinates)."""
+    k = len(groups)
+    grids, weights, low, high = [Decimal(1)] * len(labels), [0] * len(labels), [0] * len(labels), [0] * len(labels)
+    per_group = []
+    for group, where in zip(groups, at):
+        s = _whole(group.sensitivity, "a sensitivity")
+        if s == 0:
+            raise SpecError(f"{labels[where[0]]!r}: with this grid every value rounds to the same step, so it "
+                            "reveals nothing but its size: use a finer grid")
+        for j, i in enumerate(where):
+            grids[i] = group.grid if group.grid is not None else Decimal(1)
+            weights[i] = k * s
+            low[i], high[i] = _whole(group.lower[j], "a bound"), _whole(group.upper[j], "a bound")
+            if max(abs(low[i]), abs(high[i])) > MAX_LATTICE_UNITS:
+                raise SpecError(f"{labels[i]!r}: its range, {low[i]:,} to {high[i]:,} steps of {_plain(grids[i])}, "
+                                f"is too wide for exact integers (at most {MAX_LATTICE_UNITS:.0e} steps): "
+                                "use a coarser grid or narrower bounds")
+        per_group.append(tuple(tuple((where[min(j, len(where) - 1)], _whole(move, "a move")) for j, move in enumerate(case))
+                               for case in group.cases))
+    cases = tuple(tuple(pair for part in combo for pair in part) for combo in itertools.product(*per_group))
+    return Lattice(tuple(grids), tuple(weights), tuple(low), tuple(high), cases)
 
 
 def mean_estimate(
@@ -1428,6 +1641,7 @@ def mean_estimate(
     scale: float,
     confidence: float = 0.95,
     count_scale: float | None = None,
+    bounds: tuple[float, float] | None = None,
 ):
     """A mean read off a released sum and count, with its error bound.
 
@@ -1440,7 +1654,8 @@ def mean_estimate(
         t_s = laplace_error_bound(scale, 1 - (1 - confidence) / 2)
         t_c = laplace_error_bound(count_scale, 1 - (1 - confidence) / 2)
 
-    (each includes half a grid step): ``|a| > t_s`` and ``|b| > t_c`` each
+    (each includes half a grid step; on the lattice path ``bounds`` gives
+    ``(t_s, t_c)`` from the discrete Laplace tails): ``|a| > t_s`` and ``|b| > t_c`` each
     have probability at most ``(1 - confidence) / 2``, so by the union bound
     both are within bounds with probability at least ``confidence``. On that
     event, with the raw estimate ``M = S / C``,
@@ -1459,8 +1674,11 @@ def mean_estimate(
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     each = 1.0 - (1.0 - confidence) / 2.0
-    t_s = laplace_error_bound(scale, each)
-    t_c = t_s if count_scale is None else laplace_error_bound(count_scale, each)
+    if bounds is not None:
+        t_s, t_c = (float(b) for b in bounds)
+    else:
+        t_s = laplace_error_bound(scale, each)
+        t_c = t_s if count_scale is None else laplace_error_bound(count_scale, each)
     s = np.asarray(released_sum, dtype=np.float64)
     c = np.asarray(released_count, dtype=np.float64)
     width = upper - lower
@@ -1489,7 +1707,7 @@ def describe(plan: Plan) -> list[str]:
     return [KINDS[stat["kind"]].describe(stat, plan.neighbours) for stat in plan.statistics]
 
 
-def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95) -> list[dict]:
+def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95, level=None) -> list[dict]:
     """The released vector as the buyer reads it: one dict per requested
     statistic, in spec order, ``{"label", "kind", "value", "noise_scale", "error_bound"}``.
 
@@ -1501,6 +1719,10 @@ def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95) -
     into one dict per bin, a mean is derived from its sum (and the count when
     the size is private, by :func:`mean_estimate`), labelled like its sum
     ("mean(age)"); a vector statistic's bound is one radius for the whole point.
+
+    A lattice plan needs the release's ``level`` (listing eps): its bounds come
+    from the discrete Laplace tails at ``level / w_i``, and its whole-number
+    coordinates are read back as ints.
     """
     vector = np.asarray(released, dtype=np.float64)
     if vector.shape != (len(plan.labels),):
@@ -1508,8 +1730,19 @@ def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95) -
     if not np.isfinite(vector).all():
         raise ValueError("released values must be finite")
     scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), vector.shape)
-    bounds = np.array([laplace_error_bound(b, confidence) for b in scales])
-    reading = Reading(vector, scales, bounds, confidence, plan.neighbours)
+    if plan.lattice is not None:
+        if level is None:
+            raise ValueError("a lattice plan's readings need the release's level")
+        each = 1.0 - (1.0 - confidence) / 2.0
+        n = len(plan.labels)
+        reading = Reading(
+            vector, scales, np.array([plan.bound(i, level, confidence) for i in range(n)]), confidence, plan.neighbours,
+            half=np.array([plan.bound(i, level, each) for i in range(n)]),
+            integral=np.array([g == g.to_integral_value() for g in plan.lattice.grids]),
+        )
+    else:
+        bounds = np.array([laplace_error_bound(b, confidence) for b in scales])
+        reading = Reading(vector, scales, bounds, confidence, plan.neighbours)
     readings: list[dict] = []
     for stat, where in zip(plan.statistics, plan.indices):
         readings += KINDS[stat["kind"]].read(stat, list(plan.labels), where, reading)

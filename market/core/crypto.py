@@ -337,6 +337,23 @@ def unseal_floats(blob: bytes, *, context: bytes):
     return np.frombuffer(raw, dtype="<f8").copy()
 
 
+def seal_ints(values, *, context: bytes) -> bytes:
+    """An int64 vector (little-endian), sealed: how the lattice path's answers (in grid steps) and noise are stored."""
+    import numpy as np
+
+    return seal(np.ascontiguousarray(values, dtype="<i8").tobytes(), context=context)
+
+
+def unseal_ints(blob: bytes, *, context: bytes):
+    """The int64 vector of :func:`seal_ints` (a fresh, writable array)."""
+    import numpy as np
+
+    raw = unseal(bytes(blob), context=context)
+    if len(raw) % 8:
+        raise CryptoError("encrypted value is not an int64 vector")
+    return np.frombuffer(raw, dtype="<i8").copy()
+
+
 def current_key_id() -> str:
     return keyring().current_id
 

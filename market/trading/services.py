@@ -124,18 +124,18 @@ def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
 def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
     """Per released value at level ``eps``: its noise scale and 95% error bound
     (for a vector listing, the radius that holds the whole point's error)."""
-    from market.catalog.statistics import VECTOR_KINDS, l2_error_radius
-    from releases.postprocess import laplace_error_bound
+    from market.catalog.selectors import listing_plan
+    from market.catalog.statistics import l2_error_radius
 
     scales = listing.noise_scales(eps)
-    vector = listing.statistics[0]["kind"] in VECTOR_KINDS
+    plan = listing_plan(listing)
     return [
         {
             "label": label,
             "noise_scale": float(b),
-            "error_bound": l2_error_radius(len(scales), float(b)) if vector else laplace_error_bound(b),
+            "error_bound": l2_error_radius(len(scales), float(b)) if plan.norm == "l2" else plan.bound(i, eps),
         }
-        for label, b in zip(listing.labels, scales)
+        for i, (label, b) in enumerate(zip(listing.labels, scales))
     ]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import numpy as np
 
 from market.catalog.pricing import price_at
 from market.catalog.selectors import listing_plan
@@ -26,10 +25,9 @@ def accuracy_curves(listing) -> list[dict]:
     states its own; a mean's needs the number of records, so it is drawn only
     when the dataset's size is public."""
     plan = listing_plan(listing)
-    weights = np.asarray(listing.weights, dtype=np.float64)
     curves = []
     for stat, where in zip(plan.statistics, plan.indices):
-        curve = KINDS[stat["kind"]].curve(stat, where, weights, plan.neighbours)
+        curve = KINDS[stat["kind"]].curve(stat, where, plan)
         if curve is not None:
             curves.append(curve)
     return curves
@@ -49,20 +47,20 @@ def listing_charts(listing, held: Decimal | None = None) -> dict:
         price["layout"]["shapes"] = [{"type": "line", "x0": float(held), "x1": float(held), "yref": "paper", "y0": 0, "y1": 1,
                                       "line": {"dash": "dot", "color": "#1b7a43"}}]
     error = {
-        "data": [{"x": xs, "y": [c["bound"](x) for x in xs], "type": "scatter", "mode": "lines", "name": c["name"]} for c in curves],
+        "data": [{"x": xs, "y": [c["bound"](e) for e in grid], "type": "scatter", "mode": "lines", "name": c["name"]} for c in curves],
         "layout": {"xaxis": {"title": {"text": "privacy level eps"}},
                    "yaxis": {"title": {"text": "95% error bound (±)"}, "rangemode": "tozero"}},
     }
     table_levels = [e for e in grid if e * 4 % listing.ceiling == 0] or grid[-1:]
     rows = [
-        {"eps": e, "price": price_at(listing, e), "bounds": [c["bound"](float(e)) for c in curves]}
+        {"eps": e, "price": price_at(listing, e), "bounds": [c["bound"](e) for c in curves]}
         for e in table_levels
     ]
     return {"price": price, "error": error, "curve_names": [c["name"] for c in curves], "rows": rows}
 
 
 def bounds_at(listing, eps: Decimal) -> list[dict]:
-    return [{"name": c["name"], "bound": c["bound"](float(eps))} for c in accuracy_curves(listing)]
+    return [{"name": c["name"], "bound": c["bound"](eps)} for c in accuracy_curves(listing)]
 
 
 def point_plot(readings: list[dict], listing) -> dict | None:

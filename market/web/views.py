@@ -18,7 +18,7 @@ from market.catalog import selectors as catalog
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
-from releases.guarantee import float_path_statement
+from releases.guarantee import guarantee_statement
 from market.core.errors import DomainError
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -103,7 +103,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
         {
             "listing": listing,
             "describe": describe(listing_plan(listing)),
-            "guarantee": float_path_statement(len(listing.labels)),
+            "guarantee": guarantee_statement(listing.engine, len(listing.labels)),
             "held": held,
             "form": form,
             "quote": quote,

@@ -1,5 +1,6 @@
 from tests.datasets import ready_dataset
 import itertools
+import random
 from decimal import Decimal
 
 import numpy as np
@@ -107,6 +108,7 @@ def seeded_noise(monkeypatch):
 
     seeds = itertools.count(1000)
     monkeypatch.setattr(releases.services, "new_rng", lambda: np.random.default_rng(next(seeds)))
+    monkeypatch.setattr(releases.services, "new_bit_source", lambda: random.Random(next(seeds)))
 
 
 needs_postgres = pytest.mark.skipif(
