@@ -1703,8 +1703,14 @@ def l2_error_radius(dim: int, scale: float, confidence: float = 0.95) -> float:
 
 
 def describe(plan: Plan) -> list[str]:
-    """Each statistic of the plan in words, in spec order."""
-    return [KINDS[stat["kind"]].describe(stat, plan.neighbours) for stat in plan.statistics]
+    """Each statistic of the plan in words, in spec order (on the lattice path, with a sum's grid)."""
+    out = []
+    for stat in plan.statistics:
+        text = KINDS[stat["kind"]].describe(stat, plan.neighbours)
+        if plan.lattice is not None and "grid" in stat:
+            text += f"; each value rounded to a multiple of {stat['grid']}"
+        out.append(text)
+    return out
 
 
 def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95, level=None) -> list[dict]:
