@@ -72,8 +72,9 @@ __all__ = [
     "GeneratorBits",
 ]
 
-#: Levels below this are refused: the noise would no longer fit in an int64.
-MIN_LEVEL = Fraction(1, 10**12)
+#: Levels below this are refused: the noise would no longer fit in an int64. (A listing's
+#: smallest per-coordinate level is eps 0.0001 over ~40 groups of up to 2e8 steps: about 1e-14.)
+MIN_LEVEL = Fraction(1, 10**15)
 #: Levels above this are refused (the noise is then 0 with overwhelming probability anyway).
 MAX_LEVEL = Fraction(10**6)
 
@@ -144,7 +145,7 @@ def as_level(value, name: str = "level") -> Fraction:
     if out <= 0:
         raise ValueError(f"{name} must be positive, got {value}")
     if out < MIN_LEVEL or out > MAX_LEVEL:
-        raise ValueError(f"{name} must lie between 1e-12 and 1e6, got {value}")
+        raise ValueError(f"{name} must lie between 1e-15 and 1e6, got {value}")
     return out
 
 
