@@ -27,6 +27,15 @@ difference of two unit steps, ``rho`` is a finite signed sum of atoms and of
 truncated powers ``(s - c)_+^{R-1} / (R-1)!``, whose integrals against
 ``e^{+-s/2}`` have closed forms. The signed sum cancels heavily, so it is
 evaluated with mpmath at a precision chosen from the size of its terms.
+
+Lattice releases (:class:`LatticeProfile`). Coordinate ``i`` carries integer
+noise ``DLap(e^{-lam_i})`` and the neighbour moves its answer by ``t_i``
+lattice units. Its loss is discrete, ``t_i + 1`` values ``lam_i (t_i - 2k)``,
+with the same tilt (``e^{-lam t/2} e^{l/2}`` times a symmetric measure), and
+the release is exactly ``sum lam_i t_i``-DP. The law of the total loss is
+summed atom by atom: positive float64 probabilities convolved on the
+lattices the spacings share, then a running-sum formula for the last two
+independent parts; the result carries a stated bound on its absolute error.
 """
 
 from __future__ import annotations
@@ -39,10 +48,15 @@ from numbers import Rational
 
 import mpmath
 import numpy as np
-from scipy import integrate, special
+from scipy import integrate, signal, special
+
+from .lattice import as_level
 
 __all__ = [
+    "LatticeProfile",
+    "ProfileTooLarge",
     "loss_profile_l1",
+    "loss_profile_lattice",
     "loss_profile_l2",
     "profile_chart_points",
     "profile_groups",
@@ -290,6 +304,245 @@ def loss_profile_l1(a, eps_prime) -> np.ndarray:
     prof = _L1Profile(a)
     out = np.array([prof.delta(float(x)) for x in e.ravel()], dtype=np.float64)
     return out.reshape(e.shape)
+
+
+# --------------------------------------------------------------------------
+# lattice releases: the exact law of integer noise
+
+
+class ProfileTooLarge(Exception):
+    """The loss law of a lattice release has too many atoms to sum in reasonable time.
+
+    Raised instead of returning an approximate figure: the caller should say the
+    profile was not computed.
+    """
+
+
+#: The most atoms one convolved loss law may have (coordinates whose spacings
+#: are far from commensurate multiply their supports).
+MAX_ATOMS = 2_000_000
+#: The most multiply-adds all the convolutions of one profile may take (a few seconds on one core).
+MAX_WORK = 1_000_000_000
+#: The unit roundoff of float64.
+_U = 2.0**-53
+#: The running sums are kept in numpy's extended type and this is its unit roundoff
+#: (2^-64 on x86-64 Linux; where ``longdouble`` is plain double it is ``_U`` and the bound says so).
+_U_EXT = float(np.finfo(np.longdouble).eps) / 2
+
+
+def _spacing_gcd(a: Fraction, b: Fraction) -> Fraction:
+    """The largest rational ``g`` of which both ``a`` and ``b`` are integer multiples."""
+    return Fraction(math.gcd(a.numerator * b.denominator, b.numerator * a.denominator), a.denominator * b.denominator)
+
+
+class _Block:
+    """The law of a sum of coordinate losses on one lattice: ``L = top - 2 g k`` with
+    probability ``p[k]``, ``k = 0 .. len(p) - 1``.
+
+    ``err``: a bound on every ``p[k]``'s relative error, in units of the
+    float64 roundoff ``u`` (first order: the errors of the inputs add, and a
+    sum of ``n`` positive terms adds at most ``n``).
+    """
+
+    __slots__ = ("top", "g", "p", "err")
+
+    def __init__(self, top: Fraction, g: Fraction, p: np.ndarray, err: float):
+        self.top, self.g, self.p, self.err = top, g, p, err
+
+    @classmethod
+    def coordinate(cls, t: int, lam: Fraction) -> _Block:
+        """One coordinate: ``y ~ DLap(e^{-lam})`` and a neighbour ``t`` units away.
+
+        ``L = lam (|y - t| - |y|)`` is ``lam (t - 2k)`` for ``y`` clamped to
+        ``k`` in ``0 .. t``: ``1/(1+alpha)`` at ``k = 0`` (all ``y <= 0``),
+        ``alpha^t/(1+alpha)`` at ``k = t`` (all ``y >= t``) and the point
+        mass ``(1-alpha)/(1+alpha) alpha^k`` in between.
+        """
+        if t + 1 > MAX_ATOMS:
+            raise ProfileTooLarge(f"a coordinate moving by {t} lattice units has more than {MAX_ATOMS} loss values")
+        lf = float(lam)
+        k = np.arange(t + 1, dtype=np.float64)
+        p = np.exp(-lf * k)  # alpha^k
+        p[1:t] *= -math.expm1(-lf)  # (1 - alpha) in between
+        p /= 1.0 + math.exp(-lf)
+        # lam rounds to float (relative u), so lam k is off by at most lam t u; exp, the
+        # factor and the division add a few roundings.
+        return cls(lam * t, lam, p, 2.0 * float(lam * t) + 5.0)
+
+    def merge(self, other: _Block) -> _Block:
+        """The law of the sum of two independent blocks, on their common lattice (direct convolution)."""
+        g = _spacing_gcd(self.g, other.g)
+        small, big = sorted((self, other), key=lambda b: len(b.p))
+        ms, mb = int(small.g / g), int(big.g / g)
+        span = (len(big.p) - 1) * mb + 1
+        out = np.zeros((len(small.p) - 1) * ms + span)
+        tmp = np.empty(len(big.p))
+        # Adding scaled copies of the larger law keeps every term positive, so each atom's
+        # relative error is at most the number of terms it sums (numpy's own convolution
+        # is not used: its BLAS dot products thrash on a shared machine).
+        for j, pj in enumerate(small.p):
+            if pj:
+                np.multiply(big.p, pj, out=tmp)
+                view = out[j * ms: j * ms + span: mb]
+                view += tmp
+        return _Block(self.top + other.top, g, out, self.err + other.err + len(small.p) + 1)
+
+    def merged_size(self, other: _Block) -> int:
+        g = _spacing_gcd(self.g, other.g)
+        return (len(self.p) - 1) * int(self.g / g) + (len(other.p) - 1) * int(other.g / g) + 1
+
+
+def _lattice_coords(coords) -> list[tuple[int, Fraction]]:
+    """``(t, lam)`` pairs checked (``t`` a non-negative integer, ``lam`` exact), those with ``t = 0`` left out."""
+    out = []
+    for i, item in enumerate(coords):
+        try:
+            t, lam = item
+        except (TypeError, ValueError):
+            raise ValueError(f"coords[{i}] must be a pair (t, lam), got {item!r}") from None
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
+            raise ValueError(f"coords[{i}]: t must be a non-negative integer, got {t!r}")
+        lam = as_level(lam, f"coords[{i}] lam")
+        if t:
+            out.append((int(t), lam))
+    return out
+
+
+def _reduce(blocks: list[_Block]) -> tuple[list[_Block], int]:
+    """Convolve blocks until two are left, cheapest first; returns them and the work done.
+
+    The candidates are the two smallest blocks on each lattice (their
+    supports add) and, across lattices, the smallest block of each; the
+    merge with the fewest multiply-adds is done first, so that the two
+    largest blocks are the ones left for the final sum.
+    """
+    work = 0
+    while len(blocks) > 2:
+        by_g: dict[Fraction, list[int]] = {}
+        for i in sorted(range(len(blocks)), key=lambda i: len(blocks[i].p)):
+            by_g.setdefault(blocks[i].g, []).append(i)
+        pairs = [ix[:2] for ix in by_g.values() if len(ix) > 1]
+        pairs += list(itertools.combinations([ix[0] for ix in by_g.values()], 2))
+        costs = sorted((len(blocks[i].p) * len(blocks[j].p), blocks[i].merged_size(blocks[j]), i, j) for i, j in pairs)
+        fits = [c for c in costs if c[1] <= MAX_ATOMS]
+        if not fits:
+            raise ProfileTooLarge(
+                f"the loss law would have {costs[0][1]} atoms (at most {MAX_ATOMS}): the coordinates' "
+                "levels share no fine enough common spacing"
+            )
+        cost, _, i, j = fits[0]
+        work += cost
+        if work > MAX_WORK:
+            raise ProfileTooLarge(f"the convolutions would take more than {MAX_WORK} multiply-adds")
+        merged = blocks[i].merge(blocks[j])
+        blocks = [b for k, b in enumerate(blocks) if k not in (i, j)] + [merged]
+    return blocks, work
+
+
+class LatticeProfile:
+    """The privacy-loss profile of a lattice release, for one worst-case neighbour.
+
+    ``coords``: ``(t_i, lam_i)`` for each coordinate that moves: its noise is
+    ``DLap(e^{-lam_i})`` (``lam_i = eps / w_i``, an exact rational) and the
+    neighbour moves its answer by ``t_i`` lattice units. Coordinates with
+    ``t_i = 0`` carry no loss. The release is exactly ``S``-DP,
+    ``S = sum lam_i t_i``, and :meth:`deltas` gives ``delta(eps')`` below that.
+
+    How. Coordinate ``i``'s loss takes the ``t_i + 1`` values
+    ``lam_i (t_i - 2k)``, ``k = 0 .. t_i``, with the probabilities of
+    :meth:`_Block.coordinate`. (As for Laplace noise, each is
+    ``e^{-lam t/2} e^{l/2}`` times a symmetric measure: end atoms
+    ``1/(1+alpha)``, interior atoms ``(1-alpha)/(1+alpha)``.) Losses with
+    spacings ``lam_i`` and ``lam_j`` both live on the lattice of their
+    largest common spacing (a rational always has one), so the law of a
+    sum is a convolution of arrays of positive float64 probabilities. The
+    coordinates are convolved down to two independent blocks ``A`` and
+    ``B`` (:func:`_reduce`); then
+
+        delta(eps') = sum_a P_A(a) D_B(eps' - a),   D_B(x) = T(x) - e^{x - b_c} W(x),
+
+    where ``T(x) = P(B > x)`` is a running sum and
+    ``W(x) = sum_{b > x} P_B(b) e^{b_c - b}``, ``b_c`` the smallest atom of
+    ``B`` above ``x``, a one-step recursion (``W`` gains one atom and is
+    multiplied by ``e^{-2 g_B}`` per lattice step). Every quantity stays in
+    ``[0, 1]``, so no level, however large, overflows. The two blocks never
+    need a common lattice: a count and a sum with unrelated weights cost the
+    sum of their supports, not the product.
+
+    Accuracy: the probabilities are float64 sums of positive terms, so
+    their relative errors are bounded by the number of terms summed; the
+    running sums ``T`` and ``W``, the subtraction and the final sum over
+    ``A`` are carried in numpy's extended type (a 64-bit mantissa on x86-64
+    Linux). :meth:`error` is the resulting first-order bound on the absolute
+    error of ``delta``: about ``5e-15`` for a count, a histogram, a count
+    with a sum moving ``10^4`` units, or two such sums (none of which needs a
+    convolution); ``1e-12`` for three such sums and ``5e-12`` for five and a
+    count (a convolution with ``10^4`` atoms may add ``10^4`` roundings to
+    each atom). Errors measured against 30- and 50-digit sums are at the
+    last bit of a float64.
+
+    Raises :class:`ProfileTooLarge` when a convolved law would exceed
+    :data:`MAX_ATOMS` atoms or the convolutions :data:`MAX_WORK` multiply-adds.
+    """
+
+    def __init__(self, coords):
+        pairs = _lattice_coords(coords)
+        self.top = sum((lam * t for t, lam in pairs), Fraction(0))
+        blocks, self.work = _reduce([_Block.coordinate(t, lam) for t, lam in pairs])
+        while len(blocks) < 2:
+            blocks.append(_Block(Fraction(0), Fraction(1), np.ones(1), 0.0))  # no loss
+        outer, inner = sorted(blocks, key=lambda b: len(b.p))
+        self._outer_loss = float(outer.top) - 2.0 * float(outer.g) * np.arange(len(outer.p))
+        self._outer_p = outer.p.astype(np.longdouble)
+        self._inner_top, self._inner_2g = float(inner.top), 2.0 * float(inner.g)
+        n = len(inner.p)
+        p = inner.p.astype(np.longdouble)
+        self._tail = np.cumsum(p)  # T with c atoms above x: _tail[c - 1]
+        ratio = np.exp(-np.longdouble(self._inner_2g))
+        self._tilted = signal.lfilter(np.ones(1, dtype=np.longdouble), np.array([1, -ratio]), p)  # W: _tilted[c - 1]
+        self._n_inner = n
+        # float64: the probabilities, and e^{x - b_c} (a few roundings); extended: the running
+        # sums (at most n terms each), the subtraction and the final sum over the outer atoms
+        self._err = outer.err + inner.err + 8
+        self._err_ext = 3 * n + len(outer.p) + 8
+
+    def error(self, eps_prime=0.0) -> float:
+        """A bound on the absolute error of :meth:`deltas` at these ``eps'`` (see the class docstring)."""
+        e = _levels(eps_prime)
+        reach = float(self.top) + (float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0)))
+        return (self._err + 8.0 * reach) * _U + self._err_ext * _U_EXT
+
+    def deltas(self, eps_prime) -> np.ndarray:
+        """``delta(eps')`` at a number or an array of ``eps'``; an array of the same shape."""
+        e = _levels(eps_prime)
+        out = np.array([self._delta(float(x)) for x in e.ravel()], dtype=np.float64)
+        return out.reshape(e.shape)
+
+    def _delta(self, eps_prime: float) -> float:
+        if eps_prime == math.inf or (eps_prime > -math.inf and Fraction(eps_prime) >= self.top):
+            return 0.0  # the loss never exceeds S: the release is S-DP
+        if eps_prime == -math.inf or Fraction(eps_prime) <= -self.top:
+            return -math.expm1(eps_prime)  # the loss is at least -S: nothing is cut
+        x = eps_prime - self._outer_loss  # the inner block must exceed x
+        # atoms of the inner block above x: k < (top - x) / (2 g)
+        count = np.clip(np.ceil((self._inner_top - x) / self._inner_2g), 0, self._n_inner).astype(np.int64)
+        live = count > 0
+        last = count[live] - 1
+        gap = x[live] - (self._inner_top - self._inner_2g * last)  # x - b_c < 0
+        inner = self._tail[last] - np.exp(np.minimum(gap, 0.0)) * self._tilted[last]
+        total = float(np.dot(self._outer_p[live], np.maximum(inner, 0.0)))
+        return min(max(total, 0.0), 1.0)
+
+
+def loss_profile_lattice(coords, eps_prime) -> np.ndarray:
+    """``delta(eps')`` of a lattice release for one worst case (see :class:`LatticeProfile`).
+
+    ``coords``: ``(t_i, lam_i)`` per coordinate that moves (``t_i`` lattice
+    units, noise ``DLap(e^{-lam_i})``, ``lam_i`` exact). ``eps_prime``: a
+    number or an array. Absolute error below :meth:`LatticeProfile.error`;
+    raises :class:`ProfileTooLarge` when the law is too large to sum.
+    """
+    return LatticeProfile(coords).deltas(eps_prime)
 
 
 # --------------------------------------------------------------------------

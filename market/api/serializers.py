@@ -623,17 +623,27 @@ class PrivacyAtRiskSerializer(serializers.Serializer):
 
 class ProfilePointSerializer(serializers.Serializer):
     epsilon = serializers.DecimalField(max_digits=12, decimal_places=6, help_text="eps', at most the level (exact)")
-    delta = serializers.FloatField(help_text="δ at this ε′: the hockey-stick divergence, a probability")
+    delta = serializers.FloatField(
+        allow_null=True,
+        help_text="δ at this ε′: the hockey-stick divergence, a probability; null when the profile was not "
+        "computed (see method)",
+    )
 
 
 class PrivacyProfileSerializer(serializers.Serializer):
     """The exact guarantee of a release at one level, for a worst-case neighbour under the dataset's relation."""
 
     level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the release is level-DP (delta 0 at eps' = level)")
-    method = serializers.CharField(help_text='"exact" (Laplace noise) or the quadrature\'s accuracy (l2 noise)')
+    method = serializers.CharField(
+        help_text='how delta was computed: "exact" (Laplace noise), the quadrature\'s accuracy (l2 noise), the error '
+        'bound of the summed law (integer noise), or "not computed: <why>" when that law is too large to sum'
+    )
     points = ProfilePointSerializer(many=True, help_text="delta(eps') for eps' from 0 to the level: the hockey-stick divergence")
     summary = ProfilePointSerializer(help_text="the profile at half the level")
-    guarantee = serializers.CharField(help_text="what floating-point noise costs, as measured")
+    guarantee = serializers.CharField(
+        help_text="the release's guarantee: exactly eps-DP with integer noise, or what floating-point noise "
+        "costs, as measured"
+    )
     protects = serializers.CharField(help_text="whom the release protects, in one sentence")
 
 

@@ -4,19 +4,29 @@
 A release at level eps is eps-DP for the dataset's relation: for a worst-case
 neighbour its privacy loss never exceeds eps. Below eps it is
 (eps', delta(eps'))-DP, with ``delta`` the hockey-stick value of the actual
-release: the sum of independent Laplace losses, one per coordinate that the
-neighbour moves, each with parameter ``share * eps`` (``Plan.loss_cases``);
-when the plan has several incomparable worst cases (a grouped sum under a
-public size moves one cell far or two cells less), the largest of their
-profiles, point by point.
-``releases.profile`` computes it exactly for l1 listings and by a quadrature
-of stated accuracy for l2 ones. The profile depends on the spec, the relation
-and the level only, never on the data, so it is public.
+release: the sum of independent losses, one per coordinate that the
+neighbour moves; when the plan has several incomparable worst cases (a
+grouped sum under a public size moves one cell far or two cells less), the
+largest of their profiles, point by point.
+
+* Float Laplace listings: each loss is Laplace with parameter ``share * eps``
+  (``Plan.loss_cases``); ``releases.profile`` computes the profile exactly
+  (closed form), or by a quadrature of stated accuracy for l2 ones.
+* Lattice listings (``plan.engine == "lattice"``): coordinate ``i`` carries
+  discrete Laplace noise at level ``eps / unit_weights[i]`` and the neighbour
+  moves it by ``t`` whole steps (``Lattice.unit_cases``); the loss is
+  discrete, and ``releases.profile.LatticeProfile`` sums its exact law in
+  floating point with a stated bound on the error. A law too large to sum is
+  reported as not computed, never approximated.
+
+The profile depends on the spec, the relation and the level only, never on
+the data, so it is public.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -24,10 +34,11 @@ from functools import lru_cache
 import numpy as np
 from django.core.cache import cache
 
-from releases.guarantee import float_path_statement
-from releases.profile import loss_profile_l1, loss_profile_l2
+from releases.guarantee import guarantee_statement
+from releases.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge, loss_profile_l1, loss_profile_l2
 
 from .selectors import listing_plan
+from .statistics import LATTICE
 
 #: eps' points on a profile chart (a cosine grid from 0 to the level, dense at both ends).
 CHART_POINTS = 41
@@ -46,45 +57,93 @@ def _grid(level: Decimal, points: int = CHART_POINTS) -> list[Decimal]:
     return [Decimal(0), *inner, level]
 
 
-@lru_cache(maxsize=1024)
-def _deltas(norm: str, cases: tuple[tuple[Fraction, ...], ...] | None, dim: int, level: Decimal, at: tuple[float, ...]) -> tuple:
-    """The profile at ``at``, kept in this process and in the shared cache: it depends on public
-    inputs only, and a listing of 40 values of two sizes takes about a third of a second."""
-    key = "profile:" + hashlib.sha256(repr((norm, cases, dim, str(level), at)).encode()).hexdigest()
+def _shared(parts: tuple, compute):
+    """``compute()``, kept in the shared cache under a digest of ``parts`` (public inputs only)."""
+    key = "profile:" + hashlib.sha256(repr(parts).encode()).hexdigest()
     found = cache.get(key)
     if found is not None:
-        return tuple(found)
-    if norm == "l2":
-        deltas = tuple(float(d) for d in loss_profile_l2(dim, Fraction(level), np.array(at)))
-    else:
+        return found
+    value = compute()
+    cache.set(key, value, timeout=None)
+    return value
+
+
+@lru_cache(maxsize=1024)
+def _deltas(norm: str, cases: tuple[tuple[Fraction, ...], ...] | None, dim: int, level: Decimal, at: tuple[float, ...]) -> tuple:
+    """The float path's profile at ``at``, kept in this process and in the shared cache: a listing
+    of 40 values of two sizes takes about a third of a second."""
+
+    def compute() -> list[float]:
+        if norm == "l2":
+            return [float(d) for d in loss_profile_l2(dim, Fraction(level), np.array(at))]
         worst = np.zeros(len(at))
         for shares in cases:  # the profile of each worst case; the release's is their maximum
             a = [share * Fraction(level) for share in shares]
             worst = np.maximum(worst, np.array([float(d) for d in loss_profile_l1(a, np.array(at))]))
-        deltas = tuple(float(d) for d in worst)
-    cache.set(key, list(deltas), timeout=None)
-    return deltas
+        return [float(d) for d in worst]
+
+    return tuple(_shared((norm, cases, dim, str(level), at), compute))
+
+
+def _rounded_up(x: float) -> str:
+    """``x > 0`` rounded up to one significant digit, e.g. ``"5e-12"`` for 4.4e-12."""
+    mantissa, exponent = f"{x:.15e}".split("e")
+    digit, power = math.ceil(float(mantissa)), int(exponent)
+    return f"1e{power + 1}" if digit == 10 else f"{digit}e{power}"
+
+
+@lru_cache(maxsize=1024)
+def _lattice_deltas(weights: tuple[int, ...], cases: tuple[tuple[tuple[int, int], ...], ...], level: Decimal,
+                    at: tuple[float, ...]) -> tuple[tuple[float, ...] | None, str]:
+    """A lattice listing's profile at ``at`` and how it was computed, or ``(None, "not computed: ...")``
+    when its loss law is too large to sum (:class:`ProfileTooLarge`). Cached like :func:`_deltas`."""
+
+    def compute() -> list:
+        eps = Fraction(level)
+        grid = np.array(at)
+        worst, error = np.zeros(len(at)), 0.0
+        try:
+            for case in cases:
+                prof = LatticeProfile([(t, eps / weights[i]) for i, t in case])
+                worst = np.maximum(worst, prof.deltas(grid))
+                error = max(error, prof.error(grid))  # the maximum of the cases is off by at most as much
+        except ProfileTooLarge as exc:
+            return [None, f"not computed: {exc}"]
+        method = ("exact law of the integer noise's privacy loss, summed in floating point "
+                  f"(absolute error below {_rounded_up(error)})")
+        return [[float(d) for d in worst], method]
+
+    # the limits are part of the key: a law refused under smaller ones is tried again under larger ones
+    deltas, method = _shared((LATTICE, weights, cases, str(level), at, MAX_ATOMS, MAX_WORK), compute)
+    return (None if deltas is None else tuple(deltas)), method
 
 
 def release_profile(listing, level, *, plan=None) -> dict:
     """The privacy-loss profile of ``listing``'s release at ``level``.
 
-    ``{"level": Decimal, "method": "exact" | "quadrature (absolute error below 1e-10)",
-    "points": [{"epsilon": Decimal, "delta": float}] (eps' from 0 to the level, exact decimals),
-    "summary": {"epsilon", "delta"} (at half the level), "guarantee": one line on the float path,
-    "protects": whom it protects}``.
+    ``{"level": Decimal, "method": how delta was computed ("exact", the quadrature's or the lattice
+    sum's error bound, or "not computed: <why>"), "points": [{"epsilon": Decimal, "delta": float or
+    None}] (eps' from 0 to the level, exact decimals; None when not computed), "summary": {"epsilon",
+    "delta"} (at half the level), "guarantee": one line on the listing's engine (pure eps-DP on the
+    lattice, the measured delta of the float path), "protects": whom it protects}``.
     """
     plan = plan or listing_plan(listing)
     level = Decimal(level)
     half = level * Decimal(SUMMARY_FRACTION.numerator) / Decimal(SUMMARY_FRACTION.denominator)
     at = (*_grid(level), half)
-    deltas = _deltas(plan.norm, plan.loss_cases, len(plan.labels), level, tuple(float(x) for x in at))
+    floats = tuple(float(x) for x in at)
+    if plan.engine == LATTICE:
+        deltas, method = _lattice_deltas(plan.lattice.unit_weights, plan.lattice.unit_cases, level, floats)
+        deltas = deltas or (None,) * len(at)
+    else:
+        deltas = _deltas(plan.norm, plan.loss_cases, len(plan.labels), level, floats)
+        method = "exact" if plan.norm == "l1" else "quadrature (absolute error below 1e-10)"
     return {
         "level": level,
-        "method": "exact" if plan.norm == "l1" else "quadrature (absolute error below 1e-10)",
+        "method": method,
         "points": [{"epsilon": x, "delta": d} for x, d in zip(at[:-1], deltas[:-1])],
         "summary": {"epsilon": half, "delta": deltas[-1]},
-        "guarantee": float_path_statement(len(plan.labels)),
+        "guarantee": guarantee_statement(plan.engine, len(plan.labels)),
         "protects": listing.dataset.protects,
     }
 

@@ -81,12 +81,14 @@ def test_the_papers_example_on_a_release_and_the_dashboard(
     assert risk["epsilon"] == "0.274115"  # an exact decimal, to six places
     assert risk["gamma"] == pytest.approx(0.6093, abs=1e-3)
     assert "not the probability that the release is eps-DP" in risk["definition"]
-    # the release's exact guarantee: one count at 0.5 is (eps', 1 - e^((eps' - 0.5)/2))-DP below 0.5
+    # the release's exact guarantee: one count with integer noise at 0.5 has loss +-0.5 only (probabilities
+    # 1/(1+a) and a/(1+a), a = e^-0.5), so below 0.5 it is (eps', (1 - e^(eps' - 0.5))/(1 + e^-0.5))-DP
     link = body["release"]["privacy_profile"]
     assert link == f"/api/v1/listings/{count_listing.pk}/privacy-profile/?epsilon=0.5000"
     profile = api(buyer).get(link).json()
-    assert profile["level"] == "0.5000" and profile["method"] == "exact"
-    assert profile["summary"] == {"epsilon": "0.250000", "delta": pytest.approx(1 - math.exp(-0.125), rel=1e-12)}
+    assert profile["level"] == "0.5000" and profile["method"].startswith("exact law of the integer noise")
+    want = -math.expm1(-0.25) / (1 + math.exp(-0.5))
+    assert profile["summary"] == {"epsilon": "0.250000", "delta": pytest.approx(want, rel=1e-12)}
     assert profile["points"][-1] == {"epsilon": "0.500000", "delta": 0.0}
 
     client.force_login(owner)

@@ -11,11 +11,17 @@ from tests.datasets import ready_dataset
 import math
 from decimal import Decimal
 
+from fractions import Fraction
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from market.catalog.services import listing_create
+from market.catalog.privacy import release_profile
+from market.catalog.statistics import Lattice
 from market.trading.services import purchase_create
+from releases.profile import LatticeProfile, loss_profile_lattice
 
 from .conftest import make_csv
 
@@ -49,13 +55,15 @@ def test_the_api_and_the_page_say_whom_a_release_protects(owner, client, api):
     assert "<dt>Records</dt><dd>private</dd>" in page and ">200<" not in page and "about 200" not in page
 
 
-def _laplace_delta(a_values, eps_prime, n=2_000_000, seed=5):
-    """Monte Carlo of E[(1 - e^(eps' - L))_+] for independent Laplace losses with parameters a (a check, not the product)."""
+def _lattice_delta(coords, eps_prime, n=2_000_000, seed=5):
+    """Monte Carlo of E[(1 - e^(eps' - L))_+] for integer noise DLap(e^-lam) on coordinates moved by t
+    (a check, not the product): DLap(a) is the difference of two geometric variables of ratio a."""
     rng = np.random.default_rng(seed)
     total = np.zeros(n)
-    for a in a_values:
-        y = rng.laplace(0.0, 1.0, n)
-        total += np.abs(y - a) - np.abs(y)  # loss of Lap(1) against a shift of a: (|y - a| - |y|)
+    for t, lam in coords:
+        p = -math.expm1(-float(lam))
+        y = rng.geometric(p, n) - rng.geometric(p, n)
+        total += float(lam) * (np.abs(y - t) - np.abs(y))  # the loss lam (|y - t| - |y|)
     return float(np.mean(np.clip(1 - np.exp(eps_prime - total), 0, None)))
 
 
@@ -66,14 +74,21 @@ def test_the_profile_endpoint_is_the_exact_curve_of_the_listing_under_its_relati
         {"kind": "histogram", "column": "age", "bins": [0, 30, 60, 100]},
     ]
     listing = _listing(owner, relation=relation, statistics=statistics)
+    assert listing.engine == "lattice"
     body = api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=1").json()
-    assert body["level"] == "1.0000" and body["method"] == "exact"
-    # two groups, eps split in halves; under a public size the histogram's half moves two bins by 1 each
-    a = [0.5, 0.5] if relation == "private_size" else [0.5, 0.25, 0.25]
-    assert body["summary"]["delta"] == pytest.approx(_laplace_delta(a, 0.5), abs=2e-3)
+    assert body["level"] == "1.0000" and body["method"].startswith("exact law of the integer noise")
+    # Two groups, eps split in halves. The sum moves by s = 100 / grid steps (either relation) and has
+    # weight 2 s; the histogram moves one bin by 1 (weight 2), or under a public size two bins (weight 4).
+    s = int(100 / Decimal(listing.grids[0]))
+    bins = 2 if relation == "private_size" else 4
+    assert listing.weights == [2 * s, bins, bins, bins]
+    coords = [(s, Fraction(1, 2 * s))] + [(1, Fraction(1, bins))] * (1 if relation == "private_size" else 2)
+    want = loss_profile_lattice(coords, [float(p["epsilon"]) for p in body["points"]])
+    np.testing.assert_allclose([p["delta"] for p in body["points"]], want, rtol=0, atol=1e-12)
+    assert body["summary"]["delta"] == pytest.approx(_lattice_delta(coords, 0.5), abs=2e-3)
     deltas = [p["delta"] for p in body["points"]]
     assert deltas[-1] == 0.0 and all(x >= y for x, y in zip(deltas, deltas[1:]))
-    assert "(eps, delta)-DP with delta below" in body["guarantee"]
+    assert "exactly eps-DP (pure, no delta)" in body["guarantee"]
     # default level: the ceiling; above the ceiling: a clear 400
     assert api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/").json()["level"] == "2.0000"
     refused = api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=3")
@@ -118,8 +133,8 @@ def test_the_owner_page_charts_the_profile_of_every_released_level(owner, buyer,
     assert 'data-chart="profile-chart"' in page and 'id="profile-table"' in page
     table = page[page.index('id="profile-table"'):]
     assert '<td class="num">0.5</td>' in table and '<td class="num">2</td>' in table
-    # one count at 2: delta(1) = 1 - e^((1 - 2)/2)
-    assert f"{1 - math.exp(-0.5):.4g}" in page
+    # one count at 2 with integer noise: its loss is +-2, so delta(1) = (1 - e^(1 - 2)) / (1 + e^-2)
+    assert f"{-math.expm1(-1) / (1 + math.exp(-2)):.4g}" in page
     assert Decimal("2") == listing.noise_path.__class__.objects.get(listing=listing).released_max
 
 
@@ -138,3 +153,42 @@ def test_a_busy_path_charts_a_few_profiles_the_spent_level_included(owner, users
     table = page[page.index('id="profile-table"'):page.index("</table>", page.index('id="profile-table"'))]
     assert table.count("<tr><td") == 6 and '<td class="num">2</td>' in table and '<td class="num">0.2</td>' in table
     assert "Profiles of 6 of the 8 levels released" in page
+
+
+def _lattice_plan(weights, cases):
+    """A hand-made lattice plan: only what the profile reads (the engine, the weights, the worst cases)."""
+    layout = Lattice(grids=(Decimal(1),) * len(weights), unit_weights=weights, unit_lower=(0,) * len(weights),
+                     unit_upper=(10**6,) * len(weights), unit_cases=cases)
+    return SimpleNamespace(engine="lattice", lattice=layout, labels=tuple(f"v{i}" for i in range(len(weights))),
+                           norm="l1", loss_cases=None)
+
+
+_SOMEONE = SimpleNamespace(dataset=SimpleNamespace(protects="Protects any one record."))
+
+
+def test_a_lattice_profile_is_the_largest_over_the_worst_cases_with_its_error_bound():
+    """Two incomparable worst cases, as a grouped sum in [-50, 100] under a public size has (one cell by
+    150 steps, or two cells by 100): the profile is their pointwise maximum, the method states the
+    summation's error bound, and the guarantee is pure eps-DP."""
+    plan = _lattice_plan((3, 300, 300), (((0, 1), (1, 150)), ((0, 1), (1, 100), (2, 100))))
+    got = release_profile(_SOMEONE, Decimal("1.5"), plan=plan)
+    at = [float(p["epsilon"]) for p in got["points"]]
+    one = loss_profile_lattice([(1, Fraction(1, 2)), (150, Fraction(1, 200))], at)
+    two = loss_profile_lattice([(1, Fraction(1, 2)), (100, Fraction(1, 200)), (100, Fraction(1, 200))], at)
+    assert np.any(one > two) and np.any(two > one)  # neither case dominates
+    np.testing.assert_array_equal([p["delta"] for p in got["points"]], np.maximum(one, two))
+    bound = max(LatticeProfile([(1, Fraction(1, 2)), (150, Fraction(1, 200))]).error(at),
+                LatticeProfile([(1, Fraction(1, 2)), (100, Fraction(1, 200)), (100, Fraction(1, 200))]).error(at))
+    stated = float(got["method"].rsplit("below ", 1)[1].rstrip(")"))
+    assert bound <= stated < 10 * bound
+    assert got["summary"]["epsilon"] == Decimal("0.75") and got["points"][-1]["delta"] == 0.0
+    assert "exactly eps-DP" in got["guarantee"] and "delta below" not in got["guarantee"]
+
+
+def test_a_lattice_profile_too_large_to_sum_is_not_computed():
+    """Three coordinates on unrelated lattices (weights 1009, 1013, 1019, each moved 1000 steps): no figure."""
+    plan = _lattice_plan((1009, 1013, 1019), (((0, 1000), (1, 1000), (2, 1000)),))
+    got = release_profile(_SOMEONE, Decimal("2"), plan=plan)
+    assert got["method"].startswith("not computed: ")
+    assert got["summary"]["delta"] is None and all(p["delta"] is None for p in got["points"])
+    assert "exactly eps-DP" in got["guarantee"]
