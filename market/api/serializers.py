@@ -397,7 +397,8 @@ class ListingCreateSerializer(StrictSerializer):
     title = text_field(max_length=200)
     description = text_field(max_length=5000, required=False)
     statistics = StatisticsField(
-        help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}]'
+        help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}, '
+        '{"kind": "sum", "column": "income", "lower": 0, "upper": 200000, "grid": "0.01"}]'
     )
     ceiling = LevelTextField(help_text='the highest level sold, e.g. "5"')
     price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")

@@ -27,7 +27,7 @@ def placeholder(lower, upper, integer=False) -> str:
     return "default: " + format(default_grid(lower, upper, integer=integer).normalize(), "f")
 
 
-def test_an_owner_lists_a_sum_on_a_grid_and_a_buyer_reads_whole_numbers_and_cents(browse, worker, users, fund):
+def test_an_owner_lists_a_sum_on_a_grid_and_a_buyer_reads_whole_numbers_and_cents(browse, worker, users, fund, shot):
     page = browse()
     sign_up_as_owner(page, "ola")
     from market.accounts.models import User
@@ -62,6 +62,7 @@ def test_an_owner_lists_a_sum_on_a_grid_and_a_buyer_reads_whole_numbers_and_cent
     total.get_by_label(LABEL["Column"]).select_option("income")
     total.get_by_label(LABEL["Upper"]).fill("200000")
     total.get_by_label(grid).fill("0.01")
+    shot(page, "owner-listing-builder-grid")
     page.get_by_role("button", name="Create the listing").click()
 
     expect(page.get_by_role("heading", name="Exact clinic")).to_be_visible()
@@ -82,6 +83,7 @@ def test_an_owner_lists_a_sum_on_a_grid_and_a_buyer_reads_whole_numbers_and_cent
     assert len(shown) == 5 and len(sums) == 1, shown
     assert all(WHOLE.fullmatch(value) for label, value in shown.items() if label not in sums), shown
     assert CENTS.fullmatch(shown[sums[0]]), shown
+    shot(page, "purchase-released-lattice")
 
     with page.expect_download() as download:
         page.get_by_role("link", name="Download CSV").click()
