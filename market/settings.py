@@ -215,6 +215,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         "PurchaseStatusEnum": "market.trading.models.Purchase.Status",
+        "ListingEngineEnum": "market.catalog.models.Listing.Engine",
         "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",
         "DatasetStatusEnum": ["processing", "ready", "failed"],
         "ColumnTypeEnum": "market.catalog.columns.TYPES",

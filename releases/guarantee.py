@@ -27,8 +27,8 @@ imports Django.
 
 from __future__ import annotations
 
-__all__ = ["FLOAT_PATH_DELTA", "MEASURED_DELTAS", "MEASURED_LEVELS", "float_path_statement", "lattice_statement",
-           "guarantee_statement"]
+__all__ = ["FLOAT_PATH_DELTA", "MEASURED_DELTAS", "MEASURED_LEVELS", "engine_words", "float_path_statement",
+           "lattice_statement", "guarantee_statement"]
 
 #: Exact deltas from ``python -m bench.float_delta`` (largest over the answers tried).
 MEASURED_DELTAS = {0.1: 5.97e-14, 1.0: 9.69e-14, 5.0: 6.32e-12}
@@ -70,3 +70,18 @@ def guarantee_statement(engine: str, values: int = 1) -> str:
     if engine != "laplace":
         raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
     return float_path_statement(values)
+
+
+def engine_words(engine: str, vector: bool = False) -> str:
+    """The noise a listing's releases carry, in plain words for its pages: ``lattice`` (the
+    exact integer path of every new count, histogram, table and sum) or ``laplace`` (floats:
+    listings made before the lattice path, and vector statistics, which have no lattice path)."""
+    if engine == "lattice":
+        return ("Exact integer noise, exactly ε-DP: counts and bins are released as whole numbers, "
+                "each sum as a whole number of steps of its rounding grid.")
+    if engine != "laplace":
+        raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
+    if vector:
+        return "Floating-point noise on the whole vector, (ε, δ)-DP with a tiny δ (stated below)."
+    return ("Floating-point Laplace noise, (ε, δ)-DP with a tiny δ (stated below): this listing was made "
+            "before exact integer noise, and keeps the noise path its buyers already read.")

@@ -1,5 +1,6 @@
 """Serializers: shapes of the API's answers and inputs. No business logic."""
 
+import numbers
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -14,6 +15,7 @@ from rest_framework import serializers
 
 from market.catalog.columns import MISSING as MISSING_POLICIES
 from market.catalog.columns import TYPES as COLUMN_TYPES
+from market.catalog.models import Listing
 from market.catalog.statistics import statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
@@ -330,6 +332,12 @@ class ListingSerializer(serializers.Serializer):
     owner = serializers.CharField(source="dataset.owner.username")
     statistics = StatisticsField()
     labels = serializers.ListField(child=serializers.CharField())
+    engine = serializers.ChoiceField(
+        choices=Listing.Engine.choices,
+        help_text="how values are released: lattice (exact integer noise, exactly eps-DP: counts and bins are "
+        "whole numbers, a sum or mean is rounded to its statistic's grid and its sum released in whole grid steps) "
+        "or laplace (floating-point noise, (eps, delta)-DP: listings made before the lattice path, and vectors)",
+    )
     sensitivity = serializers.FloatField()
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
     price_curve = serializers.SerializerMethodField()
@@ -389,7 +397,8 @@ class ListingCreateSerializer(StrictSerializer):
     title = text_field(max_length=200)
     description = text_field(max_length=5000, required=False)
     statistics = StatisticsField(
-        help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}]'
+        help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}, '
+        '{"kind": "sum", "column": "income", "lower": 0, "upper": 200000, "grid": "0.01"}]'
     )
     ceiling = LevelTextField(help_text='the highest level sold, e.g. "5"')
     price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")
@@ -593,10 +602,24 @@ class QuoteSerializer(serializers.Serializer):
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
 
 
+@extend_schema_field({"type": "number"})
+class NumberField(serializers.FloatField):
+    """A number as the reading holds it: a JSON integer for a whole-number value (a count or a bin on the
+    lattice path, a sum on an integer grid), else a JSON number with its decimals."""
+
+    def to_representation(self, value):
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        return float(value)
+
+
 class ReadingSerializer(serializers.Serializer):
     label = serializers.CharField()
     kind = serializers.CharField()
-    value = serializers.FloatField()
+    value = NumberField(
+        help_text="the released value: an integer for counts and bins (lattice listings) and for a sum on an "
+        "integer grid; a sum on a grid such as 0.01 has at most its grid's decimals"
+    )
     noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")
     error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
 

@@ -28,6 +28,7 @@ from market.catalog.statistics import describe
 from market.core import visibility
 from market.core.errors import NotFound
 from market.trading.models import Purchase
+from releases.guarantee import engine_words, guarantee_statement
 
 _ZERO_CREDITS = Decimal("0.00")
 _RELEASED = Q(purchases__status=Purchase.Status.RELEASED)
@@ -191,7 +192,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
     """One of the owner's listings: sales, revenue, buyers, privacy spent.
 
     ``{"listing": {"id", "title", "description", "dataset_id", "dataset", "is_open", "ceiling",
-    "price_per_epsilon", "statistics" (in words), "values" (per release), "created_at"},
+    "price_per_epsilon", "statistics" (in words), "values" (per release), "engine" ("lattice" or "laplace"),
+    "noise" (the engine in words), "guarantee" (what it guarantees), "created_at"},
     "spent", "ceiling", "spent_percent",
     "sales", "revenue", "in_flight": {"count", "amount"},
     "revenue_by_day": [{"day", "sales", "revenue"}],
@@ -261,6 +263,9 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "price_per_epsilon": listing.price_per_epsilon,
             "statistics": describe(plan),
             "values": len(listing.labels),
+            "engine": listing.engine,
+            "noise": engine_words(listing.engine, vector=plan.norm == "l2"),
+            "guarantee": guarantee_statement(listing.engine, len(listing.labels)),
             "created_at": listing.created_at,
         },
         "spent": spent,

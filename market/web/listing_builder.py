@@ -10,6 +10,11 @@ here. :func:`statistic_spec` is the one place that turns the posted text into
 a spec; it is pure (no Django) and returns the inputs at fault with their
 messages, which the form shows next to them.
 
+A sum's or mean's rounding grid (the exact lattice path rounds each value to a
+multiple of it) is kept as the decimal text the owner typed, so that 0.01 is
+exactly one hundredth; left empty, the statistics module picks it from the
+bounds.
+
 Values are typed by the column they are about: a filter on a numeric column
 compares numbers, on a boolean column ``true``/``false``, on a date column an
 ISO date (2024-01-31), on a categorical column text.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
 
 from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, Column
 from market.catalog.statistics import KINDS, OFFERED_KINDS
@@ -30,6 +36,7 @@ __all__ = [
     "SPEC_INPUTS",
     "BuilderKind",
     "builder_kinds",
+    "grid_text",
     "parse_values",
     "statistic_spec",
     "used_filters",
@@ -57,6 +64,7 @@ SPEC_INPUTS = {
     "column": "column",
     "lower": "lower",
     "upper": "upper",
+    "grid": "grid",
     "bins": "bins",
     "by": "by",
     "categories": "categories",
@@ -70,7 +78,7 @@ SPEC_INPUTS = {
     "where": "where",
 }
 #: The row inputs besides the kind, the filters and the confirmation, in page order.
-INPUTS = ("column", "lower", "upper", "bins", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
+INPUTS = ("column", "lower", "upper", "grid", "bins", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
 
 #: What a kind takes when it does not publish a JSON schema: the fields of the issue's spec.
 _FALLBACK_FIELDS = {
@@ -219,6 +227,22 @@ def parse_values(text: str, column: Column, *, lines: bool = False) -> list:
     return values
 
 
+def grid_text(text: str) -> str:
+    """A rounding grid as the owner typed it, kept exact: ``"0.01"`` stays ``"0.01"`` (a float
+    would not be 0.01), ``"1e-2"`` is written ``"0.01"``; ValueError if it is not a number.
+    Whether it suits the bounds is the statistics module's to say; a grid beyond 10^±30 suits
+    none, and is refused here before anyone spells it out in digits."""
+    try:
+        grid = Decimal(text.strip())
+    except InvalidOperation:
+        grid = Decimal("NaN")
+    if not grid.is_finite():
+        raise ValueError(f"{text.strip()[:20]!r} is not a number: give a grid such as 0.01 or 1")
+    if grid and abs(grid.adjusted()) > 30:
+        raise ValueError(f"{text.strip()[:20]!r} is far outside any bounds: give a grid such as 0.01 or 1")
+    return format(grid.normalize(), "f")
+
+
 def bin_edges(text: str) -> list[float]:
     """``"0, 18, 65, 100"`` -> ``[0.0, 18.0, 65.0, 100.0]``; ValueError naming a piece that is not a number."""
     edges = []
@@ -359,6 +383,11 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
                 spec[bound] = float(_number(str(text).strip()))
             except ValueError as exc:
                 fault(bound, f"{exc}.")
+    if "grid" in kind.fields and not _blank(values.get("grid")):
+        try:
+            spec["grid"] = grid_text(str(values["grid"]))
+        except ValueError as exc:
+            fault("grid", f"{exc}.")
     if dated_column:
         if not _blank(values.get("bins")):
             fault("bins", f"{spec['column']} is a date: it is binned by month or year, not by edges.")

@@ -250,6 +250,12 @@ class StatisticForm(forms.Form):
     column = forms.ChoiceField(choices=(), required=False, help_text="A numeric column.")
     lower = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
     upper = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
+    grid = forms.CharField(
+        label="Rounding grid", required=False, max_length=40,
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0", "placeholder": "from the bounds"}),
+        help_text="Optional. Each value is rounded to a multiple of this (e.g. 0.01) before summing; the sum is "
+        "released as an exact whole number of grid steps. Left empty: a default from the bounds.",
+    )
     bins = forms.CharField(label="Bin edges", required=False, max_length=2000)
     by = forms.ChoiceField(label="Group by", choices=(), required=False,
                            help_text="One value per category, plus “other” for the rest. A table's rows.")

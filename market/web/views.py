@@ -18,7 +18,7 @@ from market.catalog import selectors as catalog
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
-from releases.guarantee import guarantee_statement
+from releases.guarantee import engine_words, guarantee_statement
 from market.core.errors import DomainError
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -97,12 +97,14 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             status = 400
     is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
     cap = buyer_cap(listing=listing, buyer=request.user)
+    plan = listing_plan(listing)
     return render(
         request,
         "web/listing.html",
         {
             "listing": listing,
-            "describe": describe(listing_plan(listing)),
+            "describe": describe(plan),
+            "engine": engine_words(listing.engine, vector=plan.norm == "l2"),
             "guarantee": guarantee_statement(listing.engine, len(listing.labels)),
             "held": held,
             "form": form,

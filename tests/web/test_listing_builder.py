@@ -146,6 +146,44 @@ def test_the_offered_kinds_come_from_the_statistics_module():
     assert kinds["histogram"].required == ("column",)
     assert {"bins", "bin", "from", "to"} <= set(kinds["histogram"].optional)
     assert "lower" in kinds["sum"].inputs and "bins" not in kinds["sum"].inputs
+    # the lattice path's rounding grid is a sum's and a mean's, and no other kind's
+    assert [name for name, kind in kinds.items() if "grid" in kind.inputs] == ["sum", "mean"]
+
+
+def test_a_rounding_grid_is_kept_as_the_exact_decimal_typed():
+    kinds = builder_kinds()
+    row = {"kind": "sum", "column": "income", "lower": "0", "upper": "250000"}
+    for typed, kept in (("0.01", "0.01"), (" 1e-2 ", "0.01"), ("0.010", "0.01"), ("5", "5"), ("1E+3", "1000")):
+        spec, errors = statistic_spec({**row, "grid": typed}, COLUMNS, kinds)
+        assert errors == {} and spec["grid"] == kept, typed
+    spec, errors = statistic_spec(row, COLUMNS, kinds)
+    assert errors == {} and "grid" not in spec  # left empty: the statistics module picks it from the bounds
+    for typed in ("ten", "1e-40", "nan"):
+        spec, errors = statistic_spec({**row, "grid": typed}, COLUMNS, kinds)
+        assert spec is None and list(errors) == ["grid"] and "such as 0.01 or 1" in errors["grid"][0], typed
+    _, errors = statistic_spec({"kind": "count", "grid": "1"}, COLUMNS, kinds)
+    assert "does not use this" in errors["grid"][0]
+
+
+def test_the_statistics_modules_grid_errors_land_on_the_grid_input():
+    from market.catalog.statistics import SpecError, build_plan
+    from market.web.owner_forms import add_statistics_errors, statistic_formset
+
+    data = {"stats-TOTAL_FORMS": "2", "stats-INITIAL_FORMS": "0", "stats-0-kind": "count"}
+    data.update({f"stats-1-{k}": v for k, v in {"kind": "sum", "column": "income", "lower": "0", "upper": "100",
+                                                "grid": "0.0000001"}.items()})
+    formset = statistic_formset(columns=COLUMNS, data=data)
+    assert formset.is_valid(), formset.errors
+    specs, rows = formset.specs()
+    messages = []
+    for grid in ("0.0000001", "1000"):
+        with pytest.raises(SpecError) as refused:
+            build_plan([specs[0], {**specs[1], "grid": grid}], COLUMNS, engine="lattice")
+        messages.append(str(refused.value))
+    add_statistics_errors(formset, rows, messages)
+    errors = formset.forms[1].errors["grid"]
+    assert "too fine" in errors[0] and "coarser than the bounds" in errors[1]
+    assert not formset.forms[1].non_field_errors() and not formset.non_form_errors()
 
 
 def test_a_histogram_bins_numbers_by_edges_and_dates_by_month_or_year():
