@@ -137,6 +137,8 @@ MAX_CASES = 64
 #: A lattice coordinate holds at most this many grid steps per record: a sum's
 #: ``max(|L|, |U|) / grid`` (finer grids are refused with the coarsest that fits).
 MAX_GRID_STEPS = 10**8
+#: The finest grid a sum may declare.
+MIN_GRID = Decimal("1e-12")
 #: ... and a lattice coordinate's declared range at most this many in all, so
 #: that every released value is an exact integer in int64 and prints exactly
 #: from a float (15 significant digits).
@@ -413,6 +415,8 @@ def _grid(item: dict, where: str, column: Column, lower: float, upper: float) ->
         grid = _decimal(item["grid"], where, "grid")
         if grid <= 0 or grid > Decimal(MAX_BOUND):
             raise SpecError(f"{where}: grid must be a positive number up to 1e15, got {item['grid']!r}")
+        if grid < MIN_GRID:
+            raise SpecError(f"{where}: grid must be at least 1e-12, got {item['grid']!r}")
     else:
         grid = default_grid(lower, upper, integer=column.type == "integer")
     m = max(abs(_steps(lower, grid)), abs(_steps(upper, grid)))

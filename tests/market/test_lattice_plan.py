@@ -62,6 +62,8 @@ def test_a_declared_grid_is_kept_as_written_and_a_default_is_filled_in():
     ({"kind": "sum", "column": "income", "lower": 0, "upper": 100, "grid": "abc"}, "grid must be a number"),
     ({"kind": "sum", "column": "income", "lower": 0, "upper": 100, "grid": True}, "grid must be a number"),
     ({"kind": "sum", "column": "income", "lower": 0, "upper": 100, "grid": "1e-9"}, "too fine for these bounds"),
+    ({"kind": "sum", "column": "income", "lower": 0, "upper": 100, "grid": "1E-999999"}, "at least 1e-12"),
+    ({"kind": "sum", "column": "income", "lower": 0, "upper": 100, "grid": "1E+999999"}, "up to 1e15"),
     ({"kind": "sum", "column": "income", "lower": 0, "upper": 1, "grid": 10}, "coarser than the bounds"),
 ])
 def test_bad_grids_are_refused_naming_the_statistic(item, message):
