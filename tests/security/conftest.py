@@ -103,5 +103,13 @@ def tokens(world):
     return {actor: (api_key_create(user=user, name="matrix")[1] if user else None) for actor, user in world.people.items()}
 
 
+def noise_vectors(listing) -> list[list]:
+    """Each stored point's noise: integers on the lattice path, floats on the float path."""
+    points = NoisePoint.objects.filter(path__listing=listing).order_by("level")
+    if listing.on_lattice:
+        return [[int(v) for v in point.integers()] for point in points]
+    return [[float(v) for v in point.vector()] for point in points]
+
+
 def noise_values(listing) -> list[float]:
-    return [float(v) for point in NoisePoint.objects.filter(path__listing=listing) for v in point.vector()]
+    return [v for vector in noise_vectors(listing) for v in vector]

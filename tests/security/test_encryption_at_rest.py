@@ -57,8 +57,16 @@ def buy(buyer, listing, eps, capture):
 
 
 def float_windows(values: np.ndarray) -> list[bytes]:
-    """Every value's 8 bytes: none may appear anywhere in a stored blob."""
-    return [np.float64(v).tobytes() for v in np.asarray(values, dtype="<f8")]
+    """Every value's 8 bytes (float64, or int64 for the lattice path's integers): none may appear
+    anywhere in a stored blob."""
+    values = np.asarray(values)
+    dtype = "<i8" if values.dtype.kind in "iu" else "<f8"
+    return [v.tobytes() for v in values.astype(dtype)]
+
+
+def stored_noise(point) -> np.ndarray:
+    """A point's noise as its path stores it: int64 on the lattice path, float64 on the float path."""
+    return point.integers() if point.path.engine == "lattice" else point.vector()
 
 
 def test_the_database_never_holds_a_true_answer_in_the_clear(listing):
@@ -82,7 +90,7 @@ def test_noise_points_and_jump_lists_are_encrypted(
     for point in NoisePoint.objects.filter(path__listing__in=[listing, vector]):
         stored = raw("releases_noisepoint", "noise", point.pk)
         assert crypto.key_id_of(stored) == crypto.current_key_id()
-        noise = point.vector()
+        noise = stored_noise(point)
         assert noise.shape == (point.path.dim,) and np.isfinite(noise).all() and noise.any()
         for window in float_windows(noise):
             assert window not in stored
@@ -140,7 +148,7 @@ def test_rotation_moves_everything_to_the_new_key_and_the_old_one_can_go(
         buy(buyer, lst, "0.5", django_capture_on_commit_callbacks)
         buy(buyer, lst, "1", django_capture_on_commit_callbacks)
     truths = {lst.pk: lst.true_answer() for lst in (scalar, vector)}
-    noise = {p.pk: p.vector() for p in NoisePoint.objects.all()}
+    noise = {p.pk: stored_noise(p) for p in NoisePoint.objects.all()}
     jumps = NoisePath.objects.get(listing=vector).jump_list()
     assert len(noise) == 4
 
@@ -159,7 +167,7 @@ def test_rotation_moves_everything_to_the_new_key_and_the_old_one_can_go(
         assert np.array_equal(Listing.objects.get(pk=lst.pk).true_answer(), truths[lst.pk])
     for point in NoisePoint.objects.all():
         assert crypto.key_id_of(raw("releases_noisepoint", "noise", point.pk)) == "new"
-        assert np.array_equal(point.vector(), noise[point.pk])  # the noise itself never changes
+        assert np.array_equal(stored_noise(point), noise[point.pk])  # the noise itself never changes
     after = NoisePath.objects.get(listing=vector).jump_list()
     assert all(np.array_equal(a, b) for a, b in zip(after, jumps))
     # the product goes on under the new key alone: a new level is a step from the stored ones
@@ -216,16 +224,16 @@ def test_the_migrations_seal_rows_in_the_clear_and_their_reverses_open_them(
     buy(buyer, listing, "1", django_capture_on_commit_callbacks)
     buy(buyer, vector, "1", django_capture_on_commit_callbacks)
     truth = listing.true_answer()
-    noise = {p.pk: p.vector() for p in NoisePoint.objects.all()}
+    noise = {p.pk: stored_noise(p) for p in NoisePoint.objects.all()}
     path = NoisePath.objects.get(listing=vector)
     levels, values = path.jump_list()
     editor = types.SimpleNamespace(connection=connection)
 
     answers_migration.open_answers(apps, editor)
     noise_migration.open_noise(apps, editor)
-    assert raw("catalog_listing", "answer", listing.pk) == truth.astype("<f8").tobytes()  # as before this issue
+    assert raw("catalog_listing", "answer", listing.pk) == truth.tobytes()  # as before this issue (int64 on the lattice)
     for pk, v in noise.items():
-        assert raw("releases_noisepoint", "noise", pk) == v.astype("<f8").tobytes()
+        assert raw("releases_noisepoint", "noise", pk) == v.tobytes()
     assert raw("releases_noisepath", "jumps", path.pk)[:4] != crypto.SEAL_MAGIC
 
     for _ in range(2):  # running forwards twice seals once
@@ -233,7 +241,7 @@ def test_the_migrations_seal_rows_in_the_clear_and_their_reverses_open_them(
         noise_migration.seal_noise(apps, editor)
     assert np.array_equal(Listing.objects.get(pk=listing.pk).true_answer(), truth)
     for point in NoisePoint.objects.all():
-        assert np.array_equal(point.vector(), noise[point.pk])
+        assert np.array_equal(stored_noise(point), noise[point.pk])
     after = NoisePath.objects.get(pk=path.pk).jump_list()
     assert np.array_equal(after[0], levels) and np.array_equal(after[1], values)
     # the append-only guard is back after the migration's rewrite
