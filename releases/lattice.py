@@ -21,9 +21,11 @@ The steps between levels are the lattice forms of the float path's:
   (proposed from ``DLap(r)``, accepted with probability ``a^{2 dist(y)}``).
 * :func:`bridge` (``lo < mid < hi``, both ends known): ``V_mid`` given both,
   proportional to ``P(W1 = v - x_hi) P(W2 = x_lo - v)`` for the tightening
-  increments ``W1`` (``hi -> mid``) and ``W2`` (``mid -> lo``): two point
-  masses and a piecewise geometric part, sampled by an exact rejection over
-  five components whose cost does not grow as the levels shrink.
+  increments ``W1`` (``hi -> mid``) and ``W2`` (``mid -> lo``). It is
+  ``x_hi`` with a probability that is a constant of the three levels, and
+  otherwise the relaxation from ``lo`` to ``mid`` started at ``x_lo - x_hi``,
+  shifted by ``x_hi`` (ends equal: a constant coin and a geometric); see
+  :func:`_bridge1`. Its cost does not depend on the levels or the ends.
 
 No floating-point number enters any decision. Levels are exact rationals
 (``Fraction``, ``Decimal``, ``int`` or a decimal string; a ``float`` is
@@ -34,27 +36,33 @@ refused), and every random choice is one of:
   Steinke 2020, Algorithm 1);
 * ``DLap(e^{-lambda})`` and the one-sided geometric for rational ``lambda``
   (their Algorithm 2);
-* ``Bernoulli((1-e^{-s})/(1-e^{-t}))`` for rational ``0 <= s < t``:
-  ``P(E < s | E < t)`` for ``E ~ Exp(1)``, by memorylessness when ``t > 1``
-  and, when ``t <= 1``, by drawing ``floor(Q E / t)`` for ``E`` conditioned
-  below ``t`` (``Q`` the denominator of ``s/t``, so that ``E < s`` is decided
-  by an integer comparison);
+* ``Bernoulli(p)`` for a constant ``p`` of the levels, such as ``e^{-1}``,
+  ``(1-e^{-s})/(1-e^{-t})`` or the bridge's two constants: a uniform number
+  drawn 64 bits at a time is compared with integer brackets of ``p``
+  computed exactly (:class:`_Coin`, :mod:`releases.exact_bounds`); 64 bits
+  decide but with probability about ``2^-63``, and then 64 more are drawn
+  and the bracket is tightened;
 * products, complements and the two-coin construction ``p/(p+q)`` of these.
 
 ``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
 system's generator, ``secrets.SystemRandom``) in the product,
-``random.Random(seed)`` in tests. This module never imports Django.
+``random.Random(seed)`` in tests. The public steps read a system generator
+through a buffer (:class:`_Bits`) that fetches its bits in large blocks.
+This module never imports Django.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import secrets
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from numbers import Integral
 
 import numpy as np
+
+from releases import exact_bounds
 
 __all__ = [
     "sample",
@@ -168,6 +176,57 @@ def _size(size) -> int:
 
 
 # --------------------------------------------------------------------------
+# the bit source
+
+
+class _Bits:
+    """``rng``'s bits, fetched 32,768 at a time and handed out in order.
+
+    ``secrets.SystemRandom`` makes a system call for every ``getrandbits``; the
+    coins below ask for a few bits at a time, dozens of times a coordinate.
+    This buffer asks ``rng`` for one large block and serves each request from
+    its next bits: the bits handed out are the block's bits, each used once,
+    so they are as uniform and independent as ``rng``'s own.
+    """
+
+    __slots__ = ("rng", "word", "left", "words")
+
+    BLOCK = 1 << 15
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.word = 0  # the next ``left`` bits, lowest first
+        self.left = 0
+        self.words: list[int] = []  # later 64-bit words, last first
+
+    def getrandbits(self, k: int) -> int:
+        left = self.left
+        if k <= left:
+            word = self.word
+            self.word = word >> k
+            self.left = left - k
+            return word & ((1 << k) - 1)
+        value = self.word
+        while left < k:
+            if not self.words:
+                block = self.rng.getrandbits(self.BLOCK).to_bytes(self.BLOCK // 8, "little")
+                self.words = np.frombuffer(block, dtype="<u8").tolist()
+            value |= self.words.pop() << left
+            left += 64
+        self.word = value >> k
+        self.left = left - k
+        return value & ((1 << k) - 1)
+
+
+def _bit_source(rng):
+    """``rng`` itself when its ``getrandbits`` is already cheap (``random.Random``'s, in C),
+    else a :class:`_Bits` buffer over it (``secrets.SystemRandom``)."""
+    if isinstance(rng, _Bits) or getattr(type(rng), "getrandbits", None) is random.Random.getrandbits:
+        return rng
+    return _Bits(rng)
+
+
+# --------------------------------------------------------------------------
 # exact coins (rng has getrandbits). Rationals are (numerator, denominator)
 # pairs of Python ints, not necessarily reduced: the hot loops do no Fraction
 # arithmetic.
@@ -188,6 +247,53 @@ def _bit(rng) -> bool:
     return bool(rng.getrandbits(1))
 
 
+class _Coin:
+    """``Bernoulli(p)`` for a constant ``p`` given by integer brackets (:mod:`releases.exact_bounds`).
+
+    The coin draws a uniform number ``U`` in ``[0, 1)`` 64 bits at a time
+    and answers ``U < p``. After ``k`` bits ``U`` is known to lie in
+    ``[u, u + 1) / 2^k``; with ``lo <= p 2^k <= hi`` the answer is yes if
+    ``u < lo`` and no if ``u >= hi``, and only for the one or two values of
+    ``u`` in between are 64 more bits drawn and ``p`` bracketed 64 bits
+    tighter (probability about ``2^-63``). ``P(U < p) = p`` exactly: no
+    rounding enters, only comparisons of integers. ``bounds(bits)`` returns
+    an :class:`~releases.exact_bounds.Interval` of relative width about
+    ``2^-bits``; the 64-bit bracket is computed at the first flip.
+    """
+
+    __slots__ = ("bounds", "lo", "hi")
+
+    def __init__(self, bounds):
+        self.bounds = bounds
+        self.lo = None
+
+    def __call__(self, rng) -> bool:
+        if self.lo is None:
+            self.lo, self.hi = self.bounds(64 + 16).scaled(64)
+        u = rng.getrandbits(64)
+        if u < self.lo:
+            return True
+        if u >= self.hi:
+            return False
+        bits = 64
+        while True:  # U lies inside the bracket: look at 64 more of its bits
+            u = (u << 64) | rng.getrandbits(64)
+            bits += 64
+            lo, hi = self.bounds(bits + 16).scaled(bits)
+            if u < lo:
+                return True
+            if u >= hi:
+                return False
+
+
+def _exp_neg(x: Fraction):
+    return lambda bits: exact_bounds.exp_neg(x, bits)
+
+
+#: ``Bernoulli(e^{-1})``, the unit step of :func:`_bern_exp` and :func:`_geometric`.
+_E1 = _Coin(_exp_neg(Fraction(1)))
+
+
 def _bern_exp_small(rng, num: int, den: int) -> bool:
     """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den`` (CKS Algorithm 1, gamma <= 1)."""
     k = 1
@@ -199,39 +305,30 @@ def _bern_exp_small(rng, num: int, den: int) -> bool:
 def _bern_exp(rng, num: int, den: int) -> bool:
     """``Bernoulli(e^{-num/den})`` for integers ``num >= 0``, ``den > 0`` (CKS Algorithm 1)."""
     while num > den:  # one e^{-1} coin per whole unit; stop at the first failure
-        if not _bern_exp_small(rng, 1, 1):
+        if not _E1(rng):
             return False
         num -= den
     return _bern_exp_small(rng, num, den)
 
 
 class _Ratio:
-    """``Bernoulli((1 - e^{-s}) / (1 - e^{-t}))`` for rationals ``0 <= s < t``: ``P(E < s | E < t)``, ``E ~ Exp(1)``."""
+    """``Bernoulli((1 - e^{-s}) / (1 - e^{-t}))`` for rationals ``0 <= s < t``: ``P(E < s | E < t)``, ``E ~ Exp(1)``.
 
-    __slots__ = ("s", "t", "big", "p", "q", "tn", "tq")
+    A constant of the two levels, flipped as a :class:`_Coin`.
+    """
+
+    __slots__ = ("coin",)
 
     def __init__(self, s: Fraction, t: Fraction):
-        self.s, self.t = (s.numerator, s.denominator), (t.numerator, t.denominator)
-        self.big = t > 1
-        sigma = s / t
-        self.p, self.q = sigma.numerator, sigma.denominator
-        self.tn, self.tq = t.numerator, t.denominator * sigma.denominator
+        def bounds(bits):
+            return exact_bounds.div(
+                exact_bounds.one_minus_exp_neg(s, bits), exact_bounds.one_minus_exp_neg(t, bits), bits
+            )
+
+        self.coin = _Coin(bounds) if s > 0 else None
 
     def __call__(self, rng) -> bool:
-        if self.p == 0:
-            return False
-        if self.big:
-            (sn, sd), (tn, td) = self.s, self.t
-            while True:  # E >= s iff Bernoulli(e^{-s}); then E >= t iff also Bernoulli(e^{-(t-s)}) (memoryless)
-                if not _bern_exp(rng, sn, sd):
-                    return True
-                if not _bern_exp(rng, tn * sd - sn * td, td * sd):
-                    return False
-        p, q, tn, tq = self.p, self.q, self.tn, self.tq
-        while True:  # K = floor(Q E / t) for E below t: P(K = k) proportional to e^{-t k / Q}, k < Q
-            k = _below(rng, q)
-            if _bern_exp(rng, tn * k, tq):
-                return k < p
+        return self.coin is not None and self.coin(rng)
 
 
 def _inv_one_plus(rng, num: int, den: int) -> bool:
@@ -250,7 +347,7 @@ def _geometric(rng, s: int, t: int) -> int:
         if _bern_exp(rng, u, t):
             break
     v = 0
-    while _bern_exp_small(rng, 1, 1):
+    while _E1(rng):
         v += 1
     return (u + t * v) // s
 
@@ -331,96 +428,76 @@ def _truncated_geometric(rng, dn: int, dd: int, d: int) -> int:
 
 
 class _Triple:
-    """The constants of three levels ``lo < mid < hi`` for the bridge."""
+    """The constants of three levels ``lo < mid < hi`` for the bridge (see :func:`_bridge1`).
 
-    __slots__ = ("upper", "lower", "lo", "mid", "both", "delta", "psi_ratio", "theta", "ratio2")
+    With ``l = e^{-lo}``, ``m = e^{-mid}``, ``h = e^{-hi}``, ``sigma = h/m``,
+    ``rho = m/l`` and ``tau = h/l``:
+
+    * ``holds``: ``Bernoulli(beta)``, ``beta = sigma (1-rho)(1-ml) /
+      (sigma (1-rho)(1-ml) + (1-sigma)(1-mh))``;
+    * ``moves``: ``Bernoulli(gamma)``, ``gamma = 2 ml (1-sigma)(1-mh)(1-rho) /
+      ((1-m^2) (tau (1-l^2) + (1-tau)(1-lh)))``.
+
+    Both are written with positive terms only (every ``1 - e^{-x}`` is its
+    own bracket), so they are bracketed to full relative precision however
+    close or small the levels are.
+    """
+
+    __slots__ = ("lower", "both", "holds", "moves")
 
     def __init__(self, lo: Fraction, mid: Fraction, hi: Fraction):
-        self.upper = _Gap(mid, hi)  # p1: W1 = V_mid - V_hi is 0
-        self.lower = _Gap(lo, mid)  # p2: W2 = V_lo - V_mid is 0
-        self.lo, self.mid = _pair_of(lo), _pair_of(mid)
+        self.lower = _Gap(lo, mid)  # V_mid given V_lo alone: the relaxation lo -> mid
         self.both = _pair_of(lo + mid)  # ml = e^{-(lo+mid)}
-        self.delta = _pair_of(mid - lo)  # rho = m / l = e^{-(mid-lo)}
-        self.psi_ratio = _Ratio(mid, lo + mid)  # (1 - m) / (1 - ml)
-        self.theta = _Ratio(lo + mid, 2 * mid)  # (1 - lm) / (1 - m^2)
-        self.ratio2 = _Ratio(2 * lo, 2 * mid)  # (1 - l^2) / (1 - m^2)
+        om, ex, mul, div, add = (exact_bounds.one_minus_exp_neg, exact_bounds.exp_neg, exact_bounds.mul,
+                                 exact_bounds.div, exact_bounds.add)
 
-    def c(self, rng, level) -> bool:
-        """``Bernoulli((1 - e^{-level}) / (1 + e^{-level}))``."""
-        return not _bern_exp(rng, *level) and _inv_one_plus(rng, *level)
+        def beta(bits):
+            held = mul(mul(ex(hi - mid, bits), om(mid - lo, bits), bits), om(lo + mid, bits), bits)
+            moved = mul(om(hi - mid, bits), om(mid + hi, bits), bits)
+            return div(held, add(held, moved, bits), bits)
 
-    def psi(self, rng) -> bool:
-        """``Bernoulli(c_m ml / (1 - ml))`` = ``[(1-m)/(1-ml)] [1/(1+m)] ml``."""
-        return self.psi_ratio(rng) and _inv_one_plus(rng, *self.mid) and _bern_exp(rng, *self.both)
+        def gamma(bits):
+            top = mul(mul(ex(lo + mid, bits), om(hi - mid, bits), bits), mul(om(mid + hi, bits), om(mid - lo, bits), bits), bits)
+            ends = add(mul(ex(hi - lo, bits), om(2 * lo, bits), bits), mul(om(hi - lo, bits), om(lo + hi, bits), bits), bits)
+            return div(mul(exact_bounds.exact(Fraction(2), bits), top, bits), mul(om(2 * mid, bits), ends, bits), bits)
+
+        self.holds = _Coin(beta)
+        self.moves = _Coin(gamma)
 
 
 def _bridge1(rng, x_lo: int, x_hi: int, k: _Triple) -> int:
     """``V_mid`` given ``V_lo = x_lo`` and ``V_hi = x_hi``.
 
-    With ``W1 = V_mid - x_hi`` (tightening ``hi -> mid``: 0 with probability
-    ``p1``, else ``DLap(m)``) and ``W2 = x_lo - V_mid`` (``mid -> lo``: 0 with
-    probability ``p2``, else ``DLap(l)``), ``m = e^{-mid}``, ``l = e^{-lo}``,
-    ``D = x_lo - x_hi``, ``d = |D|``, and ``v = sign(D) W1``, the law of ``v`` has
-    five components (``c_z = (1-z)/(1+z)``, ``rho = m/l``):
+    Write ``V_mid = x_hi + W1`` and ``V_lo = V_mid + W2`` with the tightening
+    increments ``W1`` (``hi -> mid``: 0 with probability ``p1``, else
+    ``DLap(m)``) and ``W2`` (``mid -> lo``: 0 with probability ``p2``, else
+    ``DLap(l)``); ``D = x_lo - x_hi``. Two facts make the bridge short:
 
-    * ``v = 0`` (``V_mid = x_hi``):     ``p1 (p2 [d=0] + (1-p2) c_l l^d)``
-    * ``v = d`` (``V_mid = x_lo``):     ``(1-p1) p2 c_m m^d``
-    * ``v = -j``, ``j >= 1``:           ``(1-p1)(1-p2) c_m c_l l^d (ml)^j``
-    * ``v = d + j``, ``j >= 1``:        ``(1-p1)(1-p2) c_m c_l m^d (ml)^j``
-    * ``v`` in ``[0, d]``:              ``(1-p1)(1-p2) c_m c_l l^d rho^v``
+    * ``DLap(m) + W2`` is ``DLap(l)`` (that is what tightening means), so
+      given that ``W1`` is not the point mass, ``W1`` given ``W1 + W2 = D``
+      is ``V_mid`` given ``V_lo = D`` on an ordinary path: the relaxation
+      from ``lo`` to ``mid`` started at ``D`` (:func:`_relax1`);
+    * ``p0(x, y) = sinh^2(x/2) / sinh^2(y/2)``, so the posterior chance
+      that ``W1`` is the point mass (``W1 = 0``, ``V_mid = x_hi``) is a
+      constant of the levels: for ``D != 0`` it is
+      ``p1 (1-p2) / (1 - p1 p2) = (cosh mid - cosh lo) / (cosh hi - cosh lo)``,
+      which is ``beta`` of :class:`_Triple`.
 
-    ``W1 = 0`` is drawn first (``p1``). A component is then picked (the first
-    alone when ``W1 = 0``, else one of the other four uniformly) and kept with
-    an exact coin equal to its total weight divided by ``4 N p(component
-    proposed)`` (``N = 1`` when ``d = 0``, else ``c_l l^d``); each such ratio
-    is at most 1 and is a product of the coins above (a weight's ``p1`` or
-    ``1 - p1`` is the first draw). On average over the path this takes a few
-    picks per coordinate, whatever the size of the levels.
+    When ``D = 0`` the law of ``v = V_mid - x_hi`` is ``v = 0`` but with
+    probability ``gamma`` (:class:`_Triple`), and then ``|v| - 1`` is
+    geometric with ratio ``ml`` and the sign is even. Either way a
+    coordinate costs one constant coin and at most one relaxation, whatever
+    the levels and the ends.
     """
-    sign = 1 if x_lo >= x_hi else -1
-    d = abs(x_lo - x_hi)
-    dn, dd = k.delta
-    upper, lower = k.upper, k.lower
-    while True:
-        if upper.stay(rng):  # W1 = 0: v = 0, weight p1 (...) / 4
-            if _below(rng, 4) != 0:
-                continue
-            if d == 0:  # p2 + (1-p2) c_l
-                ok = lower.stay(rng) or k.c(rng, k.lo)
-            else:  # 1 - p2
-                ok = not lower.stay(rng)
-            if ok:
-                v = 0
-                break
-            continue
-        pick = _below(rng, 4)
-        if d == 0:
-            if pick == 0:  # v = 0 through W2 = 0: p2 c_m
-                ok = lower.stay(rng) and k.c(rng, k.mid)
-            elif pick in (1, 2):  # a tail: (1-p2) c_l psi
-                ok = not lower.stay(rng) and k.c(rng, k.lo) and k.psi(rng)
-            else:  # the middle is v = 0 alone: (1-p2) c_m c_l
-                ok = not lower.stay(rng) and k.c(rng, k.mid) and k.c(rng, k.lo)
-        else:
-            if pick == 0:  # rho^{d+1} (1-l^2)/(1-m^2)
-                ok = _bern_exp(rng, dn * (d + 1), dd) and k.ratio2(rng)
-            elif pick == 1:  # (1-p2) psi
-                ok = not lower.stay(rng) and k.psi(rng)
-            elif pick == 2:  # (1-p2) psi rho^d
-                ok = not lower.stay(rng) and k.psi(rng) and _bern_exp(rng, dn * d, dd)
-            else:  # (1-lm)/(1-m^2) (1 - rho^{d+1})
-                ok = k.theta(rng) and not _bern_exp(rng, dn * (d + 1), dd)
-        if ok:
-            if pick == 0:
-                v = d
-            elif pick == 1:
-                v = -(1 + _geometric(rng, *k.both))
-            elif pick == 2:
-                v = d + 1 + _geometric(rng, *k.both)
-            else:
-                v = _truncated_geometric(rng, dn, dd, d)
-            break
-    return x_hi + sign * v
+    d = x_lo - x_hi
+    if d == 0:
+        if not k.moves(rng):
+            return x_hi
+        v = 1 + _geometric(rng, *k.both)
+        return x_hi - v if _bit(rng) else x_hi + v
+    if k.holds(rng):
+        return x_hi
+    return x_hi + _relax1(rng, d, k.lower)
 
 
 # --------------------------------------------------------------------------
@@ -431,6 +508,7 @@ def sample(level, size, rng) -> np.ndarray:
     """``size`` independent draws of ``DLap(e^{-level})`` (one level, or one per coordinate), as int64."""
     n = _size(size)
     levels = _levels(level, n, "level")
+    rng = _bit_source(rng)
     return _out([_dlap(rng, lam.numerator, lam.denominator) for lam in levels])
 
 
@@ -447,6 +525,7 @@ def relax(noise, level_from, level_to, rng) -> np.ndarray:
     if any(h <= l for l, h in zip(lo, hi)):
         raise ValueError("relax needs level_to > level_from for every coordinate")
     gaps: dict = {}
+    rng = _bit_source(rng)
     return _out([_relax1(rng, x, _cached(gaps, (l, h), lambda: _Gap(l, h))) for x, l, h in zip(values, lo, hi)])
 
 
@@ -456,6 +535,7 @@ def tighten(noise, level_from, level_to, rng) -> np.ndarray:
     if any(l >= h for l, h in zip(lo, hi)):
         raise ValueError("tighten needs level_to < level_from for every coordinate")
     gaps: dict = {}
+    rng = _bit_source(rng)
     return _out([_tighten1(rng, y, _cached(gaps, (l, h), lambda: _Gap(l, h))) for y, l, h in zip(values, lo, hi)])
 
 
@@ -472,6 +552,7 @@ def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray
     if any(not (a < c < b) for a, c, b in zip(lo, mid, hi)):
         raise ValueError("bridge needs level_lo < level_mid < level_hi for every coordinate")
     triples: dict = {}
+    rng = _bit_source(rng)
     return _out([
         _bridge1(rng, a, b, _cached(triples, (l, m, h), lambda: _Triple(l, m, h)))
         for a, b, l, m, h in zip(x_lo, x_hi, lo, mid, hi)
