@@ -58,6 +58,7 @@ import random
 import secrets
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
@@ -132,16 +133,14 @@ def _levels(value, size: int, name: str) -> list[Fraction]:
     items = list(np.asarray(value, dtype=object).reshape(-1)) if isinstance(value, np.ndarray) else list(value)
     if len(items) != size:
         raise ValueError(f"{name} has {len(items)} levels for {size} coordinates")
-    cache: dict = {}
+    by_id: dict = {}  # the items stay alive in ``items``, so their ids are theirs
+    by_value: dict = {}
     out = []
     for item in items:
-        key = (type(item), item) if not isinstance(item, float) else None
-        if key is not None and key in cache:
-            out.append(cache[key])
-            continue
-        level = as_level(item, name)
-        if key is not None:
-            cache[key] = level
+        level = by_id.get(id(item))
+        if level is None:
+            level = as_level(item, name)
+            level = by_id[id(item)] = by_value.setdefault(level, level)
         out.append(level)
     return out
 
@@ -286,29 +285,60 @@ class _Coin:
                 return False
 
 
-def _exp_neg(x: Fraction):
-    return lambda bits: exact_bounds.exp_neg(x, bits)
+def _units(rng) -> int:
+    """``V >= 0`` with ``P(V >= j) = e^{-j}``: the count of ``e^{-1}`` coins before the first failure.
+
+    One uniform ``U`` decides it: ``V`` is the number of ``j >= 1`` with
+    ``U < e^{-j}``, compared as in :class:`_Coin` against the brackets of
+    ``e^{-1}, e^{-2}, ...`` (64 more bits only when ``U`` falls inside one).
+    """
+    u, bits, j = rng.getrandbits(64), 64, 1
+    brackets = _unit_brackets()
+    while True:
+        lo, hi = brackets[j] if j < len(brackets) and bits == 64 else exact_bounds.exp_neg(Fraction(j), bits + 16).scaled(bits)
+        if u < lo:
+            j += 1
+        elif u >= hi:
+            return j - 1
+        else:  # inside the bracket of e^{-j}: 64 more bits of the same U
+            u = (u << 64) | rng.getrandbits(64)
+            bits += 64
 
 
-#: ``Bernoulli(e^{-1})``, the unit step of :func:`_bern_exp` and :func:`_geometric`.
-_E1 = _Coin(_exp_neg(Fraction(1)))
+@lru_cache(maxsize=None)
+def _unit_brackets() -> list[tuple[int, int]]:
+    """64-bit brackets of ``e^{-j}`` for ``j < 46`` (``e^{-45} < 2^-64``), as powers of ``e^{-1}``; index 0 unused."""
+    one = exact_bounds.exp_neg(Fraction(1), 96)
+    power, out = one, [(0, 0)]
+    for _ in range(45):
+        out.append(power.scaled(64))
+        power = exact_bounds.mul(power, one, 96)
+    return out
 
 
 def _bern_exp_small(rng, num: int, den: int) -> bool:
     """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den`` (CKS Algorithm 1, gamma <= 1)."""
+    if num == 0:
+        return True
+    getrandbits = rng.getrandbits
     k = 1
-    while _below(rng, den * k) < num:
+    while True:  # k-th coin Bernoulli(num / (den k)): a uniform below den k (inlined _below) under num
+        n = den * k
+        bits = (n - 1).bit_length()
+        r = getrandbits(bits)
+        while r >= n:
+            r = getrandbits(bits)
+        if r >= num:
+            return k % 2 == 1
         k += 1
-    return k % 2 == 1
 
 
 def _bern_exp(rng, num: int, den: int) -> bool:
     """``Bernoulli(e^{-num/den})`` for integers ``num >= 0``, ``den > 0`` (CKS Algorithm 1)."""
-    while num > den:  # one e^{-1} coin per whole unit; stop at the first failure
-        if not _E1(rng):
-            return False
-        num -= den
-    return _bern_exp_small(rng, num, den)
+    if num <= den:
+        return _bern_exp_small(rng, num, den)
+    whole = (num - 1) // den  # e^{-num/den} = e^{-whole} e^{-rest/den}, 0 < rest <= den
+    return _units(rng) >= whole and _bern_exp_small(rng, num - whole * den, den)
 
 
 class _Ratio:
@@ -344,12 +374,9 @@ def _geometric(rng, s: int, t: int) -> int:
     """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` (the first half of CKS Algorithm 2)."""
     while True:
         u = _below(rng, t)
-        if _bern_exp(rng, u, t):
+        if _bern_exp_small(rng, u, t):
             break
-    v = 0
-    while _E1(rng):
-        v += 1
-    return (u + t * v) // s
+    return (u + t * _units(rng)) // s
 
 
 def _dlap(rng, s: int, t: int) -> int:
@@ -384,11 +411,24 @@ class _Gap:
         return _bern_exp(rng, *self.gap) and self.ratio(rng) and self.ratio(rng)
 
 
-def _cached(cache: dict, key, make):
-    found = cache.get(key)
-    if found is None:
-        found = cache[key] = make()
-    return found
+def _per_coordinate(make, ordered, message: str, *levels: list[Fraction]) -> list:
+    """``make(*levels_i)`` for each coordinate ``i``, made (and checked by ``ordered``) once per
+    distinct tuple of levels.
+
+    :func:`_levels` returns one object per distinct level, so the objects'
+    ids identify the tuple without hashing fractions for every coordinate.
+    """
+    made: dict = {}
+    out = []
+    for row in zip(*levels):
+        key = tuple(map(id, row))
+        found = made.get(key)
+        if found is None:
+            if not ordered(*row):
+                raise ValueError(message)
+            found = made[key] = make(*row)
+        out.append(found)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -522,21 +562,17 @@ def _pair(noise, level_a, level_b, names) -> tuple[list[int], list[Fraction], li
 def relax(noise, level_from, level_to, rng) -> np.ndarray:
     """``V_to`` given ``V_from = noise``, for ``level_to > level_from`` (coordinate by coordinate)."""
     values, lo, hi = _pair(noise, level_from, level_to, ("level_from", "level_to"))
-    if any(h <= l for l, h in zip(lo, hi)):
-        raise ValueError("relax needs level_to > level_from for every coordinate")
-    gaps: dict = {}
+    gaps = _per_coordinate(_Gap, lambda l, h: l < h, "relax needs level_to > level_from for every coordinate", lo, hi)
     rng = _bit_source(rng)
-    return _out([_relax1(rng, x, _cached(gaps, (l, h), lambda: _Gap(l, h))) for x, l, h in zip(values, lo, hi)])
+    return _out([_relax1(rng, x, g) for x, g in zip(values, gaps)])
 
 
 def tighten(noise, level_from, level_to, rng) -> np.ndarray:
     """``V_to`` given ``V_from = noise``, for ``level_to < level_from``."""
     values, hi, lo = _pair(noise, level_from, level_to, ("level_from", "level_to"))
-    if any(l >= h for l, h in zip(lo, hi)):
-        raise ValueError("tighten needs level_to < level_from for every coordinate")
-    gaps: dict = {}
+    gaps = _per_coordinate(_Gap, lambda l, h: l < h, "tighten needs level_to < level_from for every coordinate", lo, hi)
     rng = _bit_source(rng)
-    return _out([_tighten1(rng, y, _cached(gaps, (l, h), lambda: _Gap(l, h))) for y, l, h in zip(values, lo, hi)])
+    return _out([_tighten1(rng, y, g) for y, g in zip(values, gaps)])
 
 
 def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray:
@@ -549,25 +585,27 @@ def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray
     lo = _levels(level_lo, n, "level_lo")
     mid = _levels(level_mid, n, "level_mid")
     hi = _levels(level_hi, n, "level_hi")
-    if any(not (a < c < b) for a, c, b in zip(lo, mid, hi)):
-        raise ValueError("bridge needs level_lo < level_mid < level_hi for every coordinate")
-    triples: dict = {}
+    triples = _per_coordinate(
+        _Triple, lambda l, m, h: l < m < h, "bridge needs level_lo < level_mid < level_hi for every coordinate",
+        lo, mid, hi,
+    )
     rng = _bit_source(rng)
-    return _out([
-        _bridge1(rng, a, b, _cached(triples, (l, m, h), lambda: _Triple(l, m, h)))
-        for a, b, l, m, h in zip(x_lo, x_hi, lo, mid, hi)
-    ])
+    return _out([_bridge1(rng, a, b, k) for a, b, k in zip(x_lo, x_hi, triples)])
 
 
 def levels_for(eps, weights) -> list[Fraction]:
     """Per-coordinate lattice levels ``eps / w_i`` for a listing level ``eps`` and integer
     weights ``w_i`` (each coordinate's share of the budget, in lattice units), exactly."""
     e = as_level(eps, "eps")
+    by_weight: dict = {}
     out = []
     for w in weights:
         if isinstance(w, bool) or not isinstance(w, Integral) or w < 1:
             raise ValueError(f"weights must be positive integers, got {w!r}")
-        out.append(e / int(w))
+        level = by_weight.get(int(w))
+        if level is None:
+            level = by_weight[int(w)] = e / int(w)
+        out.append(level)
     return out
 
 
