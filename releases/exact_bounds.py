@@ -1,5 +1,8 @@
 """Rigorous binary bounds on ``e^{-x}`` and ``1 - e^{-x}`` for rational ``x``, with integers only.
 
+A rational ``x`` is passed as two integers ``p, q`` (``x = p / q``, not
+necessarily reduced).
+
 The lattice path (:mod:`releases.lattice`) flips coins whose probability is a
 fixed number of the levels, such as ``e^{-(hi-lo)} ((1-e^{-lo})/(1-e^{-hi}))^2``.
 Such a number is never rounded to a float. It is bracketed: an
@@ -25,10 +28,9 @@ e^{-f}`` with ``n`` whole and ``f`` the fractional part.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["Interval", "mul", "div", "add", "exp_neg", "one_minus_exp_neg"]
+__all__ = ["Interval", "exact", "mul", "product", "div", "add", "exp_neg", "one_minus_exp_neg"]
 
 #: Extra bits carried by every operation beyond the precision asked for.
 GUARD = 8
@@ -60,9 +62,8 @@ class Interval:
         return f"Interval({self.lo}, {self.hi}, {self.e})"
 
 
-def exact(x: Fraction, bits: int) -> Interval:
-    """A bracket of the positive rational ``x``, ``bits + GUARD`` bits wide."""
-    p, q = x.numerator, x.denominator
+def exact(p: int, q: int, bits: int) -> Interval:
+    """A bracket of the positive rational ``p / q``, ``bits + GUARD`` bits wide."""
     s = bits + GUARD + q.bit_length() - p.bit_length() + 1
     if s >= 0:
         return Interval((p << s) // q, -(-(p << s) // q), -s)
@@ -71,6 +72,12 @@ def exact(x: Fraction, bits: int) -> Interval:
 
 def mul(a: Interval, b: Interval, bits: int) -> Interval:
     return Interval(a.lo * b.lo, a.hi * b.hi, a.e + b.e).trimmed(bits)
+
+
+def product(bits: int, first: Interval, *rest: Interval) -> Interval:
+    for x in rest:
+        first = mul(first, x, bits)
+    return first
 
 
 def div(a: Interval, b: Interval, bits: int) -> Interval:
@@ -118,11 +125,15 @@ def _alternating(p: int, q: int, j: int, bits: int) -> Interval:
     if p == 0:
         return Interval(1, 1, 0)
     target = bits + GUARD
-    k, num, den = 1, p, q * (1 + j)
-    while num << target > den:
+    # K: the first index whose term is below 2^-target, found from bit lengths:
+    # (p/q)^k j!/(k+j)! <= 2^(k (len p - len q + 1)) / 2^(sum_{i<=k} (len(i+j) - 1)).
+    step, k, log_term = p.bit_length() - q.bit_length() + 1, 0, 0
+    while log_term > -target or k == 0:
         k += 1
-        num *= p
-        den *= q * (k + j)
+        log_term += step - ((k + j).bit_length() - 1)
+    den = q**k
+    for i in range(1 + j, k + j + 1):
+        den *= i
     term = total = den
     for i in range(1, k + 1):
         term = term * -p // (q * (i + j))  # exact: (-p)^i q^{K-i} (K+j)!/(i+j)!
@@ -133,10 +144,10 @@ def _alternating(p: int, q: int, j: int, bits: int) -> Interval:
 
 
 @lru_cache(maxsize=4096)
-def exp_neg(x: Fraction, bits: int) -> Interval:
-    """A bracket of ``e^{-x}`` for rational ``x >= 0``, relative width about ``2^-bits``."""
-    n, r = divmod(x.numerator, x.denominator)
-    frac = _alternating(r, x.denominator, 0, bits)
+def exp_neg(p: int, q: int, bits: int) -> Interval:
+    """A bracket of ``e^{-p/q}`` for integers ``p >= 0``, ``q > 0``, relative width about ``2^-bits``."""
+    n, r = divmod(p, q)
+    frac = _alternating(r, q, 0, bits)
     if n == 0:
         return frac
     extra = bits + n.bit_length() + GUARD  # (1 + d)^n stays within 2^-bits of 1
@@ -145,11 +156,11 @@ def exp_neg(x: Fraction, bits: int) -> Interval:
 
 
 @lru_cache(maxsize=4096)
-def one_minus_exp_neg(x: Fraction, bits: int) -> Interval:
-    """A bracket of ``1 - e^{-x}`` for rational ``x > 0``, relative width about ``2^-bits``."""
-    if x <= 1:  # x (1 - x/2 + x^2/6 - ...): no cancellation however small x is
-        return mul(exact(x, bits), _alternating(x.numerator, x.denominator, 1, bits), bits)
-    e = exp_neg(x, bits + 2)  # at most e^{-1}, so 1 - e loses under 2 bits
+def one_minus_exp_neg(p: int, q: int, bits: int) -> Interval:
+    """A bracket of ``1 - e^{-p/q}`` for integers ``p, q > 0``, relative width about ``2^-bits``."""
+    if p <= q:  # x (1 - x/2 + x^2/6 - ...): no cancellation however small x = p/q is
+        return mul(exact(p, q, bits), _alternating(p, q, 1, bits), bits)
+    e = exp_neg(p, q, bits + 2)  # at most e^{-1}, so 1 - e loses under 2 bits
     if e.hi.bit_length() + e.e <= -(bits + GUARD):  # e^{-x} < 2^-(bits+GUARD)
         b = bits + GUARD
         return Interval((1 << b) - 1, 1 << b, -b)

@@ -295,7 +295,7 @@ def _units(rng) -> int:
     u, bits, j = rng.getrandbits(64), 64, 1
     brackets = _unit_brackets()
     while True:
-        lo, hi = brackets[j] if j < len(brackets) and bits == 64 else exact_bounds.exp_neg(Fraction(j), bits + 16).scaled(bits)
+        lo, hi = brackets[j] if j < len(brackets) and bits == 64 else exact_bounds.exp_neg(j, 1, bits + 16).scaled(bits)
         if u < lo:
             j += 1
         elif u >= hi:
@@ -308,7 +308,7 @@ def _units(rng) -> int:
 @lru_cache(maxsize=None)
 def _unit_brackets() -> list[tuple[int, int]]:
     """64-bit brackets of ``e^{-j}`` for ``j < 46`` (``e^{-45} < 2^-64``), as powers of ``e^{-1}``; index 0 unused."""
-    one = exact_bounds.exp_neg(Fraction(1), 96)
+    one = exact_bounds.exp_neg(1, 1, 96)
     power, out = one, [(0, 0)]
     for _ in range(45):
         out.append(power.scaled(64))
@@ -344,18 +344,20 @@ def _bern_exp(rng, num: int, den: int) -> bool:
 class _Ratio:
     """``Bernoulli((1 - e^{-s}) / (1 - e^{-t}))`` for rationals ``0 <= s < t``: ``P(E < s | E < t)``, ``E ~ Exp(1)``.
 
-    A constant of the two levels, flipped as a :class:`_Coin`.
+    A constant of the two levels, flipped as a :class:`_Coin`. ``s`` and ``t``
+    are ``Fraction`` or ``(numerator, denominator)`` pairs.
     """
 
     __slots__ = ("coin",)
 
-    def __init__(self, s: Fraction, t: Fraction):
-        def bounds(bits):
-            return exact_bounds.div(
-                exact_bounds.one_minus_exp_neg(s, bits), exact_bounds.one_minus_exp_neg(t, bits), bits
-            )
+    def __init__(self, s, t):
+        (sn, sd), (tn, td) = _as_pair(s), _as_pair(t)
 
-        self.coin = _Coin(bounds) if s > 0 else None
+        def bounds(bits):
+            om = exact_bounds.one_minus_exp_neg
+            return exact_bounds.div(om(sn, sd, bits), om(tn, td, bits), bits)
+
+        self.coin = _Coin(bounds) if sn > 0 else None
 
     def __call__(self, rng) -> bool:
         return self.coin is not None and self.coin(rng)
@@ -393,6 +395,20 @@ def _pair_of(x: Fraction) -> tuple[int, int]:
     return x.numerator, x.denominator
 
 
+def _as_pair(x) -> tuple[int, int]:
+    return _pair_of(x) if isinstance(x, Fraction) else x
+
+
+def _reduced(n: int, d: int) -> tuple[int, int]:
+    g = math.gcd(n, d)
+    return n // g, d // g
+
+
+def _plus(a: tuple[int, int], b: tuple[int, int], sign: int = 1) -> tuple[int, int]:
+    """``a + sign * b`` for rationals as ``(numerator, denominator)`` pairs (cheaper than ``Fraction``)."""
+    return _reduced(a[0] * b[1] + sign * b[0] * a[1], a[1] * b[1])
+
+
 class _Gap:
     """The constants of two levels ``lo < hi`` that the steps between them use."""
 
@@ -401,9 +417,9 @@ class _Gap:
     def __init__(self, lo: Fraction, hi: Fraction):
         self.lo = _pair_of(lo)
         self.hi = _pair_of(hi)
-        self.gap = _pair_of(hi - lo)
-        self.ratio = _Ratio(lo, hi)  # (1 - a) / (1 - b)
-        self.ratio2 = _Ratio(2 * lo, 2 * hi)  # (1 - a^2) / (1 - b^2)
+        self.gap = _plus(self.hi, self.lo, -1)
+        self.ratio = _Ratio(self.lo, self.hi)  # (1 - a) / (1 - b)
+        self.ratio2 = _Ratio(_reduced(2 * lo.numerator, lo.denominator), _reduced(2 * hi.numerator, hi.denominator))
 
     def stay(self, rng) -> bool:
         """``Bernoulli(p0)``: the tightening increment from hi to lo is 0,
@@ -487,19 +503,30 @@ class _Triple:
 
     def __init__(self, lo: Fraction, mid: Fraction, hi: Fraction):
         self.lower = _Gap(lo, mid)  # V_mid given V_lo alone: the relaxation lo -> mid
-        self.both = _pair_of(lo + mid)  # ml = e^{-(lo+mid)}
-        om, ex, mul, div, add = (exact_bounds.one_minus_exp_neg, exact_bounds.exp_neg, exact_bounds.mul,
-                                 exact_bounds.div, exact_bounds.add)
+        l, m, h = _pair_of(lo), _pair_of(mid), _pair_of(hi)
+        both = self.both = _plus(l, m)  # ml = e^{-(lo+mid)}
+        up, down, span = _plus(h, m, -1), _plus(m, l, -1), _plus(h, l, -1)
+        eb = exact_bounds
 
         def beta(bits):
-            held = mul(mul(ex(hi - mid, bits), om(mid - lo, bits), bits), om(lo + mid, bits), bits)
-            moved = mul(om(hi - mid, bits), om(mid + hi, bits), bits)
-            return div(held, add(held, moved, bits), bits)
+            def om(x):
+                return eb.one_minus_exp_neg(*x, bits)
+
+            held = eb.product(bits, eb.exp_neg(*up, bits), om(down), om(both))  # sigma (1-rho)(1-ml)
+            moved = eb.product(bits, om(up), om(_plus(m, h)))  # (1-sigma)(1-mh)
+            return eb.div(held, eb.add(held, moved, bits), bits)
 
         def gamma(bits):
-            top = mul(mul(ex(lo + mid, bits), om(hi - mid, bits), bits), mul(om(mid + hi, bits), om(mid - lo, bits), bits), bits)
-            ends = add(mul(ex(hi - lo, bits), om(2 * lo, bits), bits), mul(om(hi - lo, bits), om(lo + hi, bits), bits), bits)
-            return div(mul(exact_bounds.exact(Fraction(2), bits), top, bits), mul(om(2 * mid, bits), ends, bits), bits)
+            def om(x):
+                return eb.one_minus_exp_neg(*x, bits)
+
+            top = eb.product(bits, eb.exact(2, 1, bits), eb.exp_neg(*both, bits), om(up), om(_plus(m, h)), om(down))
+            ends = eb.add(  # tau (1-l^2) + (1-tau)(1-lh)
+                eb.product(bits, eb.exp_neg(*span, bits), om(_plus(l, l))),
+                eb.product(bits, om(span), om(_plus(l, h))),
+                bits,
+            )
+            return eb.div(top, eb.product(bits, om(_plus(m, m)), ends), bits)
 
         self.holds = _Coin(beta)
         self.moves = _Coin(gamma)
