@@ -412,7 +412,7 @@ def _plus(a: tuple[int, int], b: tuple[int, int], sign: int = 1) -> tuple[int, i
 class _Gap:
     """The constants of two levels ``lo < hi`` that the steps between them use."""
 
-    __slots__ = ("lo", "hi", "gap", "ratio", "ratio2")
+    __slots__ = ("lo", "hi", "gap", "ratio", "ratio2", "_moves")
 
     def __init__(self, lo: Fraction, hi: Fraction):
         self.lo = _pair_of(lo)
@@ -420,6 +420,13 @@ class _Gap:
         self.gap = _plus(self.hi, self.lo, -1)
         self.ratio = _Ratio(self.lo, self.hi)  # (1 - a) / (1 - b)
         self.ratio2 = _Ratio(_reduced(2 * lo.numerator, lo.denominator), _reduced(2 * hi.numerator, hi.denominator))
+        self._moves = None
+
+    def moves(self) -> _Moves:
+        """The constants of the relaxation's move (made at its first use)."""
+        if self._moves is None:
+            self._moves = _Moves(self)
+        return self._moves
 
     def stay(self, rng) -> bool:
         """``Bernoulli(p0)``: the tightening increment from hi to lo is 0,
@@ -457,17 +464,86 @@ def _tighten1(rng, y: int, g: _Gap) -> int:
     return y + _dlap(rng, *g.lo)
 
 
+#: The relaxation's near move proposes its three parts with integer weights in units of 2^-TAIL_BITS.
+_TAIL_BITS = 8
+
+
+class _Moves:
+    """The constants of the relaxation's move for two levels ``lo < hi`` (see :func:`_relax1`).
+
+    With ``r = e^{-(hi-lo)}`` and ``q = e^{-(lo+hi)}``: ``cap`` is an integer
+    at least ``1/(1-r)`` and ``tails`` one at least ``2^8 q/(1-q)``, both
+    read off exact brackets, and ``tail`` is ``Bernoulli(2^8 q/(1-q) / tails)``.
+    """
+
+    __slots__ = ("cap", "tails", "tail", "both")
+
+    def __init__(self, g: _Gap):
+        eb = exact_bounds
+        both = self.both = _plus(g.lo, g.hi)
+
+        def odds(bits):  # q / (1 - q)
+            return eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
+
+        self.cap = eb.div(eb.exact(1, 1, 80), eb.one_minus_exp_neg(*g.gap, 80), 80).scaled(0)[1]
+        self.tails = odds(80).scaled(_TAIL_BITS)[1]
+        self.tail = _Coin(lambda bits: eb.div(odds(bits), eb.exact(self.tails, 1 << _TAIL_BITS, bits), bits))
+
+
 def _relax1(rng, x: int, g: _Gap) -> int:
+    """``V_hi`` given ``V_lo = x``: stay with ``r^{|x|+1} (1-a^2)/(1-b^2)``, else move.
+
+    The move law, ``r^{|y|} a^{2 dist(y)}``, is symmetric under ``x -> -x``,
+    ``y -> -y``, so it is drawn for ``n = |x|`` and mirrored. Near 0
+    (``n < cap``, about ``1/(hi-lo)``) it is drawn part by part
+    (:func:`_move_near`); farther, ``DLap(r)`` proposals kept with
+    ``a^{2 dist(y)}`` keep at least ``(1 - e^{-1})/2`` of what they propose.
+    """
     gn, gd = g.gap
-    if _bern_exp(rng, gn * (abs(x) + 1), gd) and g.ratio2(rng):
+    n = abs(x)
+    if _bern_exp(rng, gn * (n + 1), gd) and g.ratio2(rng):
         return x
-    low, high = (0, x) if x >= 0 else (x, 0)
-    ln, ld = g.lo
+    k = g.moves()
+    if n < k.cap:
+        y = _move_near(rng, n, g, k)
+    else:
+        ln, ld = g.lo
+        while True:
+            y = _dlap(rng, gn, gd)
+            dist = -y if y < 0 else (y - n if y > n else 0)
+            if dist == 0 or _bern_exp(rng, 2 * ln * dist, ld):
+                break
+    return y if x >= 0 else -y
+
+
+def _move_near(rng, n: int, g: _Gap, k: _Moves) -> int:
+    """The move from ``V_lo = n``, ``0 <= n < cap``: ``y`` with weight ``r^y`` for ``0 <= y <= n``,
+    ``q^j`` at ``y = -j`` and ``r^n q^j`` at ``y = n + j`` (``j >= 1``).
+
+    These are the three parts of ``r^{|y|} a^{2 dist(y)}``, of total weights
+    ``I = sum_{y<=n} r^y``, ``B = q/(1-q)`` and ``r^n B``. A part is proposed
+    with the integer weights (in units of ``2^-8``) ``2^8 (n+1)``, ``tails``
+    and ``tails``, then kept with its true weight over the proposed one:
+    inside, ``y`` uniform on ``[0, n]`` kept with ``r^y``; below, kept with
+    ``tail``, then ``y = -1 - G`` for ``G`` geometric with ratio ``q``;
+    above, kept with ``tail`` and ``r^n``, then ``y = n + 1 + G``. With
+    ``n < cap``, ``r^n > e^{-1}`` roughly, so a round keeps at least about a
+    third of what it proposes, however close the levels are (where ``DLap(r)``
+    proposals would almost all be refused).
+    """
+    gn, gd = g.gap
+    inside = (n + 1) << _TAIL_BITS
     while True:
-        y = _dlap(rng, gn, gd)
-        dist = low - y if y < low else (y - high if y > high else 0)
-        if dist == 0 or _bern_exp(rng, 2 * ln * dist, ld):
-            return y
+        z = _below(rng, inside + 2 * k.tails)
+        if z < inside:
+            y = z >> _TAIL_BITS
+            if _bern_exp(rng, gn * y, gd):
+                return y
+        elif k.tail(rng):
+            if z < inside + k.tails:
+                return -1 - _geometric(rng, *k.both)
+            if _bern_exp(rng, gn * n, gd):
+                return n + 1 + _geometric(rng, *k.both)
 
 
 def _truncated_geometric(rng, dn: int, dd: int, d: int) -> int:
