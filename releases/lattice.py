@@ -382,13 +382,36 @@ def _geometric(rng, s: int, t: int) -> int:
 
 
 def _dlap(rng, s: int, t: int) -> int:
-    """``DLap(e^{-s/t})``: ``P(k)`` proportional to ``e^{-|k| s/t}`` (CKS Algorithm 2)."""
+    """``DLap(e^{-s/t})``: ``P(k)`` proportional to ``e^{-|k| s/t}``.
+
+    Below level 1/2, CKS Algorithm 2: a geometric and a sign, refused when
+    they make "-0" (with probability ``(1 - alpha)/2``). From level 1/2 up,
+    where 0 is frequent and so is that refusal, ``V = 0`` is decided first by
+    the constant coin ``P(V = 0) = (1 - alpha)/(1 + alpha)``, and otherwise
+    ``|V| - 1`` is geometric and the sign even.
+    """
+    if 2 * s >= t:
+        if _zero(s, t)(rng):
+            return 0
+        y = 1 + _geometric(rng, s, t)
+        return -y if _bit(rng) else y
     while True:
         y = _geometric(rng, s, t)
         negative = _bit(rng)
         if negative and y == 0:
             continue
         return -y if negative else y
+
+
+@lru_cache(maxsize=4096)
+def _zero(s: int, t: int) -> _Coin:
+    """``Bernoulli((1 - alpha)/(1 + alpha))``, ``alpha = e^{-s/t}``: ``P(V = 0)`` for ``V ~ DLap(alpha)``."""
+    eb = exact_bounds
+
+    def bounds(bits):
+        return eb.div(eb.one_minus_exp_neg(s, t, bits), eb.add(eb.exact(1, 1, bits), eb.exp_neg(s, t, bits), bits), bits)
+
+    return _Coin(bounds)
 
 
 def _pair_of(x: Fraction) -> tuple[int, int]:
