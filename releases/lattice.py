@@ -435,7 +435,7 @@ def _plus(a: tuple[int, int], b: tuple[int, int], sign: int = 1) -> tuple[int, i
 class _Gap:
     """The constants of two levels ``lo < hi`` that the steps between them use."""
 
-    __slots__ = ("lo", "hi", "gap", "ratio", "ratio2", "_moves")
+    __slots__ = ("lo", "hi", "gap", "ratio", "ratio2", "_moves", "_p0")
 
     def __init__(self, lo: Fraction, hi: Fraction):
         self.lo = _pair_of(lo)
@@ -444,6 +444,7 @@ class _Gap:
         self.ratio = _Ratio(self.lo, self.hi)  # (1 - a) / (1 - b)
         self.ratio2 = _Ratio(_reduced(2 * lo.numerator, lo.denominator), _reduced(2 * hi.numerator, hi.denominator))
         self._moves = None
+        self._p0 = None
 
     def moves(self) -> _Moves:
         """The constants of the relaxation's move (made at its first use)."""
@@ -453,8 +454,16 @@ class _Gap:
 
     def stay(self, rng) -> bool:
         """``Bernoulli(p0)``: the tightening increment from hi to lo is 0,
-        ``p0 = e^{-(hi-lo)} ((1 - e^{-lo}) / (1 - e^{-hi}))^2``."""
-        return _bern_exp(rng, *self.gap) and self.ratio(rng) and self.ratio(rng)
+        ``p0 = e^{-(hi-lo)} ((1 - e^{-lo}) / (1 - e^{-hi}))^2``, one constant coin."""
+        if self._p0 is None:
+            gap, ratio = self.gap, self.ratio.coin.bounds  # ratio: the bracket of (1 - a)/(1 - b)
+
+            def p0(bits):
+                r = ratio(bits)
+                return exact_bounds.product(bits, exact_bounds.exp_neg(*gap, bits), r, r)
+
+            self._p0 = _Coin(p0)
+        return self._p0(rng)
 
 
 def _per_coordinate(make, ordered, message: str, *levels: list[Fraction]) -> list:
