@@ -178,3 +178,46 @@ def test_coin_refines_inside_its_bracket():
     for second in (0, exact - 1, exact + 1, (1 << 64) - 1):
         assert coin(_Script([first, second])) is (second < exact)
     assert coin(_Script([first - 1])) is True and coin(_Script([first + 2])) is False
+
+
+def test_units_is_the_count_of_e_minus_one_coins():
+    """``P(V = j) = e^{-j} (1 - e^{-1})``; a first draw inside the bracket of ``e^{-1}`` is
+    decided by the next 64 bits of the same uniform."""
+    rng = random.Random(16)
+    draws = [lattice._units(rng) for _ in range(N)]
+    support = np.arange(0, 60)
+    assert g_test(draws, support, np.exp(-support.astype(float))) > ALARM
+
+    mpmath.mp.dps = 80
+    e1 = mpmath.exp(-1)
+    first = int(mpmath.floor(e1 * mpmath.mpf(2) ** 64))
+    nxt = int(mpmath.floor(e1 * mpmath.mpf(2) ** 128)) - (first << 64)
+    assert lattice._units(_Script([first, nxt - 1])) == 1  # U < e^{-1}, and far above e^{-2}
+    assert lattice._units(_Script([first, nxt + 1])) == 0
+
+
+class _OneBit:
+    """A source whose first block has the single bit ``i`` set, and all later bits 0."""
+
+    def __init__(self, i):
+        self.blocks = [1 << i]
+
+    def getrandbits(self, k):
+        return self.blocks.pop(0) if self.blocks else 0
+
+
+@pytest.mark.parametrize("i", [0, 1, 63, 64, 1000, lattice._Bits.BLOCK - 1])
+def test_bit_buffer_hands_out_every_bit_once(i):
+    """Requests of mixed sizes over one block deliver its set bit exactly once."""
+    bits, sizes, seen, served = lattice._Bits(_OneBit(i)), random.Random(i), 0, 0
+    while served < lattice._Bits.BLOCK:
+        k = min(sizes.randrange(0, 130), lattice._Bits.BLOCK - served)
+        seen += bin(bits.getrandbits(k)).count("1")
+        served += k
+    assert seen == 1
+
+
+def test_bit_source_buffers_only_slow_sources():
+    fast = random.Random(1)
+    assert lattice._bit_source(fast) is fast
+    assert isinstance(lattice._bit_source(lattice.new_rng()), lattice._Bits)
