@@ -18,7 +18,9 @@ The steps between levels are the lattice forms of the float path's:
   with probability ``r^{|x|+1} (1-a^2)/(1-b^2)`` (``r = b/a``); otherwise it
   moves to ``y`` with probability proportional to ``r^{|y|} a^{2 dist(y)}``,
   ``dist(y)`` the distance from ``y`` to the integers between 0 and ``x``
-  (proposed from ``DLap(r)``, accepted with probability ``a^{2 dist(y)}``).
+  (near 0, drawn part by part: uniform between 0 and ``x`` kept with
+  ``r^{|y|}``, or a geometric tail; farther out, proposed from ``DLap(r)``
+  and accepted with probability ``a^{2 dist(y)}``; see :func:`_relax1`).
 * :func:`bridge` (``lo < mid < hi``, both ends known): ``V_mid`` given both,
   proportional to ``P(W1 = v - x_hi) P(W2 = x_lo - v)`` for the tightening
   increments ``W1`` (``hi -> mid``) and ``W2`` (``mid -> lo``). It is
@@ -646,23 +648,32 @@ def _bridge1(rng, x_lo: int, x_hi: int, k: _Triple) -> int:
     Write ``V_mid = x_hi + W1`` and ``V_lo = V_mid + W2`` with the tightening
     increments ``W1`` (``hi -> mid``: 0 with probability ``p1``, else
     ``DLap(m)``) and ``W2`` (``mid -> lo``: 0 with probability ``p2``, else
-    ``DLap(l)``); ``D = x_lo - x_hi``. Two facts make the bridge short:
+    ``DLap(l)``), independent; ``D = x_lo - x_hi`` and ``P_z(k) = c_z z^|k|``
+    with ``c_z = (1-z)/(1+z)`` the law of ``DLap(z)``. Two facts of the path:
 
-    * ``DLap(m) + W2`` is ``DLap(l)`` (that is what tightening means), so
-      given that ``W1`` is not the point mass, ``W1`` given ``W1 + W2 = D``
-      is ``V_mid`` given ``V_lo = D`` on an ordinary path: the relaxation
-      from ``lo`` to ``mid`` started at ``D`` (:func:`_relax1`);
-    * ``p0(x, y) = sinh^2(x/2) / sinh^2(y/2)``, so the posterior chance
-      that ``W1`` is the point mass (``W1 = 0``, ``V_mid = x_hi``) is a
-      constant of the levels: for ``D != 0`` it is
-      ``p1 (1-p2) / (1 - p1 p2) = (cosh mid - cosh lo) / (cosh hi - cosh lo)``,
-      which is ``beta`` of :class:`_Triple`.
+    * ``W1 + W2`` is the tightening increment from ``hi`` to ``lo``: 0 with
+      probability ``p1 p2``, else ``DLap(l)``; and ``DLap(m) + W2`` is
+      ``DLap(l)`` (tightening from ``mid`` to ``lo``);
+    * ``p0(x, y) = sinh^2(x/2) / sinh^2(y/2)`` for the stay probability of
+      the tightening from ``y`` to ``x``, so ``p1 = p0(mid, hi)``,
+      ``p2 = p0(lo, mid)`` and ``p1 p2 = p0(lo, hi)``.
 
-    When ``D = 0`` the law of ``v = V_mid - x_hi`` is ``v = 0`` but with
-    probability ``gamma`` (:class:`_Triple`), and then ``|v| - 1`` is
-    geometric with ratio ``ml`` and the sign is even. Either way a
-    coordinate costs one constant coin and at most one relaxation, whatever
-    the levels and the ends.
+    For ``D != 0``: ``P(W1 = 0 | W1 + W2 = D) = p1 (1-p2) P_l(D) / ((1 - p1
+    p2) P_l(D)) = (cosh mid - cosh lo) / (cosh hi - cosh lo)``, a constant
+    of the levels (``beta`` of :class:`_Triple`, written there with positive
+    terms only); then ``V_mid = x_hi``. Otherwise ``W1 ~ DLap(m)`` and ``W1``
+    given ``W1 + W2 = D`` is ``V_mid`` given ``V_lo = D`` on an ordinary
+    path: the relaxation from ``lo`` to ``mid`` started at ``D``
+    (:func:`_relax1`).
+
+    For ``D = 0``: ``v = V_mid - x_hi`` is not 0 only when both increments
+    are ``DLap``, with ``P(v) = (1-p1)(1-p2) P_m(v) P_l(v) / (p1 p2 + (1 -
+    p1 p2) c_l)``, proportional to ``(ml)^|v|``: so ``v != 0`` with the
+    constant probability ``gamma`` (:class:`_Triple`), and then ``|v| - 1``
+    is geometric with ratio ``ml`` and the sign is even.
+
+    Either way a coordinate costs one constant coin and at most one
+    relaxation, whatever the levels and the ends.
     """
     d = x_lo - x_hi
     if d == 0:
