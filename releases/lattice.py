@@ -375,7 +375,19 @@ def _inv_one_plus(rng, num: int, den: int) -> bool:
 
 
 def _geometric(rng, s: int, t: int) -> int:
-    """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` (the first half of CKS Algorithm 2)."""
+    """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}``.
+
+    From ratio ``s/t = 1/2`` up (``t > 1``), ``G`` is counted directly: the
+    number of ``Bernoulli(e^{-s/t})`` successes before the first failure (at
+    most 2.6 coins on average, about one where ``s/t`` is large). Otherwise
+    the first half of CKS Algorithm 2, whose cost does not grow as ``s/t``
+    shrinks (and is one draw for a whole ``s/t``: ``t = 1``).
+    """
+    if 2 * s >= t > 1:
+        g = 0
+        while _bern_exp(rng, s, t):
+            g += 1
+        return g
     while True:
         u = _below(rng, t)
         if _bern_exp_small(rng, u, t):
@@ -498,56 +510,83 @@ def _tighten1(rng, y: int, g: _Gap) -> int:
     return y + _dlap(rng, *g.lo)
 
 
-#: The relaxation's near move proposes its three parts with integer weights in units of 2^-TAIL_BITS.
-_TAIL_BITS = 8
+#: The relaxation's move proposes its parts with integer weights in units of 2^-UNIT_BITS.
+_UNIT_BITS = 8
 
 
 class _Moves:
     """The constants of the relaxation's move for two levels ``lo < hi`` (see :func:`_relax1`).
 
-    With ``r = e^{-(hi-lo)}`` and ``q = e^{-(lo+hi)}``: ``cap`` is an integer
-    at least ``1/(1-r)`` and ``tails`` one at least ``2^8 q/(1-q)``, both
-    read off exact brackets, and ``tail`` is ``Bernoulli(2^8 q/(1-q) / tails)``.
+    With ``r = e^{-(hi-lo)}`` and ``q = e^{-(lo+hi)}``, read off exact
+    brackets: ``span`` and ``tails``, the integers just above ``2^8/(1-r)``
+    and ``2^8 q/(1-q)``; ``cap = ceil(span / 2^8)``, at least ``1/(1-r)``;
+    the coins ``wide``, ``Bernoulli(2^8 / ((1-r) span))``, and ``tail``,
+    ``Bernoulli(2^8 q/(1-q) / tails)``; ``both``, the level ``lo + hi``.
     """
 
-    __slots__ = ("cap", "tails", "tail", "both")
+    __slots__ = ("span", "cap", "tails", "wide", "tail", "both")
 
     def __init__(self, g: _Gap):
-        eb = exact_bounds
+        eb, gap, unit = exact_bounds, g.gap, 1 << _UNIT_BITS
         both = self.both = _plus(g.lo, g.hi)
+
+        def inverse(bits):  # 1 / (1 - r)
+            return eb.div(eb.exact(1, 1, bits), eb.one_minus_exp_neg(*gap, bits), bits)
 
         def odds(bits):  # q / (1 - q)
             return eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
 
-        self.cap = eb.div(eb.exact(1, 1, 80), eb.one_minus_exp_neg(*g.gap, 80), 80).scaled(0)[1]
-        self.tails = odds(80).scaled(_TAIL_BITS)[1]
-        self.tail = _Coin(lambda bits: eb.div(odds(bits), eb.exact(self.tails, 1 << _TAIL_BITS, bits), bits))
+        self.span = inverse(80).scaled(_UNIT_BITS)[1]
+        self.cap = -(-self.span >> _UNIT_BITS)
+        self.tails = odds(80).scaled(_UNIT_BITS)[1]
+        self.wide = _Coin(lambda bits: eb.div(inverse(bits), eb.exact(self.span, unit, bits), bits))
+        self.tail = _Coin(lambda bits: eb.div(odds(bits), eb.exact(self.tails, unit, bits), bits))
 
 
 def _relax1(rng, x: int, g: _Gap) -> int:
     """``V_hi`` given ``V_lo = x``: stay with ``r^{|x|+1} (1-a^2)/(1-b^2)``, else move.
 
     The move law, ``r^{|y|} a^{2 dist(y)}``, is symmetric under ``x -> -x``,
-    ``y -> -y``, so it is drawn for ``n = |x|`` and mirrored. Near 0
-    (``n < cap``, about ``1/(hi-lo)``) it is drawn part by part
-    (:func:`_move_near`); farther, ``DLap(r)`` proposals kept with
-    ``a^{2 dist(y)}`` keep at least ``(1 - e^{-1})/2`` of what they propose.
+    ``y -> -y``, so it is drawn for ``n = |x|`` and mirrored: ``y`` has
+    weight ``r^y`` for ``0 <= y <= n``, ``q^j`` at ``y = -j`` and ``r^n q^j``
+    at ``y = n + j`` (``j >= 1``, ``q = ab = r a^2``). Its three parts weigh
+    ``I = sum_{y<=n} r^y``, ``B = q/(1-q)`` and ``r^n B``. Each round
+    proposes a part with integer weights (units of ``2^-8``, constants of
+    :class:`_Moves`) and keeps it with its true weight over the proposed one
+    (:func:`_move_near` for ``n < cap``, :func:`_move_far` beyond), so that a
+    round keeps at least about a third of what it proposes, whatever the
+    levels and ``x``.
     """
     gn, gd = g.gap
     n = abs(x)
     if _bern_exp(rng, gn * (n + 1), gd) and g.ratio2(rng):
         return x
     k = g.moves()
-    if n < k.cap:
-        y = _move_near(rng, n, g, k)
-    else:
-        ln, ld = g.lo
-        while True:
-            y = _dlap(rng, gn, gd)
-            dist = -y if y < 0 else (y - n if y > n else 0)
-            if dist == 0 or _bern_exp(rng, 2 * ln * dist, ld):
-                break
+    y = _move_near(rng, n, g, k) if n < k.cap else _move_far(rng, n, g, k)
     return y if x >= 0 else -y
+
+
+def _move_far(rng, n: int, g: _Gap, k: _Moves) -> int:
+    """The move from ``V_lo = n >= cap``: ``[0, n]`` and above together, below apart.
+
+    ``0 <= y`` is proposed with weight ``span`` (about ``2^8 / (1-r)``) and
+    kept with ``wide``; ``y`` is then geometric with ratio ``r``, kept if
+    ``y <= n`` and with ``a^{2(y-n)}`` above (so ``r^n q^{y-n}``). Below has
+    weight ``tails``, kept with ``tail``, and ``y = -1 - G`` with ``G``
+    geometric of ratio ``q``. As ``n >= 1/(1-r)``, ``I >= (1 - e^{-1})/(1-r)``:
+    at least 0.6 of the proposals are kept.
+    """
+    gn, gd = g.gap
+    ln, ld = g.lo
+    while True:
+        z = _below(rng, k.span + k.tails)
+        if z < k.span:
+            if k.wide(rng):
+                y = _geometric(rng, gn, gd)
+                if y <= n or _bern_exp(rng, 2 * ln * (y - n), ld):
+                    return y
+        elif k.tail(rng):
+            return -1 - _geometric(rng, *k.both)
 
 
 def _move_near(rng, n: int, g: _Gap, k: _Moves) -> int:
@@ -566,11 +605,11 @@ def _move_near(rng, n: int, g: _Gap, k: _Moves) -> int:
     proposals would almost all be refused).
     """
     gn, gd = g.gap
-    inside = (n + 1) << _TAIL_BITS
+    inside = (n + 1) << _UNIT_BITS
     while True:
         z = _below(rng, inside + 2 * k.tails)
         if z < inside:
-            y = z >> _TAIL_BITS
+            y = z >> _UNIT_BITS
             if _bern_exp(rng, gn * y, gd):
                 return y
         elif k.tail(rng):

@@ -76,7 +76,7 @@ def around(center, level):
 # the steps
 
 
-@pytest.mark.parametrize("level", [F(1), F(1, 10), F(1, 1000), F(7)])
+@pytest.mark.parametrize("level", [F(1), F(1, 10), F(1, 1000), F(7), F(5, 2), F(99, 10), F(7, 10)])
 def test_sample_is_discrete_laplace(level):
     draws = lattice.sample(level, N, random.Random(11))
     support = around(0, level)
