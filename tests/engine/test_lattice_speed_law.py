@@ -221,3 +221,40 @@ def test_bit_source_buffers_only_slow_sources():
     fast = random.Random(1)
     assert lattice._bit_source(fast) is fast
     assert isinstance(lattice._bit_source(lattice.new_rng()), lattice._Bits)
+
+
+def _contains(interval, value) -> bool:
+    two = mpmath.mpf(2) ** interval.e
+    return interval.lo * two <= value <= interval.hi * two and (interval.hi - interval.lo) * two <= value * 2**-70
+
+
+LEVEL_TRIPLES = [
+    (F(1), F(3, 2), F(2)),
+    (F(1, 10), F(505, 100), F(10)),
+    (F(1, 10**5), F(10001, 10**9), F(10002, 10**9)),
+    (F(1, 10**12), F(3, 10**12), F(10**5)),
+    (F(999, 1000), F(1), F(10**6)),
+]
+
+
+@pytest.mark.parametrize("lo,mid,hi", LEVEL_TRIPLES)
+def test_constants_match_their_closed_forms(lo, mid, hi):
+    """The coins' brackets against other closed forms at 60 digits:
+    ``p0 = sinh^2(lo/2) / sinh^2(hi/2)``, ``beta = (cosh mid - cosh lo) / (cosh hi - cosh lo)``,
+    ``gamma = 2 (cosh hi - cosh mid)(cosh mid - cosh lo) ml / ((1 - ml) sinh(mid) (cosh hi - e^{-lo}))``."""
+    mpmath.mp.dps = 60
+    lam, mu, eta = (mpmath.mpf(x.numerator) / x.denominator for x in (lo, mid, hi))
+    ml = mpmath.exp(-(lam + mu))
+    c = mpmath.cosh
+    p0 = mpmath.sinh(lam / 2) ** 2 / mpmath.sinh(eta / 2) ** 2
+    beta = (c(mu) - c(lam)) / (c(eta) - c(lam))
+    gamma = 2 * (c(eta) - c(mu)) * (c(mu) - c(lam)) * ml / ((1 - ml) * mpmath.sinh(mu) * (c(eta) - mpmath.exp(-lam)))
+    gap, triple = lattice._Gap(lo, hi), lattice._Triple(lo, mid, hi)
+    gap.stay(random.Random(1))  # makes the coin
+    assert _contains(gap._p0.bounds(80), p0)
+    assert _contains(triple.holds.bounds(80), beta)
+    assert _contains(triple.moves.bounds(80), gamma)
+    moves = gap.moves()
+    r, q = mpmath.exp(-(eta - lam)), mpmath.exp(-(eta + lam))
+    assert 256 / (1 - r) <= moves.span <= 256 / (1 - r) + 1 and moves.cap >= 1 / (1 - r)
+    assert 256 * q / (1 - q) <= moves.tails <= 256 * q / (1 - q) + 1
