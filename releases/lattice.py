@@ -40,10 +40,10 @@ refused), and every random choice is one of:
   (their Algorithm 2);
 * ``Bernoulli(p)`` for a constant ``p`` of the levels, such as ``e^{-1}``,
   ``(1-e^{-s})/(1-e^{-t})`` or the bridge's two constants: a uniform number
-  drawn 64 bits at a time is compared with integer brackets of ``p``
-  computed exactly (:class:`_Coin`, :mod:`releases.exact_bounds`); 64 bits
-  decide but with probability about ``2^-63``, and then 64 more are drawn
-  and the bracket is tightened;
+  drawn 24 bits, then 64 at a time, is compared with integer brackets of
+  ``p`` computed exactly (:class:`_Coin`, :mod:`releases.exact_bounds`); the
+  first 24 bits decide but with probability about ``2^-23``, and then 64
+  more are drawn and the bracket is tightened;
 * products, complements and the two-coin construction ``p/(p+q)`` of these.
 
 ``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
@@ -121,9 +121,10 @@ def as_level(value, name: str = "level") -> Fraction:
         raise ValueError(
             f"{name} must be a Fraction, Decimal, int or decimal string (never a float), got {value!r}"
         )
-    if out <= 0:
+    n, d = out.numerator, out.denominator  # integer comparisons: Fraction's own are slow
+    if n <= 0:
         raise ValueError(f"{name} must be positive, got {value}")
-    if out < MIN_LEVEL or out > MAX_LEVEL:
+    if n * MIN_LEVEL.denominator < d * MIN_LEVEL.numerator or n * MAX_LEVEL.denominator > d * MAX_LEVEL.numerator:
         raise ValueError(f"{name} must lie between 1e-12 and 1e6, got {value}")
     return out
 
@@ -248,18 +249,23 @@ def _bit(rng) -> bool:
     return bool(rng.getrandbits(1))
 
 
+#: Bits of a constant coin's first look at its uniform: the first bracket is cheap to compute
+#: (a short series), and 64 more bits are needed only with probability about 2^-23.
+_FIRST_BITS = 24
+
+
 class _Coin:
     """``Bernoulli(p)`` for a constant ``p`` given by integer brackets (:mod:`releases.exact_bounds`).
 
-    The coin draws a uniform number ``U`` in ``[0, 1)`` 64 bits at a time
-    and answers ``U < p``. After ``k`` bits ``U`` is known to lie in
-    ``[u, u + 1) / 2^k``; with ``lo <= p 2^k <= hi`` the answer is yes if
-    ``u < lo`` and no if ``u >= hi``, and only for the one or two values of
-    ``u`` in between are 64 more bits drawn and ``p`` bracketed 64 bits
-    tighter (probability about ``2^-63``). ``P(U < p) = p`` exactly: no
-    rounding enters, only comparisons of integers. ``bounds(bits)`` returns
-    an :class:`~releases.exact_bounds.Interval` of relative width about
-    ``2^-bits``; the 64-bit bracket is computed at the first flip.
+    The coin draws a uniform number ``U`` in ``[0, 1)``, first 24 bits then
+    64 at a time, and answers ``U < p``. After ``k`` bits ``U`` is known to
+    lie in ``[u, u + 1) / 2^k``; with ``lo <= p 2^k <= hi`` the answer is yes
+    if ``u < lo`` and no if ``u >= hi``, and only for the one or two values
+    of ``u`` in between are 64 more bits drawn and ``p`` bracketed 64 bits
+    tighter. ``P(U < p) = p`` exactly: no rounding enters, only comparisons
+    of integers. ``bounds(bits)`` returns an
+    :class:`~releases.exact_bounds.Interval` of relative width about
+    ``2^-bits``; the first bracket is computed at the first flip.
     """
 
     __slots__ = ("bounds", "lo", "hi")
@@ -270,13 +276,13 @@ class _Coin:
 
     def __call__(self, rng) -> bool:
         if self.lo is None:
-            self.lo, self.hi = self.bounds(64 + 16).scaled(64)
-        u = rng.getrandbits(64)
+            self.lo, self.hi = self.bounds(_FIRST_BITS + 8).scaled(_FIRST_BITS)
+        u = rng.getrandbits(_FIRST_BITS)
         if u < self.lo:
             return True
         if u >= self.hi:
             return False
-        bits = 64
+        bits = _FIRST_BITS
         while True:  # U lies inside the bracket: look at 64 more of its bits
             u = (u << 64) | rng.getrandbits(64)
             bits += 64
@@ -536,9 +542,9 @@ class _Moves:
         def odds(bits):  # q / (1 - q)
             return eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
 
-        self.span = inverse(80).scaled(_UNIT_BITS)[1]
+        self.span = inverse(32).scaled(_UNIT_BITS)[1]
         self.cap = -(-self.span >> _UNIT_BITS)
-        self.tails = odds(80).scaled(_UNIT_BITS)[1]
+        self.tails = odds(32).scaled(_UNIT_BITS)[1]
         self.wide = _Coin(lambda bits: eb.div(inverse(bits), eb.exact(self.span, unit, bits), bits))
         self.tail = _Coin(lambda bits: eb.div(odds(bits), eb.exact(self.tails, unit, bits), bits))
 

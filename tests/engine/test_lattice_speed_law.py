@@ -168,13 +168,13 @@ class _Script:
 
 
 def test_coin_refines_inside_its_bracket():
-    """A first draw inside the 64-bit bracket is decided by the next 64 bits, as the true value says."""
+    """A first draw inside the coin's first bracket is decided by the next 64 bits, as the true value says."""
     mpmath.mp.dps = 80
-    lo, hi = F(1, 3), F(1, 2)
+    lo, hi, k = F(1, 3), F(1, 2), lattice._FIRST_BITS
     coin = lattice._Ratio(lo, hi)  # (1 - e^{-1/3}) / (1 - e^{-1/2})
     p = mpmath.expm1(-mpmath.mpf(1) / 3) / mpmath.expm1(-mpmath.mpf(1) / 2)
-    first = int(mpmath.floor(p * mpmath.mpf(2) ** 64))
-    exact = int(mpmath.floor(p * mpmath.mpf(2) ** 128)) - (first << 64)  # next 64 bits of p
+    first = int(mpmath.floor(p * mpmath.mpf(2) ** k))
+    exact = int(mpmath.floor(p * mpmath.mpf(2) ** (k + 64))) - (first << 64)  # the next 64 bits of p
     for second in (0, exact - 1, exact + 1, (1 << 64) - 1):
         assert coin(_Script([first, second])) is (second < exact)
     assert coin(_Script([first - 1])) is True and coin(_Script([first + 2])) is False
