@@ -18,9 +18,10 @@ The steps between levels are the lattice forms of the float path's:
   with probability ``r^{|x|+1} (1-a^2)/(1-b^2)`` (``r = b/a``); otherwise it
   moves to ``y`` with probability proportional to ``r^{|y|} a^{2 dist(y)}``,
   ``dist(y)`` the distance from ``y`` to the integers between 0 and ``x``
-  (near 0, drawn part by part: uniform between 0 and ``x`` kept with
-  ``r^{|y|}``, or a geometric tail; farther out, proposed from ``DLap(r)``
-  and accepted with probability ``a^{2 dist(y)}``; see :func:`_relax1`).
+  (drawn part by part: between 0 and ``x``, beyond ``x``, beyond 0, each
+  proposed with an integer weight read off exact brackets and kept with an
+  exact coin, so that a move takes about one round whatever the levels and
+  ``x``; see :func:`_relax1`).
 * :func:`bridge` (``lo < mid < hi``, both ends known): ``V_mid`` given both,
   proportional to ``P(W1 = v - x_hi) P(W2 = x_lo - v)`` for the tightening
   increments ``W1`` (``hi -> mid``) and ``W2`` (``mid -> lo``). It is
@@ -303,7 +304,10 @@ def _units(rng) -> int:
     u, bits, j = rng.getrandbits(64), 64, 1
     brackets = _unit_brackets()
     while True:
-        lo, hi = brackets[j] if j < len(brackets) and bits == 64 else exact_bounds.exp_neg(j, 1, bits + 16).scaled(bits)
+        if j < len(brackets) and bits == 64:
+            lo, hi = brackets[j]
+        else:
+            lo, hi = exact_bounds.exp_neg(j, 1, bits + 16).scaled(bits)
         if u < lo:
             j += 1
         elif u >= hi:
@@ -429,7 +433,8 @@ def _zero(s: int, t: int) -> _Coin:
     eb = exact_bounds
 
     def bounds(bits):
-        return eb.div(eb.one_minus_exp_neg(s, t, bits), eb.add(eb.exact(1, 1, bits), eb.exp_neg(s, t, bits), bits), bits)
+        one_plus = eb.add(eb.exact(1, 1, bits), eb.exp_neg(s, t, bits), bits)
+        return eb.div(eb.one_minus_exp_neg(s, t, bits), one_plus, bits)
 
     return _Coin(bounds)
 
@@ -462,7 +467,9 @@ class _Gap:
         self.hi = _pair_of(hi)
         self.gap = _plus(self.hi, self.lo, -1)
         self.ratio = _Ratio(self.lo, self.hi)  # (1 - a) / (1 - b)
-        self.ratio2 = _Ratio(_reduced(2 * lo.numerator, lo.denominator), _reduced(2 * hi.numerator, hi.denominator))
+        self.ratio2 = _Ratio(  # (1 - a^2) / (1 - b^2)
+            _reduced(2 * lo.numerator, lo.denominator), _reduced(2 * hi.numerator, hi.denominator)
+        )
         self._moves = None
         self._p0 = None
 
@@ -675,7 +682,9 @@ class _Triple:
             def om(x):
                 return eb.one_minus_exp_neg(*x, bits)
 
-            top = eb.product(bits, eb.exact(2, 1, bits), eb.exp_neg(*both, bits), om(up), om(_plus(m, h)), om(down))
+            top = eb.product(  # 2 ml (1-sigma)(1-mh)(1-rho)
+                bits, eb.exact(2, 1, bits), eb.exp_neg(*both, bits), om(up), om(_plus(m, h)), om(down)
+            )
             ends = eb.add(  # tau (1-l^2) + (1-tau)(1-lh)
                 eb.product(bits, eb.exp_neg(*span, bits), om(_plus(l, l))),
                 eb.product(bits, om(span), om(_plus(l, h))),
@@ -753,7 +762,9 @@ def _pair(noise, level_a, level_b, names) -> tuple[list[int], list[Fraction], li
 def relax(noise, level_from, level_to, rng) -> np.ndarray:
     """``V_to`` given ``V_from = noise``, for ``level_to > level_from`` (coordinate by coordinate)."""
     values, lo, hi = _pair(noise, level_from, level_to, ("level_from", "level_to"))
-    gaps = _per_coordinate(_Gap, lambda l, h: l < h, "relax needs level_to > level_from for every coordinate", lo, hi)
+    gaps = _per_coordinate(
+        _Gap, lambda l, h: l < h, "relax needs level_to > level_from for every coordinate", lo, hi
+    )
     rng = _bit_source(rng)
     return _out([_relax1(rng, x, g) for x, g in zip(values, gaps)])
 
@@ -761,7 +772,9 @@ def relax(noise, level_from, level_to, rng) -> np.ndarray:
 def tighten(noise, level_from, level_to, rng) -> np.ndarray:
     """``V_to`` given ``V_from = noise``, for ``level_to < level_from``."""
     values, hi, lo = _pair(noise, level_from, level_to, ("level_from", "level_to"))
-    gaps = _per_coordinate(_Gap, lambda l, h: l < h, "tighten needs level_to < level_from for every coordinate", lo, hi)
+    gaps = _per_coordinate(
+        _Gap, lambda l, h: l < h, "tighten needs level_to < level_from for every coordinate", lo, hi
+    )
     rng = _bit_source(rng)
     return _out([_tighten1(rng, y, g) for y, g in zip(values, gaps)])
 
