@@ -527,14 +527,23 @@ def _tighten1(rng, y: int, g: _Gap) -> int:
 _UNIT_BITS = 8
 
 
+def _above_odds(x: tuple[int, int]) -> int:
+    """An integer at least ``2^8 / (e^x - 1)`` for rational ``x > 0``, close for small ``x``:
+    ``e^x - 1 >= x + x^2/2 + x^3/6 + x^4/24`` (the terms left out are positive)."""
+    n, d = x
+    series = 24 * n * d**3 + 12 * n**2 * d**2 + 4 * n**3 * d + n**4  # (that sum) * 24 d^4
+    return -((-(24 * d**4) << _UNIT_BITS) // series)  # the ceiling
+
+
 class _Moves:
     """The constants of the relaxation's move for two levels ``lo < hi`` (see :func:`_relax1`).
 
-    With ``r = e^{-(hi-lo)}`` and ``q = e^{-(lo+hi)}``, read off exact
-    brackets: ``span`` and ``tails``, the integers just above ``2^8/(1-r)``
-    and ``2^8 q/(1-q)``; ``cap = ceil(span / 2^8)``, at least ``1/(1-r)``;
-    the coins ``wide``, ``Bernoulli(2^8 / ((1-r) span))``, and ``tail``,
-    ``Bernoulli(2^8 q/(1-q) / tails)``; ``both``, the level ``lo + hi``.
+    With ``r = e^{-(hi-lo)}`` and ``q = e^{-(lo+hi)}``: ``span`` and
+    ``tails``, integers at least ``2^8/(1-r) = 2^8 (1 + 1/(e^{hi-lo} - 1))``
+    and ``2^8 q/(1-q) = 2^8/(e^{lo+hi} - 1)`` (:func:`_above_odds`);
+    ``cap = ceil(span / 2^8)``, at least ``1/(1-r)``; the coins ``wide``,
+    ``Bernoulli(2^8 / ((1-r) span))``, and ``tail``, ``Bernoulli(2^8 q/(1-q) /
+    tails)``, on exact brackets; ``both``, the level ``lo + hi``.
     """
 
     __slots__ = ("span", "cap", "tails", "wide", "tail", "both")
@@ -542,18 +551,19 @@ class _Moves:
     def __init__(self, g: _Gap):
         eb, gap, unit = exact_bounds, g.gap, 1 << _UNIT_BITS
         both = self.both = _plus(g.lo, g.hi)
-
-        def inverse(bits):  # 1 / (1 - r)
-            return eb.div(eb.exact(1, 1, bits), eb.one_minus_exp_neg(*gap, bits), bits)
-
-        def odds(bits):  # q / (1 - q)
-            return eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
-
-        self.span = inverse(32).scaled(_UNIT_BITS)[1]
+        self.span = unit + _above_odds(gap)
         self.cap = -(-self.span >> _UNIT_BITS)
-        self.tails = odds(32).scaled(_UNIT_BITS)[1]
-        self.wide = _Coin(lambda bits: eb.div(inverse(bits), eb.exact(self.span, unit, bits), bits))
-        self.tail = _Coin(lambda bits: eb.div(odds(bits), eb.exact(self.tails, unit, bits), bits))
+        self.tails = _above_odds(both)
+
+        def wide(bits):  # 1 / ((1 - r) span / 2^8)
+            return eb.div(eb.exact(unit, self.span, bits), eb.one_minus_exp_neg(*gap, bits), bits)
+
+        def tail(bits):  # q / ((1 - q) tails / 2^8)
+            odds = eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
+            return eb.div(odds, eb.exact(self.tails, unit, bits), bits)
+
+        self.wide = _Coin(wide)
+        self.tail = _Coin(tail)
 
 
 def _relax1(rng, x: int, g: _Gap) -> int:
