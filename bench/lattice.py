@@ -1,6 +1,6 @@
 """Speed of the exact lattice path (``releases.lattice``), step by step and regime by regime.
 
-    python -m bench.lattice                 # 10,000 coordinates per case, best of 3
+    python -m bench.lattice                 # 20,000 coordinates per case, best of 3
     python -m bench.lattice --n 20000 --json out.json
 
 For each regime of levels it times, in coordinates per second of CPU time
@@ -135,7 +135,7 @@ def print_table(title: str, rows, source: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=10_000, help="coordinates per timed call")
+    parser.add_argument("--n", type=int, default=20_000, help="coordinates per timed call")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
