@@ -276,10 +276,12 @@ class _Coin:
         self.lo = None
 
     def __call__(self, rng) -> bool:
-        if self.lo is None:
-            self.lo, self.hi = self.bounds(_FIRST_BITS + 8).scaled(_FIRST_BITS)
+        lo = self.lo
+        if lo is None:  # ``hi`` is stored before ``lo``: a coin shared between threads never sees half
+            lo, self.hi = self.bounds(_FIRST_BITS + 8).scaled(_FIRST_BITS)
+            self.lo = lo
         u = rng.getrandbits(_FIRST_BITS)
-        if u < self.lo:
+        if u < lo:
             return True
         if u >= self.hi:
             return False
