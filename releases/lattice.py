@@ -359,7 +359,7 @@ class _Ratio:
     """``Bernoulli((1 - e^{-s}) / (1 - e^{-t}))`` for rationals ``0 <= s < t``: ``P(E < s | E < t)``, ``E ~ Exp(1)``.
 
     A constant of the two levels, flipped as a :class:`_Coin`. ``s`` and ``t``
-    are ``Fraction`` or ``(numerator, denominator)`` pairs.
+    are rationals (``Fraction``, ``int``) or ``(numerator, denominator)`` pairs.
     """
 
     __slots__ = ("coin",)
@@ -446,7 +446,8 @@ def _pair_of(x: Fraction) -> tuple[int, int]:
 
 
 def _as_pair(x) -> tuple[int, int]:
-    return _pair_of(x) if isinstance(x, Fraction) else x
+    """A rational (``Fraction``, ``int``) or a ``(numerator, denominator)`` pair, as a pair."""
+    return x if isinstance(x, tuple) else (x.numerator, x.denominator)
 
 
 def _reduced(n: int, d: int) -> tuple[int, int]:
