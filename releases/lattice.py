@@ -45,7 +45,7 @@ refused), and every random choice is one of:
   ``p`` computed exactly (:class:`_Coin`, :mod:`releases.exact_bounds`); the
   first 24 bits decide but with probability about ``2^-23``, and then 64
   more are drawn and the bracket is tightened;
-* products, complements and the two-coin construction ``p/(p+q)`` of these.
+* products and complements of these.
 
 ``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
 system's generator, ``secrets.SystemRandom``) in the product,
@@ -408,15 +408,6 @@ class _Ratio:
         return self.coin is not None and self.coin(rng)
 
 
-def _inv_one_plus(rng, num: int, den: int) -> bool:
-    """``Bernoulli(1 / (1 + e^{-num/den}))`` by the two-coin construction."""
-    while True:
-        if _bit(rng):
-            return True
-        if _bern_exp(rng, num, den):
-            return False
-
-
 def _geometric(rng, s: int, t: int) -> int:
     """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}``.
 
@@ -674,19 +665,6 @@ def _move_near(rng, n: int, g: _Gap, k: _Moves) -> int:
                 return -1 - _geometric(rng, *k.both)
             if _bern_exp(rng, gn * n, gd):
                 return n + 1 + _geometric(rng, *k.both)
-
-
-def _truncated_geometric(rng, dn: int, dd: int, d: int) -> int:
-    """``v`` in ``[0, d]`` with ``P(v)`` proportional to ``e^{-v dn/dd}``."""
-    if dn * d <= dd:
-        while True:  # uniform proposal; acceptance at least e^{-1}
-            v = _below(rng, d + 1)
-            if _bern_exp(rng, dn * v, dd):
-                return v
-    while True:  # geometric proposal; kept with probability 1 - e^{-delta (d+1)} > 1 - e^{-1}
-        v = _geometric(rng, dn, dd)
-        if v <= d:
-            return v
 
 
 class _Triple:
