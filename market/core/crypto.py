@@ -320,38 +320,39 @@ def keyring() -> Keyring:
     return ring
 
 
-def seal_floats(values, *, context: bytes) -> bytes:
-    """A float64 vector (little-endian), sealed: how true answers and noise are stored."""
+def _seal_vector(values, dtype: str, *, context: bytes) -> bytes:
     import numpy as np
 
-    return seal(np.ascontiguousarray(values, dtype="<f8").tobytes(), context=context)
+    return seal(np.ascontiguousarray(values, dtype=dtype).tobytes(), context=context)
+
+
+def _unseal_vector(blob: bytes, dtype: str, what: str, *, context: bytes):
+    import numpy as np
+
+    raw = unseal(bytes(blob), context=context)
+    if len(raw) % 8:
+        raise CryptoError(f"encrypted value is not {what}")
+    return np.frombuffer(raw, dtype=dtype).copy()
+
+
+def seal_floats(values, *, context: bytes) -> bytes:
+    """A float64 vector (little-endian), sealed: how the float path's true answers and noise are stored."""
+    return _seal_vector(values, "<f8", context=context)
 
 
 def unseal_floats(blob: bytes, *, context: bytes):
     """The float64 vector of :func:`seal_floats` (a fresh, writable array)."""
-    import numpy as np
-
-    raw = unseal(bytes(blob), context=context)
-    if len(raw) % 8:
-        raise CryptoError("encrypted value is not a float64 vector")
-    return np.frombuffer(raw, dtype="<f8").copy()
+    return _unseal_vector(blob, "<f8", "a float64 vector", context=context)
 
 
 def seal_ints(values, *, context: bytes) -> bytes:
     """An int64 vector (little-endian), sealed: how the lattice path's answers (in grid steps) and noise are stored."""
-    import numpy as np
-
-    return seal(np.ascontiguousarray(values, dtype="<i8").tobytes(), context=context)
+    return _seal_vector(values, "<i8", context=context)
 
 
 def unseal_ints(blob: bytes, *, context: bytes):
     """The int64 vector of :func:`seal_ints` (a fresh, writable array)."""
-    import numpy as np
-
-    raw = unseal(bytes(blob), context=context)
-    if len(raw) % 8:
-        raise CryptoError("encrypted value is not an int64 vector")
-    return np.frombuffer(raw, dtype="<i8").copy()
+    return _unseal_vector(blob, "<i8", "an int64 vector", context=context)
 
 
 def current_key_id() -> str:

@@ -294,6 +294,19 @@ def _record(rng):
             YS[rng.integers(len(YS))], DAYS[rng.integers(len(DAYS))])
 
 
+def _neighbours(rng, relation: str, n: int, times: int):
+    """``times`` random pairs (records, neighbour): one record added (private size) or replaced (public)."""
+    for _ in range(times):
+        records = [_record(rng) for _ in range(n)]
+        other = _record(rng)
+        if relation == "private_size":
+            yield records, records + [other]
+        else:
+            neighbour = list(records)
+            neighbour[rng.integers(n)] = other
+            yield records, neighbour
+
+
 def _table(records):
     names = [c.name for c in NB_COLUMNS]
     types = [pa.string(), pa.string(), pa.int64(), pa.float64(), pa.date32()]
@@ -336,14 +349,7 @@ def test_each_sensitivity_holds_and_is_reached_between_random_neighbours(item, r
     nb = Neighbours(relation, size=n if relation == "public_size" else None, max_rows=50)
     plan = build_plan([item], NB_COLUMNS, neighbours=nb)
     worst = 0.0
-    for _ in range(500):
-        records = [_record(rng) for _ in range(n)]
-        other = _record(rng)
-        if relation == "private_size":
-            neighbour = records + [other]
-        else:
-            neighbour = list(records)
-            neighbour[rng.integers(n)] = other
+    for records, neighbour in _neighbours(rng, relation, n, 500):
         move = np.abs(compute(plan, _table(records)) - compute(plan, _table(neighbour)))
         worst = max(worst, float(move.sum()))
         # a coordinate's share of eps: its move over its weight (the weights carry the split over groups)
