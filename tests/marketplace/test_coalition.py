@@ -58,17 +58,26 @@ def test_the_best_pooled_estimate_is_the_closest_buyers_answer(owner, users, fun
     average = np.mean(e.mean(axis=0) ** 2)
     independent_weights = eps**2 / np.sum(eps**2)  # inverse-variance, as if independent
     as_if_independent = np.mean((independent_weights @ e) ** 2)
-    # the empirical best linear combination (weights summing to 1, least squares)
+    # the empirical best linear combination (weights summing to 1, least squares), with the
+    # ordinary least-squares standard errors of its weights
     a = (e[:-1] - e[-1]).T
     coef, *_ = np.linalg.lstsq(a, -e[-1], rcond=None)
     empirical = np.append(coef, 1 - coef.sum())
+    residual = -e[-1] - a @ coef
+    cov = np.mean(residual**2) * np.linalg.inv(a.T @ a)
+    se = np.append(np.sqrt(np.diag(cov)), np.sqrt(cov.sum()))
     report(
         f"coalition of {len(LEVELS)} buyers at eps {LEVELS[0]}..{LEVELS[-1]}: MSE of the top answer {top:.3f},",
         f"of the average {average:.3f}, of inverse-variance pooling {as_if_independent:.3f};",
-        f"empirical best weights {np.round(empirical, 3).tolist()}",
+        f"empirical best weights {np.round(empirical, 3).tolist()} (standard errors {np.round(se, 3).tolist()})",
     )
     assert average > 1.5 * top and as_if_independent > 1.05 * top
-    assert abs(empirical[-1] - 1) < 0.1 and np.all(np.abs(empirical[:-1]) < 0.1)
+    # every lower answer's weight is 0 and the top one's 1, within 4.5 standard errors (about 0.04
+    # to 0.2 here; 8 weights, so a false alarm below 1e-4); pooling independent releases would put
+    # about 0.23 on the answer at 1.75 alone (eps^2 / sum eps^2), many standard errors away
+    assert abs(empirical[-1] - 1) < 4.5 * se[-1], (empirical, se)
+    assert np.all(np.abs(empirical[:-1]) < 4.5 * se[:-1]), (empirical, se)
+    assert np.all(se < 0.25)  # precise enough to tell the two apart
 
     # the contrast that shows the test can fail: independent releases at the same
     # levels, pooled by inverse variance, are more accurate than the top one alone
