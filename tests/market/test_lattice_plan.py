@@ -123,7 +123,7 @@ def test_the_lattice_release_is_exactly_eps_dp_between_random_neighbours(item, r
     plan = build_plan([spec], NB_COLUMNS, neighbours=nb, engine=LATTICE)
     weights = plan.lattice.unit_weights
     worst = 0
-    for records, neighbour in _neighbours(rng, relation, n, 400):
+    for records, neighbour in _neighbours(rng, relation, n, 200):
         a, b = compute(plan, _table(records)), compute(plan, _table(neighbour))
         assert a.dtype == np.int64 and b.dtype == np.int64
         move = [abs(int(x) - int(y)) for x, y in zip(a, b)]
