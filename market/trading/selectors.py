@@ -5,7 +5,9 @@ from market.core.errors import NotFound
 
 
 def purchase_list(*, user) -> QuerySet:
-    return visibility.purchases(user).order_by("-created_at")
+    """The user's purchases, newest first, each with its release and the release's listing and dataset
+    (what the release's readings are laid out from) in the same query."""
+    return visibility.purchases(user).select_related("release__listing__dataset").order_by("-created_at")
 
 
 def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
