@@ -78,7 +78,6 @@ __all__ = [
     "tail_probability",
     "new_rng",
     "as_level",
-    "bit_source",
     "GeneratorBits",
 ]
 
@@ -110,18 +109,6 @@ class GeneratorBits:
             return 0
         raw = int.from_bytes(self.generator.bytes((k + 7) // 8), "little")
         return raw >> (8 * ((k + 7) // 8) - k)
-
-
-def bit_source(rng):
-    """``rng`` if it has ``getrandbits``, a numpy generator wrapped in :class:`GeneratorBits`,
-    or the operating system's generator when ``rng`` is None."""
-    if rng is None:
-        return new_rng()
-    if hasattr(rng, "getrandbits"):
-        return rng
-    if hasattr(rng, "bytes"):
-        return GeneratorBits(rng)
-    raise ValueError(f"rng must have getrandbits(k), got {type(rng).__name__}")
 
 
 # --------------------------------------------------------------------------
@@ -253,10 +240,13 @@ class _Bits:
 
 def _bit_source(rng):
     """A :class:`_Bits` buffer over the operating system's generator (``secrets.SystemRandom``,
-    whose every call reads the kernel); any other source as it is (a test's ``random.Random``,
-    whose ``getrandbits`` is already cheap, or a buffer already)."""
+    whose every call reads the kernel); a numpy generator (a test's, handed to the product's
+    release code) through :class:`GeneratorBits`; any other source with ``getrandbits`` as it is
+    (a test's ``random.Random``, whose calls are already cheap, or a buffer already)."""
     if isinstance(rng, secrets.SystemRandom):
         return _Bits(rng)
+    if not hasattr(rng, "getrandbits") and hasattr(rng, "bytes"):
+        return GeneratorBits(rng)
     return rng
 
 

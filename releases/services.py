@@ -151,7 +151,7 @@ def _lattice_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, l
     weights = [int(w) for w in listing.weights]
     if answer.shape != (path.dim,) or len(weights) != path.dim or len(listing.grids or ()) != path.dim:
         raise ReleaseImpossible("the listing's stored answer is damaged")
-    point = _lattice_point_at(path, level, weights, lattice.bit_source(rng if rng is not None else new_bit_source()))
+    point = _lattice_point_at(path, level, weights, rng if rng is not None else new_bit_source())
     _checkpoint("after_noise")
     noise = _opened(point.integers, "the stored noise")
     values = []
