@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from releases.mechanism import bridge, new_rng, relax, tighten
+from releases.engine.mechanism import bridge, new_rng, relax, tighten
 
 TARGET_RELAX = 3.0
 

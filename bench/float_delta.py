@@ -43,7 +43,7 @@ import sys
 import mpmath
 import numpy as np
 
-from releases.postprocess import grid_step
+from releases.engine.postprocess import grid_step
 
 LEVELS = (0.1, 1.0, 5.0)
 ANSWERS = (0.0, 1.0, 1000.0, 1_000_000.0)

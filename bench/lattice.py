@@ -1,4 +1,4 @@
-"""Speed of the exact lattice path (``releases.lattice``), step by step and regime by regime.
+"""Speed of the exact lattice path (``releases.engine.lattice``), step by step and regime by regime.
 
     python -m bench.lattice                 # 20,000 coordinates per case, best of 3
     python -m bench.lattice --n 20000 --json out.json
@@ -17,7 +17,7 @@ other work on a shared machine does not count), ``sample``, ``relax``,
   million units apart.
 
 Beside them, in the same run and on the same number of coordinates, the
-float path's baseline: numpy's Laplace sampler and ``releases.mechanism.relax``.
+float path's baseline: numpy's Laplace sampler and ``releases.engine.mechanism.relax``.
 Last, a listing of 1,000 values (weights 3 for counts, 3 * 10^4 for sums in
 grid units) released through ``lattice.step``: the first level, then a relax,
 a tighten and a bridge, each timed in CPU time and in wall-clock time.
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.engine import machine
-from releases import lattice, mechanism
+from releases.engine import lattice, mechanism
 
 TARGET_RATE = 20_000
 TARGET_LISTING_MS = 100.0

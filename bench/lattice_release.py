@@ -8,11 +8,11 @@ One dataset (3,000 records, two categorical columns and an amount), one spec of
 0.01 (per-coordinate levels down to about eps / (2 * 10^8)). For each engine,
 ``--repeat`` listings are each bought at eps 1 (the first point of the path),
 2 (relax), 0.5 (tighten), 1.5 (bridge) and 1 again (read back), and every
-release is timed through the product's own ``release_compute`` (lock the path,
+release is timed through the product's own ``purchase_release`` (lock the path,
 read its neighbours, sample, store the point, the release and the path's
 maximum in one transaction). The float path's listing is the baseline, made as
 listing creation made every listing before the lattice (same plan, float
-weights, ``releases.path`` steps). The target: a lattice release of 1,000
+weights, ``releases.engine.path`` steps). The target: a lattice release of 1,000
 values in under 100 ms.
 
 Runs on a throw-away test database of the configured DATABASE_URL (SQLite in
@@ -116,9 +116,9 @@ def run(repeat: int) -> dict:
             for step, level in STEPS:
                 buyer = User.objects.create_user(f"bench-{engine}-{r}-{step}", password=None, is_buyer=True)
                 ManualFunding().fund(user=buyer, amount=Decimal(PRICE) * Decimal(CEILING))
-                purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=level)
+                purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=level)
                 start = time.perf_counter()
-                release = release_services.release_compute(purchase_id=purchase.pk)
+                release = release_services.purchase_release(purchase_id=purchase.pk)
                 times[engine].setdefault(step, []).append((time.perf_counter() - start) * 1e3)
                 assert release is not None and len(release.values) == listing.dim
                 if engine == "lattice":  # counts are integers

@@ -13,13 +13,13 @@ the product's own code:
 * :func:`market.catalog.statistics.build_plan` and ``compute`` lay out the
   spec for the relation and give the true answer vector ``u`` and the noise
   weights;
-* the noise at each level comes from :class:`releases.path.NoisePath`, asked
+* the noise at each level comes from :class:`releases.engine.path.NoisePath`, asked
   exactly as ``releases.services._point_at`` asks it: a level already released
   is reused, otherwise a path is rebuilt from the nearest released levels
   below and above and drawn at the new level (initial, relax, tighten or
   bridge);
 * the released value is ``snap(u + weights * V_eps, weights / eps, lower,
-  upper)`` (``releases.postprocess.snap``: rounding to the grid and clamping),
+  upper)`` (``releases.engine.postprocess.snap``: rounding to the grid and clamping),
   as ``releases.services._release_make`` computes it.
 
 Many listings are simulated at once: the l1 path treats every coordinate on
@@ -82,8 +82,8 @@ from market.catalog.statistics import (
     build_plan,
     compute,
 )
-from releases.path import NoisePath
-from releases.postprocess import snap
+from releases.engine.path import NoisePath
+from releases.engine.postprocess import snap
 
 
 def compute_on(plan, names, values):

@@ -7,7 +7,7 @@ For one l1 listing (a count and a 10-bin histogram: 11 values) and one l2
 listing (the centroid of 2-d points, on a dataset whose size is public), N buyers each buy one random level in
 (0, ceiling] (four decimal places, so thousands of distinct levels). Every
 purchase goes through the purchase service; its release is timed on its own
-(``releases.services.release_compute``: lock the path, read the neighbouring
+(``releases.services.purchase_release``: lock the path, read the neighbouring
 levels or the jump list, sample, store). Reports the stored size of each path
 (its noise points, and for l2 its jump list) and the time per release, early
 and late, to show that neither grows with the number of buyers: storage grows
@@ -86,9 +86,9 @@ def run(buyers: int) -> dict:
         levels = rng.integers(1, int(float(CEILING) * 10_000) + 1, buyers) / 10_000
         times = []
         for person, level in zip(people, levels):
-            purchase, _ = purchase_create(buyer=person, listing_id=listing.pk, epsilon=f"{level:.4f}")
+            purchase, *_ = purchase_create(buyer=person, listing_id=listing.pk, epsilon=f"{level:.4f}")
             start = time.perf_counter()
-            release_services.release_compute(purchase_id=purchase.pk)
+            release_services.purchase_release(purchase_id=purchase.pk)
             times.append(time.perf_counter() - start)
         path = NoisePath.objects.get(listing=listing)
         points = NoisePoint.objects.filter(path=path)

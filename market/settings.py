@@ -150,7 +150,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 #: a release still pending after this many seconds is queued again by the sweeper
 RELEASE_SWEEP_AFTER = int(os.environ.get("RELEASE_SWEEP_AFTER", "120"))
 CELERY_BEAT_SCHEDULE = {
-    "sweep-pending-releases": {"task": "releases.sweep_pending", "schedule": 60.0},
+    "sweep-pending-releases": {"task": "trading.sweep_pending", "schedule": 60.0},
 }
 
 # --- cache (throttling): Redis when available so all processes share it

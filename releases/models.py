@@ -15,7 +15,7 @@ from django.db.models import Q
 from market.core import crypto, ids
 from market.core.fields import LevelField
 
-from .path import l2_from_bytes, l2_to_bytes
+from .engine.path import l2_from_bytes, l2_to_bytes
 
 
 class NoisePath(models.Model):
@@ -24,12 +24,12 @@ class NoisePath(models.Model):
     norm = models.CharField(max_length=2, default="l1", help_text="l1: a Laplace path per value; l2: one vector path")
     engine = models.CharField(
         max_length=10, default="lattice",
-        help_text="lattice: the exact integer path (releases.lattice); laplace: the float path (releases.path, "
+        help_text="lattice: the exact integer path (releases.engine.lattice); laplace: the float path (releases.engine.path, "
         "and every l2 path). Fixed when the path is made",
     )
     jumps = models.BinaryField(
         null=True, blank=True,
-        help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes), encrypted "
+        help_text="l2 only: the path's jump list from the ceiling down (releases.engine.path.l2_to_bytes), encrypted "
         "for this row; read and written only through jump_list() and set_jump_list()",
     )
     released_max = LevelField(default=0, help_text="the largest level released: the privacy spent")

@@ -1,38 +1,35 @@
-"""Computing releases: the marketplace's calls into the engine.
+"""Noise points and releases on a path the caller has locked: the marketplace's calls into the engine.
 
-A release is made in one transaction that holds the listing's path row lock:
-read the neighbouring released levels, take the one exact step to the bought
-level (or reuse it), store the new point, the release, the path's released
-maximum and the buyer's released level, and mark the purchase released. A
-level is sampled at most once (the lock, and a unique constraint per path and
-level); a task run twice finds the purchase released and does nothing.
+This half of ``releases`` knows nothing of purchases, holdings or money: it is
+handed a listing's noise path, already locked (``releases.locks.path_lock``),
+and the levels to release, and it reads the neighbouring released levels, takes
+one exact step per new level (or reuses a stored one), stores the new points and
+the releases, and raises the path's released maximum. The caller
+(``market.trading.services.purchase_release``) owns the transaction, the
+purchases and their status: the point, the release and the buyer's released
+level are committed together. A level is sampled at most once (the lock, and a
+unique constraint per path and level).
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from dataclasses import dataclass
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 
 from market.core import crypto
 from market.core.crypto import CryptoError, UnknownKeyError
 from market.core.migration_helpers import append_only_lifted
 from market.core.locks import retrying
-from market.trading.locks import holding_lock, purchase_lock
-from market.trading.models import Purchase
-from market.trading.services import purchase_fail
 
-from . import lattice
-from .locks import path_lock, path_lock_by_id
-from .mechanism import l2_at, l2_extend, l2_path, new_rng
+from .engine import lattice
+from .locks import path_lock_by_id
+from .engine.mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import NoisePath, NoisePoint, Release
-from .path import NoisePath as EnginePath
-from .postprocess import snap
+from .engine.path import NoisePath as EnginePath
+from .engine.postprocess import snap
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +39,7 @@ new_bit_source = lattice.new_rng
 
 
 class ReleaseImpossible(Exception):
-    """A release that can never be made for this purchase: it is refunded."""
+    """A release that can never be made (damaged stored data): the caller refunds its purchase."""
 
 
 def _checkpoint(name: str) -> None:
@@ -122,7 +119,7 @@ def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
 
 def _lattice_point_at(path: NoisePath, level, weights, rng) -> NoisePoint:
     """The lattice path's point at ``level`` (integer noise): the stored one, or one new exact
-    step from its nearest released neighbours (``releases.lattice.step``), coordinate ``i`` at
+    step from its nearest released neighbours (``releases.engine.lattice.step``), coordinate ``i`` at
     ``level / weights[i]``. ``rng``: anything with ``getrandbits`` (the operating system's
     generator in the product)."""
     found = NoisePoint.objects.filter(path=path, level=level).first()
@@ -162,61 +159,9 @@ def _lattice_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, l
     return point, values, [float(b) for b in listing.noise_scales(level)]
 
 
-def release_compute(*, purchase_id, rng: np.random.Generator | None = None) -> Release | None:
-    """Make the release of one purchase (idempotent). Returns it, or None if it failed."""
-    purchase = Purchase.objects.filter(pk=purchase_id).only("pk", "buyer_id", "listing_id", "status").first()
-    if purchase is None or not purchase.in_flight:
-        return Release.objects.filter(purchase_id=purchase_id).first()
-    Purchase.objects.filter(pk=purchase_id, status__in=Purchase.IN_FLIGHT).update(
-        status=Purchase.Status.COMPUTING, attempts=F("attempts") + 1, updated_at=timezone.now()
-    )
-    try:
-        return retrying(
-            lambda: _release_make(purchase_id=purchase_id, buyer_id=purchase.buyer_id, listing_id=purchase.listing_id, rng=rng),
-            what="release",
-        )
-    except ReleaseImpossible as exc:
-        purchase_fail(purchase_id=purchase_id, reason=f"{exc}; the price was refunded")
-        return None
-
-
-def _release_make(*, purchase_id, buyer_id, listing_id, rng: np.random.Generator | None) -> Release | None:
-    """One attempt at :func:`release_compute`'s transaction, its locks in the product's order."""
-    with transaction.atomic():
-        path = path_lock(listing_id=listing_id)
-        holding = holding_lock(buyer_id=buyer_id, listing_id=listing_id)
-        purchase = purchase_lock(purchase_id=purchase_id, with_listing=True)
-        if not purchase.in_flight:
-            return Release.objects.filter(purchase=purchase).first()
-        listing, level = purchase.listing, purchase.level_to
-        if path.engine == "lattice":
-            point, values, scales = _lattice_values(listing, path, level, rng)
-        else:
-            point, values, scales = _float_values(listing, path, level, rng)
-        release = Release.objects.create(
-            purchase=purchase,
-            listing=listing,
-            buyer_id=purchase.buyer_id,
-            point=point,
-            level=level,
-            values=values,
-            noise_scales=scales,
-        )
-        if level > path.released_max:
-            path.released_max = level
-            path.save(update_fields=["released_max", "updated_at"])
-        if level > holding.released:
-            holding.released = level
-            holding.save(update_fields=["released", "updated_at"])
-        purchase.status = Purchase.Status.RELEASED
-        purchase.save(update_fields=["status", "updated_at"])
-        _checkpoint("before_commit")
-    return release
-
-
 def _float_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, list[float], list[float]]:
     """A float-path release (listings made before the lattice, and vectors): the point at
-    ``level``, the values rounded and clamped (``releases.postprocess.snap``), the noise scales."""
+    ``level``, the values rounded and clamped (``releases.engine.postprocess.snap``), the noise scales."""
     answer = _opened(listing.true_answer, "the listing's stored answer")
     if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
         raise ReleaseImpossible("the listing's stored answer is damaged")
@@ -232,30 +177,40 @@ def _float_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, lis
     return point, [float(v) for v in np.atleast_1d(values)], [float(b) for b in scales]
 
 
-def release_queue(*, purchase_id) -> bool:
-    """Send the purchase's release task to the broker (called on commit).
+@dataclass(frozen=True)
+class Order:
+    """One release to make: a purchase (by id, the caller's) of ``buyer_id`` at ``level``."""
 
-    If the broker cannot be reached the purchase stays queued, charged, and
-    the sweeper sends it again later: it is never lost.
+    purchase_id: object
+    buyer_id: int
+    level: object
+
+
+def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None) -> dict:
+    """Make one release per order on ``path`` (locked by the caller, in the caller's transaction).
+
+    ``listing`` is the path's listing (its stored answer, weights, ranges and
+    grids). Each distinct level is stepped to once, in increasing order, so a
+    batch of orders costs one step per new level. Returns ``{purchase_id:
+    Release}``. Raises :class:`ReleaseImpossible` if a stored answer or noise
+    is damaged (the caller's transaction then writes nothing).
     """
-    from .tasks import release_compute_task
-
-    try:
-        release_compute_task.delay(str(purchase_id))
-        return True
-    except Exception:
-        log.exception("could not queue the release of purchase %s; the sweeper will retry", purchase_id)
-        return False
-
-
-def releases_sweep(*, older_than: timedelta | None = None) -> int:
-    """Queue again every purchase still in flight after ``older_than`` (a lost task)."""
-    age = older_than if older_than is not None else timedelta(seconds=settings.RELEASE_SWEEP_AFTER)
-    stale = Purchase.objects.filter(status__in=Purchase.IN_FLIGHT, updated_at__lt=timezone.now() - age)
-    count = 0
-    for purchase_id in stale.values_list("pk", flat=True):
-        count += release_queue(purchase_id=purchase_id)
-    return count
+    made_at = {}
+    for level in sorted({order.level for order in orders}):
+        if path.engine == "lattice":
+            made_at[level] = _lattice_values(listing, path, level, rng)
+        else:
+            made_at[level] = _float_values(listing, path, level, rng)
+    releases = Release.objects.bulk_create(
+        Release(purchase_id=order.purchase_id, listing=listing, buyer_id=order.buyer_id, point=made_at[order.level][0],
+                level=order.level, values=made_at[order.level][1], noise_scales=made_at[order.level][2])
+        for order in orders
+    )
+    top = max(made_at)
+    if top > path.released_max:
+        path.released_max = top
+        path.save(update_fields=["released_max", "updated_at"])
+    return {release.purchase_id: release for release in releases}
 
 
 @crypto.register_rotator("stored noise")

@@ -23,7 +23,7 @@ from market.core import ids
 from market.core.levels import MAX_LEVEL
 from market.trading.models import Purchase
 
-from releases.selectors import release_readings
+from market.trading.selectors import release_readings
 
 #: a positive decimal below 1 with at most four places: 0.0001 .. 0.9999
 _FRACTION = r"0\.(?:[1-9][0-9]{0,3}|0[1-9][0-9]{0,2}|00[1-9][0-9]?|000[1-9])"

@@ -24,13 +24,24 @@ from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
+from market.trading.waits import MAX_WAIT, parse_prefer_wait
 from market.trust.selectors import buyer_caps
-from releases import selectors as releases
 
 from . import serializers as s
 from .errors import documented
 from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
 from .parsers import LimitedFormParser, LimitedMultiPartParser, StrictJSONParser
+
+#: ``Prefer: wait=N`` (RFC 7240): answer once the purchase is released or failed, or after N seconds
+PREFER_WAIT = OpenApiParameter(
+    "Prefer",
+    {"type": "string", "pattern": r"^\s*wait\s*=\s*\d+(\.\d+)?\s*$"},
+    OpenApiParameter.HEADER,
+    description=(
+        f"`wait=N`: hold the answer until the purchase is released (or failed), at most N seconds "
+        f"(cut to {MAX_WAIT}); the answer says `Preference-Applied: wait=N`. Without it the answer is immediate."
+    ),
+)
 
 
 class TokenView(APIView):
@@ -249,10 +260,12 @@ class PurchaseListView(GenericAPIView):
                 {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
                 OpenApiParameter.HEADER,
                 description="repeat-safe key: a repeat answers 200 with the first purchase and charges nothing",
-            )
+            ),
+            PREFER_WAIT,
         ],
         responses={
-            202: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought: the release follows (poll the purchase)"),
+            201: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought and released within the `Prefer: wait`"),
+            202: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought: the release follows (wait for it with `Prefer: wait=N`)"),
             200: OpenApiResponse(s.PurchaseAnswerSerializer, description="a repeated Idempotency-Key: the first purchase"),
             **documented(400, 402, 403, 404, 409, 413, 415),
         },
@@ -260,17 +273,43 @@ class PurchaseListView(GenericAPIView):
     def post(self, request):
         form = s.PurchaseCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        purchase, created = purchase_create(
+        wait = parse_prefer_wait(request.headers.get("Prefer"))
+        result = purchase_create(
             buyer=request.user,
             listing_id=form.validated_data["listing"],
             epsilon=form.validated_data["epsilon"],
             idempotency_key=request.headers.get("Idempotency-Key"),
         )
-        code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
+        purchase = result.purchase
+        if wait is not None:
+            purchase = trading.purchase_wait(user=request.user, purchase_id=purchase.pk, seconds=wait)
+        code = status.HTTP_200_OK
+        if result.created:
+            code = status.HTTP_202_ACCEPTED if purchase.in_flight else status.HTTP_201_CREATED
         body = s.PurchaseSerializer(purchase).data
-        if getattr(purchase, "queued", True) is False:
+        if result.queued is False:
             body["note"] = QUEUE_DOWN_NOTE
-        return Response(body, status=code)
+        return _waited(Response(body, status=code), wait)
+
+
+class PurchaseDetailView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(parameters=[PREFER_WAIT], responses={200: s.PurchaseSerializer, **documented(404)})
+    def get(self, request, purchase_id):
+        wait = parse_prefer_wait(request.headers.get("Prefer"))
+        if wait is None:
+            purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
+        else:
+            purchase = trading.purchase_wait(user=request.user, purchase_id=purchase_id, seconds=wait)
+        return _waited(Response(s.PurchaseSerializer(purchase).data), wait)
+
+
+def _waited(response: Response, wait: float | None) -> Response:
+    if wait is not None:
+        response["Preference-Applied"] = f"wait={wait:g}"
+        response["Vary"] = "Prefer"
+    return response
 
 
 class PurchaseDetailView(APIView):
@@ -287,7 +326,7 @@ class ReleaseListView(GenericAPIView):
 
     @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(releases.release_list(user=request.user))
+        page = self.paginate_queryset(trading.release_list(user=request.user))
         return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
 
 
@@ -296,7 +335,7 @@ class ReleaseDetailView(APIView):
 
     @extend_schema(responses={200: s.ReleaseSerializer, **documented(404)})
     def get(self, request, release_id: str):
-        return Response(s.ReleaseSerializer(releases.release_get(user=request.user, release_id=release_id)).data)
+        return Response(s.ReleaseSerializer(trading.release_get(user=request.user, release_id=release_id)).data)
 
 
 def _wallet(user) -> dict:

@@ -11,7 +11,7 @@ increment is >= 0. Three kinds:
   accuracy of one at ``eps`` and would cost ``2 P(eps/sqrt 2) = 2^(1-p/2) P(eps)``,
   less than ``P(eps)`` when ``p > 2``. Such curves are refused;
 * ``compensation``: derived from the privacy-at-risk paper's cost model
-  (``releases.risk``): ``P(eps) = margin * E_dp(eps)``, with
+  (``releases.engine.risk``): ``P(eps) = margin * E_dp(eps)``, with
   ``E_dp(eps) = E_min + E e^(-rate/eps)`` the compensation the owner must
   hold for a breach at level eps. Buyers can read every figure off the price,
   so none may reveal the number of records when the dataset keeps it private:

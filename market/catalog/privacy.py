@@ -10,12 +10,12 @@ grouped sum under a public size moves one cell far or two cells less), the
 largest of their profiles, point by point.
 
 * Float Laplace listings: each loss is Laplace with parameter ``share * eps``
-  (``Plan.loss_cases``); ``releases.profile`` computes the profile exactly
+  (``Plan.loss_cases``); ``releases.engine.profile`` computes the profile exactly
   (closed form), or by a quadrature of stated accuracy for l2 ones.
 * Lattice listings (``plan.engine == "lattice"``): coordinate ``i`` carries
   discrete Laplace noise at level ``eps / unit_weights[i]`` and the neighbour
   moves it by ``t`` whole steps (``Lattice.unit_cases``); the loss is
-  discrete, and ``releases.profile.LatticeProfile`` sums its exact law in
+  discrete, and ``releases.engine.profile.LatticeProfile`` sums its exact law in
   floating point with a stated bound on the error. A law too large to sum is
   reported as not computed, never approximated.
 
@@ -34,8 +34,8 @@ from functools import lru_cache
 import numpy as np
 from django.core.cache import cache
 
-from releases.guarantee import guarantee_statement
-from releases.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge, loss_profile_l1, loss_profile_l2
+from releases.engine.guarantee import guarantee_statement
+from releases.engine.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge, loss_profile_l1, loss_profile_l2
 
 from .selectors import listing_plan
 from .statistics import LATTICE

@@ -1,5 +1,5 @@
 """Privacy at risk and compensation budgets for a listing's released levels
-(Dandekar, Basu and Bressan, "Differential privacy at risk"; ``releases.risk``
+(Dandekar, Basu and Bressan, "Differential privacy at risk"; ``releases.engine.risk``
 has the mathematics).
 
 What gamma is. The paper models a release as a k-dimensional Laplace
@@ -26,7 +26,7 @@ from __future__ import annotations
 from decimal import Decimal
 from functools import lru_cache
 
-from releases.risk import compensation_at_risk, compensation_dp, gamma_at_risk, optimal_eps
+from releases.engine.risk import compensation_at_risk, compensation_dp, gamma_at_risk, optimal_eps
 
 from .pricing import CompensationModel
 

@@ -52,7 +52,7 @@ follows from it (the table there lists each statistic's worst cases):
 :func:`build_plan` validates a spec and lays it out as the coordinates of one
 answer vector ``u``; :func:`compute` (``market.catalog.compute``) evaluates
 ``u`` on a :class:`Table` with DuckDB; the release engine adds noise and snaps
-(``releases.postprocess``); :func:`present` turns the released vector back
+(``releases.engine.postprocess``); :func:`present` turns the released vector back
 into one reading per requested statistic with its error bound. Coordinates
 are shared: a mean reads its sum's coordinates (and a count's), which is
 post-processing and costs no privacy.
@@ -76,8 +76,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from releases import lattice
-from releases.postprocess import laplace_error_bound
+from releases.engine import lattice
+from releases.engine.postprocess import laplace_error_bound
 
 from .columns import CATEGORICAL, NUMERIC, TEMPORAL, Column, columns_from
 from .compute import Aggregate, Cells, Condition, Row, Table, compute
@@ -1701,7 +1701,7 @@ def l2_error_radius(dim: int, scale: float, confidence: float = 0.95) -> float:
     adds at most half a step per coordinate."""
     from scipy.stats import gamma
 
-    from releases.postprocess import grid_step
+    from releases.engine.postprocess import grid_step
 
     return float(gamma.ppf(confidence, dim, scale=scale)) + math.sqrt(dim) * grid_step(scale) / 2.0
 

@@ -22,3 +22,16 @@ def purchase_lock(*, purchase_id, with_listing: bool = False) -> Purchase:
     if with_listing:
         queryset = queryset.select_related("listing__dataset")
     return queryset.get(pk=purchase_id)
+
+
+def holdings_lock(*, listing_id, buyer_ids) -> dict[int, Holding]:
+    """The holdings of ``buyer_ids`` on the listing, locked for update in id order: ``{buyer_id: holding}``."""
+    taken(Rank.HOLDING, f"holdings of {len(buyer_ids)} buyers on listing {listing_id}")
+    rows = Holding.objects.select_for_update().filter(listing_id=listing_id, buyer_id__in=buyer_ids).order_by("pk")
+    return {holding.buyer_id: holding for holding in rows}
+
+
+def purchases_lock(*, purchase_ids) -> list[Purchase]:
+    """The purchases, locked for update in id order (only their own rows)."""
+    taken(Rank.PURCHASE, f"{len(purchase_ids)} purchases")
+    return list(Purchase.objects.select_for_update().filter(pk__in=purchase_ids).order_by("pk"))

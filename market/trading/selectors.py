@@ -1,7 +1,15 @@
+"""Reading purchases and their releases as buyers see them (values, labels, noise scales, error bounds)."""
+
+import numpy as np
 from django.db.models import QuerySet
 
+from market.catalog.selectors import listing_plan
+from market.catalog.statistics import present
 from market.core import visibility
 from market.core.errors import NotFound
+
+from .models import Purchase
+from .waits import release_wait
 
 
 def purchase_list(*, user) -> QuerySet:
@@ -18,3 +26,36 @@ def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
     if purchase is None:
         raise NotFound("no such purchase")
     return purchase
+
+
+def purchase_wait(*, user, purchase_id, seconds: float) -> "Purchase":
+    """The user's purchase once it is released or failed, or as it is after ``seconds`` (``Prefer: wait``)."""
+    purchase = purchase_get(user=user, purchase_id=purchase_id)  # 404 before any waiting
+    if not purchase.in_flight:
+        return purchase
+    release_wait(
+        purchase_id=purchase.pk,
+        seconds=seconds,
+        done=lambda: Purchase.objects.filter(pk=purchase.pk).values_list("status", flat=True).first()
+        not in Purchase.IN_FLIGHT,
+    )
+    return purchase_get(user=user, purchase_id=purchase_id)
+
+
+def release_list(*, user) -> QuerySet:
+    return visibility.releases(user).select_related("listing__dataset").order_by("-created_at", "-id")
+
+
+def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
+    """One of the user's releases by its public id ("rel_..."); anything else is 404."""
+    release = release_list(user=user).filter(public_id=str(release_id)).first()
+    if release is None:
+        raise NotFound("no such release")
+    return release
+
+
+def release_readings(release) -> list[dict]:
+    """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound."""
+    plan = listing_plan(release.listing)
+    return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales),
+                   level=release.level)

@@ -1,10 +1,16 @@
 """Buying: one atomic step per purchase, and its refund if no release can be made.
 
+Trading owns purchases and holdings and every change of their status: a
+purchase is created and paid here, released here (the release side,
+``releases.services``, only makes noise points and releases on the path it is
+handed, locked), and failed and refunded here.
+
 Locks follow the product's one order (``market.core.locks``): a purchase
 on a trust-capped listing first locks the buyer's user row (their levels on
-a dataset's capped listings share one cap), any purchase share-locks its listing, then locks the holding, then the accounts; a refund
-locks the holding, the purchase, then the accounts; the release task locks
-the path, the holding, then the purchase.
+a dataset's capped listings share one cap), any purchase share-locks its
+listing, then locks the holding, then the accounts; a refund locks the
+holding, the purchase, then the accounts; a release locks the path, the
+holdings, then the purchases.
 """
 
 from __future__ import annotations
@@ -12,8 +18,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import NamedTuple
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from market.accounts.locks import user_lock
 from market.accounts.roles import require_role
@@ -27,9 +37,13 @@ from market.core.levels import parse_level
 from market.ledger.models import Account, Transfer
 from market.ledger.services import account_get, transfer_create
 from market.trust.selectors import Cap, buyer_cap
+from releases.locks import path_lock
+from releases.models import Release
+from releases.services import Order, ReleaseImpossible, releases_make
 
-from .locks import holding_lock, purchase_lock
+from .locks import holding_lock, holdings_lock, purchase_lock, purchases_lock
 from .models import Holding, Purchase
+from .waits import releases_announce
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +163,21 @@ def _existing_for_key(buyer, key: str, listing_id, eps: Decimal) -> Purchase | N
     return found
 
 
+class PurchaseResult(NamedTuple):
+    """What :func:`purchase_create` did: the purchase; whether this call created it (False: an
+    idempotent repeat); whether its release task reached the broker (None: not known yet, the
+    caller's own transaction has not committed; False: the sweeper will send it)."""
+
+    purchase: Purchase
+    created: bool
+    queued: bool | None
+
+
 IN_FLIGHT_MESSAGE = "your previous purchase on this listing is still being released; try again in a moment"
 
 
-def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> tuple[Purchase, bool]:
-    """Buy ``listing`` up to level ``epsilon``: returns ``(purchase, created)``.
+def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> PurchaseResult:
+    """Buy ``listing`` up to level ``epsilon``: returns a :class:`PurchaseResult`.
 
     In one transaction: share-lock the listing and lock the buyer's holding
     (``market.core.locks``), check the level and the wallet, move
@@ -175,9 +199,9 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
             raise InvalidInput("Idempotency-Key must be 1 to 255 characters", fields={"idempotency_key": ["1 to 255 characters."]})
         found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
         if found:
-            return found, False
+            return PurchaseResult(found, False, None)
     try:
-        return retrying(
+        purchase, created = retrying(
             lambda: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key),
             what="purchase",
         )
@@ -186,16 +210,21 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
         if idempotency_key is not None:
             found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
             if found:
-                return found, False
+                return PurchaseResult(found, False, None)
         if "one_purchase_in_flight_per_buyer_and_listing" in str(exc):
             raise Busy(IN_FLIGHT_MESSAGE) from exc
         raise
+    if not created:
+        return PurchaseResult(purchase, False, None)
+    if transaction.get_connection().in_atomic_block:
+        # inside the caller's transaction: the task goes when that commits (tasks are queued on commit)
+        transaction.on_commit(lambda: purchase_queue(purchase_id=purchase.pk))
+        return PurchaseResult(purchase, True, None)
+    return PurchaseResult(purchase, True, purchase_queue(purchase_id=purchase.pk))
 
 
 def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None) -> tuple[Purchase, bool]:
     """One attempt at :func:`purchase_create`'s transaction."""
-    from releases.services import release_queue
-
     with transaction.atomic():
         # On a trust-capped listing the buyer's levels on the dataset's capped listings add up to at most
         # their cap on the dataset: the buyer's row lock (first in the lock order) makes their purchases
@@ -237,10 +266,108 @@ def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str
         )
         holding.purchased = eps
         holding.save(update_fields=["purchased", "updated_at"])
-        # queued once committed; `purchase.queued` says whether the broker took it
-        # (if not, the purchase stays queued and the sweeper sends it later)
-        transaction.on_commit(lambda: setattr(purchase, "queued", release_queue(purchase_id=purchase.pk)))
     return purchase, True
+
+
+def purchase_queue(*, purchase_id) -> bool:
+    """Send the purchase's release task to the broker (once its transaction has committed).
+
+    If the broker cannot be reached the purchase stays queued, charged, and
+    the sweeper sends it again later: it is never lost.
+    """
+    from .tasks import purchase_release_task
+
+    try:
+        purchase_release_task.delay(str(purchase_id))
+        return True
+    except Exception:
+        log.exception("could not queue the release of purchase %s; the sweeper will retry", purchase_id)
+        return False
+
+
+def purchases_sweep(*, older_than=None) -> int:
+    """Queue again every purchase still in flight after ``older_than`` (a lost task)."""
+    from datetime import timedelta
+
+    age = older_than if older_than is not None else timedelta(seconds=settings.RELEASE_SWEEP_AFTER)
+    stale = Purchase.objects.filter(status__in=Purchase.IN_FLIGHT, updated_at__lt=timezone.now() - age)
+    return sum(purchase_queue(purchase_id=purchase_id) for purchase_id in stale.values_list("pk", flat=True))
+
+
+#: the most purchases of one listing released in one transaction
+RELEASE_BATCH = 200
+
+
+def purchase_release(*, purchase_id, rng=None) -> Release | None:
+    """Release a paid purchase: the Celery task's work (idempotent). Returns its release, or None
+    if it failed (refunded).
+
+    The release is made in one transaction under the listing's path lock,
+    together with every other purchase of that listing in flight at that
+    moment, whatever their levels (group commit: one lock, one step per new
+    level, one commit for the lot). Their own tasks then find them released
+    and do nothing. A purchase whose release can never be made (damaged
+    stored data) is refunded.
+    """
+    found = Purchase.objects.filter(pk=purchase_id).values_list("listing_id", "status").first()
+    if found is None:
+        return None
+    listing_id, status = found
+    if status not in Purchase.IN_FLIGHT:
+        return Release.objects.filter(purchase_id=purchase_id).first()
+    # counted before the transaction, so a crashed attempt still counts
+    Purchase.objects.filter(pk=purchase_id, status__in=Purchase.IN_FLIGHT).update(
+        status=Purchase.Status.COMPUTING, attempts=F("attempts") + 1, updated_at=timezone.now()
+    )
+    try:
+        made = retrying(lambda: _listing_release(listing_id=listing_id, rng=rng), what="release")
+    except ReleaseImpossible:
+        # the batch could not be made: this purchase alone, refunded if it cannot be made either
+        try:
+            made = retrying(lambda: _listing_release(listing_id=listing_id, rng=rng, only=purchase_id), what="release")
+        except ReleaseImpossible as exc:
+            purchase_fail(purchase_id=purchase_id, reason=f"{exc}; the price was refunded")
+            return None
+    return made.get(purchase_id) or Release.objects.filter(purchase_id=purchase_id).first()
+
+
+def _listing_release(*, listing_id, rng, only=None) -> dict:
+    """One attempt at a release transaction: every purchase of the listing in flight (or only
+    ``only``), its locks in the product's order. Returns ``{purchase_id: release}``."""
+    with transaction.atomic():
+        path = path_lock(listing_id=listing_id)
+        pending = Purchase.objects.filter(listing_id=listing_id, status__in=Purchase.IN_FLIGHT)
+        if only is not None:
+            pending = pending.filter(pk=only)
+        pending = list(pending.order_by("pk").values_list("pk", "buyer_id")[:RELEASE_BATCH])
+        if not pending:
+            return {}
+        holdings = holdings_lock(listing_id=listing_id, buyer_ids=sorted({buyer for _, buyer in pending}))
+        purchases = [p for p in purchases_lock(purchase_ids=[pk for pk, _ in pending]) if p.in_flight]
+        if not purchases:
+            return {}
+        listing = Listing.objects.get(pk=listing_id)
+        made = releases_make(
+            path=path, listing=listing, rng=rng,
+            orders=[Order(purchase_id=p.pk, buyer_id=p.buyer_id, level=p.level_to) for p in purchases],
+        )
+        raised = []
+        for p in purchases:
+            holding = holdings[p.buyer_id]
+            if p.level_to > holding.released:
+                holding.released = p.level_to
+                raised.append(holding)
+        if raised:
+            now = timezone.now()
+            for holding in raised:
+                holding.updated_at = now
+            Holding.objects.bulk_update(raised, ["released", "updated_at"])
+        Purchase.objects.filter(pk__in=[p.pk for p in purchases]).update(
+            status=Purchase.Status.RELEASED, updated_at=timezone.now()
+        )
+        ids = [p.pk for p in purchases]
+        transaction.on_commit(lambda: releases_announce(purchase_ids=ids))
+    return made
 
 
 def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
@@ -274,5 +401,6 @@ def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
         purchase.status = Purchase.Status.FAILED
         purchase.failure_reason = reason[:500]
         purchase.save(update_fields=["status", "failure_reason", "updated_at"])
+        transaction.on_commit(lambda: releases_announce(purchase_ids=[purchase.pk]))
         log.warning("purchase %s failed and was refunded: %s", purchase.pk, reason)
         return purchase

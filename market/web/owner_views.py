@@ -1,7 +1,7 @@
 """The owner's pages: the dashboard, uploading a dataset, creating a listing, a listing's figures.
 
 Thin views: writes go through ``market.catalog.services``, reads through
-``market.catalog.dashboard``. A signed-in user who is not an owner gets a page
+``market.trading.dashboard``. A signed-in user who is not an owner gets a page
 saying how to become one (403); another owner's datasets and listings do not
 exist (404).
 """
@@ -17,7 +17,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from market.catalog import dashboard as figures
+from market.trading import dashboard as figures
 from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors

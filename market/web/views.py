@@ -18,14 +18,13 @@ from market.catalog import selectors as catalog
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
-from releases.guarantee import engine_words, guarantee_statement
+from releases.engine.guarantee import engine_words, guarantee_statement
 from market.core.errors import DomainError
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trust.selectors import buyer_cap
-from releases import selectors as releases
 
 from .charts import bounds_at, listing_charts, point_plot
 from .forms import BuyForm, CatalogueFilterForm, SignupForm, TopUpForm
@@ -128,7 +127,7 @@ def listing_buy(request, listing_id):
     if not form.is_valid():
         return listing_detail(request, listing_id, buy_form=form, status=400)
     try:
-        purchase, created = purchase_create(
+        result = purchase_create(
             buyer=request.user,
             listing_id=listing_id,
             epsilon=form.cleaned_data["epsilon"],
@@ -139,9 +138,10 @@ def listing_buy(request, listing_id):
             raise Http404(exc.message) from None
         form.add_error("epsilon" if "epsilon" in exc.fields else None, exc.fields.get("epsilon", [exc.message])[0])
         return listing_detail(request, listing_id, buy_form=form, status=exc.status)
-    if created:
+    purchase = result.purchase
+    if result.created:
         messages.success(request, f"Bought up to ε = {purchase.level_to.normalize()} for {purchase.price} credits.")
-    if getattr(purchase, "queued", True) is False:
+    if result.queued is False:
         messages.warning(request, QUEUE_DOWN_NOTE)
     return redirect("web:purchase", purchase_id=purchase.pk)
 
@@ -149,7 +149,7 @@ def listing_buy(request, listing_id):
 def _purchase_context(request, purchase_id):
     purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
     release = getattr(purchase, "release", None) if purchase.status == "released" else None
-    readings = releases.release_readings(release) if release else None
+    readings = trading.release_readings(release) if release else None
     return {
         "purchase": purchase,
         "release": release,
@@ -172,7 +172,7 @@ def purchase_status(request, purchase_id):
 @login_required
 def library(request):
     statement = Paginator(ledger.wallet_statement(user=request.user), 15).get_page(request.GET.get("page"))
-    items = [{"release": r, "readings": releases.release_readings(r)} for r in releases.release_list(user=request.user)]
+    items = [{"release": r, "readings": trading.release_readings(r)} for r in trading.release_list(user=request.user)]
     return render(
         request,
         "web/library.html",
@@ -197,8 +197,8 @@ def _text_cell(text: str) -> str:
 def release_download(request, release_id, fmt):
     if fmt not in ("csv", "json"):
         raise Http404("unknown format")
-    release = releases.release_get(user=request.user, release_id=release_id)
-    readings = releases.release_readings(release)
+    release = trading.release_get(user=request.user, release_id=release_id)
+    readings = trading.release_readings(release)
     name = f"{release.public_id}-listing-{release.listing_id}-eps-{release.level.normalize()}"
     if fmt == "json":
         body = json.dumps(

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='noisepath',
             name='jumps',
-            field=models.BinaryField(blank=True, help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes)", null=True),
+            field=models.BinaryField(blank=True, help_text="l2 only: the path's jump list from the ceiling down (releases.engine.path.l2_to_bytes)", null=True),
         ),
         migrations.AddField(
             model_name='noisepath',

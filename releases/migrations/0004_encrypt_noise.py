@@ -72,7 +72,7 @@ class Migration(migrations.Migration):
             name="jumps",
             field=models.BinaryField(
                 blank=True, null=True,
-                help_text="l2 only: the path's jump list from the ceiling down (releases.path.l2_to_bytes), encrypted "
+                help_text="l2 only: the path's jump list from the ceiling down (releases.engine.path.l2_to_bytes), encrypted "
                 "for this row; read and written only through jump_list() and set_jump_list()",
             ),
         ),

@@ -14,13 +14,13 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='noisepath',
             name='engine',
-            field=models.CharField(default='laplace', help_text='lattice: the exact integer path (releases.lattice); laplace: the float path (releases.path, and every l2 path). Fixed when the path is made', max_length=10),
+            field=models.CharField(default='laplace', help_text='lattice: the exact integer path (releases.engine.lattice); laplace: the float path (releases.engine.path, and every l2 path). Fixed when the path is made', max_length=10),
         ),
         # rows made before the lattice path run on the float path; new ones default to the lattice
         migrations.AlterField(
             model_name='noisepath',
             name='engine',
-            field=models.CharField(default='lattice', help_text='lattice: the exact integer path (releases.lattice); laplace: the float path (releases.path, and every l2 path). Fixed when the path is made', max_length=10),
+            field=models.CharField(default='lattice', help_text='lattice: the exact integer path (releases.engine.lattice); laplace: the float path (releases.engine.path, and every l2 path). Fixed when the path is made', max_length=10),
         ),
         migrations.AlterField(
             model_name='noisepoint',

@@ -36,7 +36,7 @@ def marketplace(users, fund, eager_celery, seeded_noise):
         owner=owner, dataset_id=dataset.public_id, title="Clinic visits", statistics=STATISTICS, ceiling="5",
         price_per_epsilon="10", compensation={"E": "40", "rate": "1", "E_min": "0"},
     )
-    purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="0.5")  # released at commit (eager)
+    purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="0.5")  # released at commit (eager)
     purchase.refresh_from_db()
     assert purchase.status == "released"
     return {"owner": owner, "buyer": buyer, "staff": staff, "listing": listing, "purchase": purchase}

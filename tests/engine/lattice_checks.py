@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from releases import lattice
+from releases.engine import lattice
 
 from . import lattice_laws as laws
 
@@ -215,7 +215,7 @@ def three_levels_bridged(lo, mid, hi, n: int, seed: int):
 # --------------------------------------------------------------------------
 # no float in any decision
 
-#: Functions of releases/lattice.py that compute display figures or build the product's
+#: Functions of releases/engine/lattice.py that compute display figures or build the product's
 #: generator: they decide nothing about the noise.
 DISPLAY = {"tail_probability", "error_bound", "new_rng"}
 
@@ -228,7 +228,7 @@ def _defined_in_engine() -> list[str]:
 def float_problems() -> list[str]:
     """Ways a float could enter the sampling code, as the module now stands.
 
-    Reads the source of every function and class that ``releases/lattice.py``
+    Reads the source of every function and class that ``releases/engine/lattice.py``
     defines (except ``DISPLAY``), as currently bound in the module (so a
     replaced function is read in its replacement's source), and reports a
     float literal, a call of ``float``, any use of ``math`` but its integer functions, ``numpy.random``

@@ -1,6 +1,6 @@
 """Exact reference laws of the lattice path, written from the definitions alone.
 
-Nothing here calls ``releases.lattice``: every law is built from three facts.
+Nothing here calls ``releases.engine.lattice``: every law is built from three facts.
 
 * ``DLap(alpha)`` on the integers, ``alpha = e^{-level}``:
   ``P(k) = c alpha^|k|`` with ``c = (1 - alpha)/(1 + alpha) = tanh(level/2)``.

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from releases.mechanism import relax
+from releases.engine.mechanism import relax
 
 N = 400_000
 EPS = 1.0

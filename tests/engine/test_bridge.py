@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from releases.mechanism import bridge, relax
+from releases.engine.mechanism import bridge, relax
 
 from .laws import binomial_close, corr, laplace_cdf
 

@@ -12,8 +12,8 @@ import math
 import pytest
 
 from bench import float_delta as fd
-from releases.guarantee import FLOAT_PATH_DELTA, MEASURED_DELTAS, float_path_statement
-from releases.postprocess import grid_step
+from releases.engine.guarantee import FLOAT_PATH_DELTA, MEASURED_DELTAS, float_path_statement
+from releases.engine.postprocess import grid_step
 
 
 @pytest.mark.parametrize(("bits", "eps", "u"), [(12, 1.0, 0.0), (12, 0.5, 7.0), (14, 2.0, 1000.0)])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from releases.mechanism import l2_at, l2_extend, l2_path, tighten
+from releases.engine.mechanism import l2_at, l2_extend, l2_path, tighten
 
 from .laws import binomial_close, corr
 

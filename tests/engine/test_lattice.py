@@ -1,4 +1,4 @@
-"""The exact lattice path obeys its laws (releases/lattice.py).
+"""The exact lattice path obeys its laws (releases/engine/lattice.py).
 
 Every statistical test here draws from the engine with a fixed seed (a bit
 source with ``getrandbits`` only) and runs a G-test against an exact law of

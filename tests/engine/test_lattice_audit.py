@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from releases import lattice
+from releases.engine import lattice
 
 from .lattice_checks import bits_only
 

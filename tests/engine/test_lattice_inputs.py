@@ -15,7 +15,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from releases import lattice
+from releases.engine import lattice
 
 from . import lattice_laws as laws
 from .lattice_checks import bits_only

@@ -2,7 +2,7 @@
 
 Each test runs one check of ``lattice_checks`` (the same function, with the
 same arguments and seed, as ``test_lattice.py``) on the real engine, where it
-passes, then replaces one piece of ``releases.lattice`` with a mutant (pytest's
+passes, then replaces one piece of ``releases.engine.lattice`` with a mutant (pytest's
 ``monkeypatch``, undone after the test) and shows that the same check now
 rejects. A statistical check rejects when its G-test's p-value is below 1e-4;
 the mutants below are rejected by far more than that (their p-values are
@@ -26,7 +26,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from releases import lattice
+from releases.engine import lattice
 
 from . import lattice_checks as checks
 

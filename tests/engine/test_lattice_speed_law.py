@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from releases import lattice
-from releases.exact_bounds import exp_neg, one_minus_exp_neg
+from releases.engine import lattice
+from releases.engine.exact_bounds import exp_neg, one_minus_exp_neg
 
 ALARM = 1e-4
 N = 40_000

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from releases.path import NoisePath
+from releases.engine.path import NoisePath
 
 from .laws import binomial_close, corr, laplace_cdf
 

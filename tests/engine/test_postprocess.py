@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from releases.postprocess import GRID_FRACTION, grid_step, laplace_error_bound, snap
+from releases.engine.postprocess import GRID_FRACTION, grid_step, laplace_error_bound, snap
 
 
 @pytest.mark.parametrize("scale", [1e-6, 0.01, 0.3, 1.0, 2.0, 7.5, 1e6])

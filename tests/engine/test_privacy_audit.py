@@ -14,7 +14,7 @@ independent releases must find their true cost e1 + e2 > e2.
 import numpy as np
 from scipy import stats
 
-from releases.mechanism import relax
+from releases.engine.mechanism import relax
 
 N = 1_000_000
 E1, E2 = 0.5, 1.0

@@ -46,8 +46,8 @@ from bench.product_audit import (
     product_noise,
     release,
 )
-from releases.path import NoisePath
-from releases.postprocess import snap
+from releases.engine.path import NoisePath
+from releases.engine.postprocess import snap
 
 from .laws import binomial_close
 

@@ -1,6 +1,6 @@
 """The privacy-loss profile delta(eps') = E[(1 - e^{eps' - L})_+] of a release.
 
-l1: the closed form of ``releases.profile.loss_profile_l1`` against the one-value
+l1: the closed form of ``releases.engine.profile.loss_profile_l1`` against the one-value
 formula, its limits and shape, and large fixed-seed Monte Carlo samples of the
 actual Laplace losses. l2: the quadrature against Monte Carlo.
 """
@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from releases import profile
-from releases.profile import (
+from releases.engine import profile
+from releases.engine.profile import (
     loss_profile_l1,
     loss_profile_l2,
     profile_chart_points,

@@ -1,11 +1,11 @@
-"""The privacy-loss profile of a lattice release (integer noise, ``releases.profile.LatticeProfile``).
+"""The privacy-loss profile of a lattice release (integer noise, ``releases.engine.profile.LatticeProfile``).
 
 Coordinate ``i`` carries ``DLap(e^{-lam_i})`` noise and the worst-case
 neighbour moves it by ``t_i`` lattice units. Checked here: against a
 50-digit enumeration that starts from the noise's probability mass function
 (not from the loss formula the code uses), the release's pure level, the
 shape of the curve, the Laplace limit, and a Monte Carlo sample drawn with
-the engine's own sampler ``releases.lattice.sample``.
+the engine's own sampler ``releases.engine.lattice.sample``.
 """
 
 import itertools
@@ -17,8 +17,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from releases import lattice, profile
-from releases.profile import LatticeProfile, ProfileTooLarge, loss_profile_l1, loss_profile_lattice
+from releases.engine import lattice, profile
+from releases.engine.profile import LatticeProfile, ProfileTooLarge, loss_profile_l1, loss_profile_lattice
 
 F = Fraction
 

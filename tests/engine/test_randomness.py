@@ -1,7 +1,7 @@
 """Noise comes from the operating system's entropy, never from a fixed seed.
 
 Every noise draw in ``releases/`` and ``market/`` must use a generator made by
-``releases.mechanism.new_rng()`` (256 fresh bits from ``secrets`` per step) or
+``releases.engine.mechanism.new_rng()`` (256 fresh bits from ``secrets`` per step) or
 ``secrets`` itself. This scans the production modules' syntax trees for the
 ways a fixed or weak source could slip in.
 """
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from releases import mechanism
+from releases.engine import mechanism
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = [p for d in ("releases", "market") for p in sorted((ROOT / d).rglob("*.py"))]
 
 # The one place a generator is built from a seed: new_rng, from secrets.
-SEEDING_ALLOWED = {"releases/mechanism.py"}
+SEEDING_ALLOWED = {"releases/engine/mechanism.py"}
 # The stdlib random module is not for noise. locks.py uses random.uniform for the
 # jitter between lock retries: timing, not noise.
 STDLIB_RANDOM_ALLOWED = {"market/core/locks.py": {"uniform"}}
@@ -47,7 +47,7 @@ def _problems(rel: str, tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module == "random":
             out.append(f"{rel}:{node.lineno} imports from the random module")
         elif isinstance(node, ast.ImportFrom) and node.module == "numpy.random":
-            out.append(f"{rel}:{node.lineno} imports from numpy.random (use releases.mechanism.new_rng)")
+            out.append(f"{rel}:{node.lineno} imports from numpy.random (use releases.engine.mechanism.new_rng)")
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue

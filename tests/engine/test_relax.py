@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from releases.mechanism import relax
+from releases.engine.mechanism import relax
 
 from .laws import binomial_close, corr, laplace_cdf, relax_continuous_cdf
 

@@ -1,4 +1,4 @@
-"""Privacy at risk and the compensation cost model (docs/mathematics.md section 7, ``releases/risk.py``).
+"""Privacy at risk and the compensation cost model (docs/mathematics.md section 7, ``releases/engine/risk.py``).
 
 Checked against the privacy-at-risk paper (Dandekar, Basu and Bressan): the
 worked example of section 5.3, the points of figures 9-11, Theorem 12 by
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, special
 
-from releases.risk import (
+from releases.engine.risk import (
     SampledSensitivity,
     compensation_at_risk,
     compensation_dp,
@@ -479,9 +479,9 @@ def test_bad_input_raises_a_clear_value_error(call, message):
 
 
 def test_risk_module_does_not_import_django():
-    """releases.risk is plain numpy/scipy, importable and testable without Django."""
+    """releases.engine.risk is plain numpy/scipy, importable and testable without Django."""
     code = (
-        "import sys, releases.risk;"
+        "import sys, releases.engine.risk;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'django');"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from releases.mechanism import bridge, l2_at, l2_extend, l2_path, new_rng, relax, tighten
+from releases.engine.mechanism import bridge, l2_at, l2_extend, l2_path, new_rng, relax, tighten
 
 R = np.random.default_rng(0)
 X = np.zeros(4)

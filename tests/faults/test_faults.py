@@ -27,7 +27,7 @@ from market.ledger.models import Transfer
 from market.ledger.selectors import ledger_is_balanced, wallet_balance
 from market.trading.models import Holding, Purchase
 from releases.models import NoisePath, NoisePoint, Release
-from releases.services import releases_sweep
+from market.trading.services import purchases_sweep
 
 from .conftest import needs_services, wait_for
 
@@ -66,13 +66,13 @@ def test_a_worker_killed_mid_release_is_replaced_and_releases_once(listing, buye
 def test_a_purchase_made_while_redis_is_down_is_charged_then_completes(listing, buyer, fund, api, workers, monkeypatch):
     from kombu import Connection
 
-    from releases.tasks import release_compute_task
+    from market.trading.tasks import purchase_release_task
 
     fund(buyer, 100)
     # the purchase's task is sent to a Redis that does not answer (nothing listens there)
     unreachable = Connection("redis://127.0.0.1:6390/0", connect_timeout=1)
     monkeypatch.setattr(
-        release_compute_task, "delay", lambda *args: release_compute_task.apply_async(args, connection=unreachable)
+        purchase_release_task, "delay", lambda *args: purchase_release_task.apply_async(args, connection=unreachable)
     )
     purchase, body = post_purchase(api, buyer, listing, "1")
     monkeypatch.undo()  # Redis is back
@@ -82,7 +82,7 @@ def test_a_purchase_made_while_redis_is_down_is_charged_then_completes(listing, 
     assert Holding.objects.get(buyer=buyer, listing=listing).purchased == Decimal("1")
 
     workers()  # Redis is back; the sweeper (every minute with the beat) sends the purchase again
-    assert releases_sweep(older_than=timedelta(0)) == 1
+    assert purchases_sweep(older_than=timedelta(0)) == 1
     wait_for(lambda: status_of(purchase) == "released", 60, "the swept purchase to release")
     assert Release.objects.count() == 1 and Transfer.objects.filter(kind="purchase").count() == 1
     assert ledger_is_balanced()

@@ -171,7 +171,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
         funding.fund(user=fuzz, amount=Decimal("100000"))
         funding.fund(user=other, amount=Decimal("100"))
         with django_capture_on_commit_callbacks(execute=True):
-            purchase, _ = purchase_create(buyer=fuzz, listing_id=listing.pk, epsilon="0.5")
+            purchase, *_ = purchase_create(buyer=fuzz, listing_id=listing.pk, epsilon="0.5")
             purchase_create(buyer=other, listing_id=listing.pk, epsilon="0.5")  # rows that are not the fuzzer's
         purchase.refresh_from_db()
         assert purchase.status == "released", purchase.failure_reason

@@ -23,7 +23,7 @@ from market.catalog.statistics import (
     describe,
     present,
 )
-from releases import lattice
+from releases.engine import lattice
 from tests.market.test_typed_statistics import NB_COLUMNS, NB_SPECS, _dominated, _neighbours, _table
 
 COLUMNS = [Column("age", "integer", "none"), Column("income", "decimal", "exclude"), Column("g", "categorical", "none")]

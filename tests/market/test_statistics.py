@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from market.catalog.compute import Table
 from market.catalog.statistics import MAX_BINS, MAX_STATISTICS, Neighbours, SpecError, build_plan, compute, mean_estimate, present
-from releases.postprocess import laplace_error_bound, snap
+from releases.engine.postprocess import laplace_error_bound, snap
 
 
 def compute_on(plan, names, values):

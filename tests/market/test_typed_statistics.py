@@ -27,8 +27,8 @@ from market.catalog.statistics import (
     present,
     statistic_schema,
 )
-from releases.path import NoisePath as EnginePath
-from releases.postprocess import snap
+from releases.engine.path import NoisePath as EnginePath
+from releases.engine.postprocess import snap
 
 PENGUINS_CSV = os.path.join(os.path.dirname(palmerpenguins.__file__), "data", "penguins.csv")
 PENGUIN_COLUMNS = [
@@ -365,7 +365,7 @@ def test_a_grouped_sum_under_a_public_size_has_two_worst_cases_and_the_profile_t
     # across groups: two cells by max(|L|, |U|) = 60 each; sensitivity 120
     assert plan.sensitivity == 120
     assert sorted(plan.loss_cases) == sorted([(Fraction(70, 120),), (Fraction(1, 2), Fraction(1, 2))])
-    from releases.profile import loss_profile_l1
+    from releases.engine.profile import loss_profile_l1
 
     at = np.array([0.1, 0.5, 0.9])
     each = [loss_profile_l1([s * 1 for s in case], at) for case in plan.loss_cases]

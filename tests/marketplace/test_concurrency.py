@@ -83,18 +83,18 @@ def test_the_same_idempotency_key_sent_twice_at_once_charges_once(listing, buyer
     )
     assert all(isinstance(r, tuple) for r in results), results
     assert results[0][0].pk == results[1][0].pk
-    assert sorted(created for _, created in results) == [False, True]
+    assert sorted(r.created for r in results) == [False, True]
     assert wallet_balance(user=buyer) == Decimal("90.00")
     assert Purchase.objects.count() == 1 and Release.objects.count() == 1
 
 
 def test_the_release_task_raced_by_two_workers_releases_once(listing, buyer, fund, django_capture_on_commit_callbacks):
-    from releases.services import release_compute
+    from market.trading.services import purchase_release
 
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=False):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
-    results = race([lambda: release_compute(purchase_id=purchase.pk)] * 4)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    results = race([lambda: purchase_release(purchase_id=purchase.pk)] * 4)
     assert all(r is not None and not isinstance(r, Exception) for r in results), results
     assert len({r.pk for r in results}) == 1
     assert Release.objects.count() == 1 and NoisePoint.objects.count() == 1

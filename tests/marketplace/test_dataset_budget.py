@@ -167,7 +167,7 @@ def test_spent_is_the_sum_of_the_listings_largest_released_levels(owner, buyer, 
     listings = {l["title"]: l for l in api(owner).get("/api/v1/listings/").json()["results"]}
     assert (listings["Ages"]["spent"], listings["Visits"]["spent"]) == ("2.0000", "0.5000")
     assert api(buyer).get(f"/api/v1/listings/{ages.pk}/").json()["spent"] is None  # owners only
-    from market.catalog.dashboard import owner_overview
+    from market.trading.dashboard import owner_overview
 
     (figures,) = owner_overview(user=owner)["datasets"]
     assert figures["budget"] == {"total": 9, "used": 8, "left": 1, "spent": Decimal("2.5")}

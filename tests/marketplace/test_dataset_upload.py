@@ -132,7 +132,7 @@ def test_a_dataset_not_ready_cannot_be_listed(owner):
 
 
 def test_the_owner_summary_reads_stored_figures(owner):
-    from market.catalog.dashboard import dataset_summary
+    from market.trading.dashboard import dataset_summary
 
     dataset = ready_dataset(owner=owner, name="p", data=PENGUINS, total_budget="5")
     summary = dataset_summary(user=owner, dataset_id=dataset.public_id)

@@ -17,8 +17,8 @@ from market.catalog.statistics import build_plan
 from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release
-from releases.postprocess import laplace_error_bound
-from releases.selectors import release_readings
+from releases.engine.postprocess import laplace_error_bound
+from market.trading.selectors import release_readings
 from tests.datasets import ready_dataset
 from tests.marketplace.conftest import STATISTICS, make_csv
 

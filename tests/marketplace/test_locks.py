@@ -15,7 +15,7 @@ from market.ledger.models import Transfer
 from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail, purchase_quote
 from market.trust.services import trust_listings_set, trust_network_update
-from releases.services import release_compute
+from market.trading.services import purchase_release
 from tests.marketplace.conftest import needs_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,13 +51,13 @@ def test_every_service_takes_its_locks_in_the_one_order(make_listing, buyer, own
     fund(buyer, 100)
     taken = {}
     with recording() as log, django_capture_on_commit_callbacks(execute=False):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     taken["purchase"] = list(log)
     with recording() as log:
-        release_compute(purchase_id=purchase.pk)
+        purchase_release(purchase_id=purchase.pk)
     taken["release"] = list(log)
     with django_capture_on_commit_callbacks(execute=False):
-        second, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2")
+        second, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2")
     with recording() as log:
         purchase_fail(purchase_id=second.pk, reason="test")
     taken["refund"] = list(log)

@@ -39,7 +39,7 @@ def count_listing(owner):
 
 def buy(buyer, listing, eps, capture):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
     purchase.refresh_from_db()
     return purchase
 

@@ -21,7 +21,7 @@ from market.catalog.services import listing_create
 from market.catalog.privacy import release_profile
 from market.catalog.statistics import Lattice
 from market.trading.services import purchase_create
-from releases.profile import LatticeProfile, loss_profile_lattice
+from releases.engine.profile import LatticeProfile, loss_profile_lattice
 
 from .conftest import make_csv
 
@@ -102,7 +102,7 @@ def test_an_l2_listing_has_a_profile_but_no_gamma(owner, buyer, fund, api, eager
     )
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     release = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]
     assert release["privacy_at_risk"] is None
     profile = api(buyer).get(release["privacy_profile"]).json()
@@ -113,7 +113,7 @@ def test_an_l2_listing_has_a_profile_but_no_gamma(owner, buyer, fund, api, eager
 def test_the_paper_gamma_is_not_the_probability_of_eps_dp():
     """For one value at eps0 = 0.5 the paper's gamma at eps = 0.2741 is 0.609, while a worst-case
     neighbour's privacy loss stays within +-0.2741 with probability 0.107: the two must not be confused."""
-    from releases.risk import gamma_at_risk
+    from releases.engine.risk import gamma_at_risk
 
     eps0, eps = 0.5, 0.2741
     assert float(gamma_at_risk(eps, eps0, 1)) == pytest.approx(0.609, abs=1e-3)

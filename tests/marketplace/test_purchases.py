@@ -11,14 +11,14 @@ from market.ledger.selectors import ledger_is_balanced, wallet_balance
 from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_create
 from releases.models import NoisePoint, Release
-from releases.services import release_compute, releases_sweep
+from market.trading.services import purchase_release, purchases_sweep
 
 pytestmark = pytest.mark.django_db
 
 
 def buy(buyer, listing, eps, capture, **kw):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps, **kw)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps, **kw)
     purchase.refresh_from_db()
     return purchase
 
@@ -72,7 +72,7 @@ def test_task_run_twice_releases_once_and_samples_once(
     fund(buyer, 100)
     p = buy(buyer, listing, "1", django_capture_on_commit_callbacks)
     first = Release.objects.get(purchase=p)
-    again = release_compute(purchase_id=p.pk)
+    again = purchase_release(purchase_id=p.pk)
     assert again == first
     assert Release.objects.filter(purchase=p).count() == 1
     assert NoisePoint.objects.filter(path__listing=listing).count() == 1
@@ -85,7 +85,7 @@ def test_a_crash_between_noise_and_commit_leaves_nothing_then_one_release(
 
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=False):  # the task is "lost": nothing runs
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
 
     def crash(name):
         if name == "after_noise":
@@ -93,13 +93,13 @@ def test_a_crash_between_noise_and_commit_leaves_nothing_then_one_release(
 
     monkeypatch.setattr(releases.services, "_checkpoint", crash)
     with pytest.raises(RuntimeError):
-        release_compute(purchase_id=purchase.pk)
+        purchase_release(purchase_id=purchase.pk)
     assert NoisePoint.objects.count() == 0 and Release.objects.count() == 0
     purchase.refresh_from_db()
     assert purchase.in_flight  # still owed, not refunded
     monkeypatch.setattr(releases.services, "_checkpoint", lambda name: None)
-    release_compute(purchase_id=purchase.pk)
-    release_compute(purchase_id=purchase.pk)
+    purchase_release(purchase_id=purchase.pk)
+    purchase_release(purchase_id=purchase.pk)
     assert Release.objects.count() == 1 and NoisePoint.objects.count() == 1
     purchase.refresh_from_db()
     assert purchase.status == "released"
@@ -108,11 +108,11 @@ def test_a_crash_between_noise_and_commit_leaves_nothing_then_one_release(
 def test_the_sweeper_requeues_a_lost_task(listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks):
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=False):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     from datetime import timedelta
 
-    assert releases_sweep(older_than=timedelta(hours=1)) == 0  # too recent to be lost
-    assert releases_sweep(older_than=timedelta(0)) == 1
+    assert purchases_sweep(older_than=timedelta(hours=1)) == 0  # too recent to be lost
+    assert purchases_sweep(older_than=timedelta(0)) == 1
     purchase.refresh_from_db()
     assert purchase.status == "released"
 
@@ -137,8 +137,8 @@ def test_idempotency_key_returns_the_first_purchase_and_charges_once(
 ):
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
-        first, created = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-1")
-        again, created_again = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-1")
+        first, created, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-1")
+        again, created_again, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-1")
     assert created and not created_again and first.pk == again.pk
     assert wallet_balance(user=buyer) == Decimal("90.00")
     with pytest.raises(Conflict):
@@ -205,7 +205,7 @@ def test_one_purchase_in_flight_per_buyer_and_listing(listing, buyer, fund, djan
 def test_released_values_are_rounded_clamped_and_near_the_truth(
     listing, buyer, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks
 ):
-    from releases.postprocess import grid_step
+    from releases.engine.postprocess import grid_step
 
     fund(buyer, 100)
     p = buy(buyer, listing, "5", django_capture_on_commit_callbacks)

@@ -11,7 +11,7 @@ from market.catalog.services import listing_create
 from market.core.errors import InvalidInput
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release
-from releases.postprocess import grid_step
+from releases.engine.postprocess import grid_step
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,7 @@ def centroid_listing(owner, dataset, row, radius=50.0):
 
 def buy(buyer, listing, eps, capture):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
     return purchase
 
 

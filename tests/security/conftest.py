@@ -56,7 +56,7 @@ class World:
 
 def _buy(buyer, listing, eps, capture):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
     purchase.refresh_from_db()
     assert purchase.status == "released", purchase.failure_reason
     return purchase

@@ -50,7 +50,7 @@ def raw(table: str, column: str, pk: int) -> bytes:
 
 def buy(buyer, listing, eps, capture):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
     purchase.refresh_from_db()
     assert purchase.status == "released", purchase.failure_reason
     return purchase
@@ -126,7 +126,7 @@ def test_noise_moved_to_another_level_does_not_open_and_the_release_is_refunded(
         with append_only_lifted(connection, "releases_noisepoint"):
             NoisePoint.objects.filter(pk=point.pk).update(noise=bytes(tampered))
     with django_capture_on_commit_callbacks(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2")
     purchase.refresh_from_db()
     assert purchase.status == "failed"
     assert "damaged" in purchase.failure_reason and "refunded" in purchase.failure_reason
@@ -209,7 +209,7 @@ def test_an_unknown_key_is_retried_with_a_clear_error_for_the_operator(
     settings.GRADUAL_ENCRYPTION_KEYS = NEW
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     retries = [r.getMessage() for r in caplog.records if "Retry in" in r.getMessage()]
     assert retries and all("encrypted with key 'dev', which is not in GRADUAL_ENCRYPTION_KEYS" in m for m in retries)
     purchase.refresh_from_db()

@@ -242,7 +242,7 @@ def test_a_release_download_never_starts_a_cell_with_a_formula(
     )
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     purchase.refresh_from_db()
     client.force_login(buyer)
     download = client.get(f"/library/releases/{purchase.release.public_id}.csv")
@@ -277,7 +277,7 @@ def test_hostile_names_are_escaped_on_every_page(
     )
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     client.force_login(buyer)
     pages = {
         url: client.get(url)

@@ -32,7 +32,7 @@ def capped(listing, owner, buyer):
 
 def buy(buyer, listing, eps, capture):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
     purchase.refresh_from_db()
     return purchase
 

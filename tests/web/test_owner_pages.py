@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from market.catalog import dashboard
+from market.trading import dashboard
 from market.catalog.models import Dataset, Listing
 from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail
@@ -57,7 +57,7 @@ def chart_spec(page: str, chart_id: str) -> dict:
 
 def buy(buyer, listing, eps, capture):
     with capture(execute=True):
-        purchase, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
+        purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=eps)
     purchase.refresh_from_db()
     return purchase
 
@@ -375,7 +375,7 @@ def test_a_listings_figures_buyers_and_privacy_spent(
 def test_failed_and_pending_purchases_are_not_sales(signed_in, owner, listing, buyer, users, fund):
     fund(buyer, 100)
     # outside a captured commit, the releases are never queued: both stay in flight
-    failed, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    failed, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     purchase_fail(purchase_id=failed.pk, reason="test")
     waiting = users("wendy")
     fund(waiting, 100)

@@ -42,7 +42,7 @@ refused), and every random choice is one of:
 * ``Bernoulli(p)`` for a constant ``p`` of the levels, such as ``e^{-1}``,
   ``(1-e^{-s})/(1-e^{-t})`` or the bridge's two constants: a uniform number
   drawn 24 bits, then 64 at a time, is compared with integer brackets of
-  ``p`` computed exactly (:class:`_Coin`, :mod:`releases.exact_bounds`); the
+  ``p`` computed exactly (:class:`_Coin`, :mod:`releases.engine.exact_bounds`); the
   first 24 bits decide but with probability about ``2^-23``, and then 64
   more are drawn and the bracket is tightened;
 * products and complements of these.
@@ -65,7 +65,7 @@ from numbers import Integral
 
 import numpy as np
 
-from releases import exact_bounds
+from releases.engine import exact_bounds
 
 __all__ = [
     "sample",
@@ -277,7 +277,7 @@ _FIRST_BITS = 24
 
 
 class _Coin:
-    """``Bernoulli(p)`` for a constant ``p`` given by integer brackets (:mod:`releases.exact_bounds`).
+    """``Bernoulli(p)`` for a constant ``p`` given by integer brackets (:mod:`releases.engine.exact_bounds`).
 
     The coin draws a uniform number ``U`` in ``[0, 1)``, first 24 bits then
     64 at a time, and answers ``U < p``. After ``k`` bits ``U`` is known to
@@ -286,7 +286,7 @@ class _Coin:
     of ``u`` in between are 64 more bits drawn and ``p`` bracketed 64 bits
     tighter. ``P(U < p) = p`` exactly: no rounding enters, only comparisons
     of integers. ``bounds(bits)`` returns an
-    :class:`~releases.exact_bounds.Interval` of relative width about
+    :class:`~releases.engine.exact_bounds.Interval` of relative width about
     ``2^-bits``; the first bracket is computed at the first flip.
     """
 

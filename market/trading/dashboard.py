@@ -27,8 +27,8 @@ from market.catalog.selectors import listing_plan, with_budget_figures
 from market.catalog.statistics import describe
 from market.core import visibility
 from market.core.errors import NotFound
-from market.trading.models import Purchase
-from releases.guarantee import engine_words, guarantee_statement
+from .models import Purchase
+from releases.engine.guarantee import engine_words, guarantee_statement
 
 _ZERO_CREDITS = Decimal("0.00")
 _RELEASED = Q(purchases__status=Purchase.Status.RELEASED)

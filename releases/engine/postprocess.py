@@ -15,7 +15,7 @@ construction. It needs a grid at least as coarse as the noise scale (ours is
 1/32 of it), one full-precision Laplace draw (ours may come from relax,
 tighten or bridge steps) and a uniform at full float precision (numpy's are
 multiples of 2^-53). The float path is therefore (eps, delta)-DP with a small
-measured delta, see ``releases/guarantee.py`` and ``bench/float_delta.py``.
+measured delta, see ``releases/engine/guarantee.py`` and ``bench/float_delta.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A rational ``x`` is passed as two integers ``p, q`` (``x = p / q``, not
 necessarily reduced).
 
-The lattice path (:mod:`releases.lattice`) flips coins whose probability is a
+The lattice path (:mod:`releases.engine.lattice`) flips coins whose probability is a
 fixed number of the levels, such as ``e^{-(hi-lo)} ((1-e^{-lo})/(1-e^{-hi}))^2``.
 Such a number is never rounded to a float. It is bracketed: an
 :class:`Interval` holds integers ``lo <= hi`` and an exponent ``e`` with
@@ -11,7 +11,7 @@ Such a number is never rounded to a float. It is bracketed: an
 end down, the upper end up), so the bracket always contains the exact value.
 The bracket can be made as narrow as wanted by asking for more ``bits``; a
 coin compares a uniform number drawn bit by bit with it (see
-``releases.lattice._Coin``).
+``releases.engine.lattice._Coin``).
 
 Only positive numbers are handled, and the only subtraction is inside the two
 primitives (``1 - e^{-x}`` is summed from its own series when ``x`` is small),

@@ -1,0 +1,92 @@
+"""Waiting for a purchase's release without a polling loop (``Prefer: wait=N``, RFC 7240).
+
+When a release transaction commits, :func:`releases_announce` puts a token in
+a short-lived Redis list per purchase (one pipelined round trip for a whole
+batch). :func:`release_wait` blocks on that list (``BLPOP``) until the token
+comes or the time is up, and puts the token back so that every other waiter
+on the same purchase wakes too. The database stays the truth: the caller
+reads the purchase again after the wait, so a lost token only costs the
+wait's time, never a wrong answer. Without Redis (the embedded default) the
+wait reads the purchase's status every 50 ms instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+#: the longest wait a client may ask for, in seconds (longer asks are cut to it)
+MAX_WAIT = 30
+#: how long an announcement stays for late waiters, in seconds
+TOKEN_TTL = 60
+
+
+def _key(purchase_id) -> str:
+    return f"gradual:released:{purchase_id}"
+
+
+@functools.cache
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=MAX_WAIT + 5)
+
+
+def releases_announce(*, purchase_ids) -> None:
+    """Wake whoever waits for these purchases (called once their release or refund has committed)."""
+    if not settings.REDIS_URL or not purchase_ids:
+        return
+    try:
+        pipe = _redis().pipeline(transaction=False)
+        for purchase_id in purchase_ids:
+            pipe.rpush(_key(purchase_id), 1)
+            pipe.expire(_key(purchase_id), TOKEN_TTL)
+        pipe.execute()
+    except Exception:  # waiters time out and read the database: nothing is lost
+        log.warning("could not announce releases %s", purchase_ids, exc_info=True)
+
+
+def release_wait(*, purchase_id, seconds: float, done) -> None:
+    """Return when ``done()`` is true or ``seconds`` have passed (``done`` reads the purchase)."""
+    deadline = time.monotonic() + min(max(seconds, 0), MAX_WAIT)
+    if done():
+        return
+    if not settings.REDIS_URL:
+        while time.monotonic() < deadline and not done():
+            time.sleep(0.05)
+        return
+    key = _key(purchase_id)
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            token = _redis().blpop([key], timeout=max(left, 0.01))
+        except Exception:
+            log.warning("waiting on Redis failed; reading the database instead", exc_info=True)
+            time.sleep(min(left, 0.05))
+            token = None
+        if token is not None:
+            try:  # the next waiter on this purchase wakes too
+                _redis().rpush(key, 1)
+            except Exception:
+                pass
+        if done():
+            return
+        if token is not None:
+            time.sleep(0.01)  # announced but not yet visible here: do not spin
+
+
+def parse_prefer_wait(header: str | None) -> float | None:
+    """The seconds of a ``Prefer: wait=N`` header (RFC 7240), cut to :data:`MAX_WAIT`; None without one."""
+    for part in (header or "").split(","):
+        for pref in part.split(";"):
+            name, _, value = pref.strip().partition("=")
+            if name.strip().lower() == "wait":
+                try:
+                    return min(max(float(value.strip().strip('"')), 0.0), MAX_WAIT)
+                except ValueError:
+                    return None
+    return None
