@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Q
 
 from market.core import crypto
 from market.core.crypto import CryptoError, UnknownKeyError
@@ -95,6 +96,20 @@ def _opened(read, what: str):
         raise ReleaseImpossible(f"{what} is damaged (it does not decrypt)") from None
 
 
+def _near(path: NoisePath, level) -> tuple[NoisePoint | None, NoisePoint | None, NoisePoint | None]:
+    """The path's stored point at ``level``, and its nearest stored points below and above, in one
+    query (the step depends on nothing else: the path is Markov)."""
+    below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").values("pk")[:1]
+    above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").values("pk")[:1]
+    rows = list(NoisePoint.objects.filter(Q(path=path, level=level) | Q(pk__in=below) | Q(pk__in=above)))
+    at = [p for p in rows if p.level == level]
+    return (
+        at[0] if at else None,
+        next((p for p in rows if p.level < level), None),
+        next((p for p in rows if p.level > level), None),
+    )
+
+
 def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
     """The path's point at ``level``: the stored one, or one new exact step from its neighbours.
 
@@ -102,11 +117,9 @@ def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
     depends on nothing else (the path is Markov), so the cost does not grow
     with the number of levels or buyers.
     """
-    found = NoisePoint.objects.filter(path=path, level=level).first()
+    found, below, above = _near(path, level)
     if found:
         return found
-    below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").first()
-    above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").first()
     known = [p for p in (below, above) if p is not None]
     vectors = [_opened(p.vector, f"the stored noise at level {p.level}") for p in known]
     for p, v in zip(known, vectors):
@@ -122,11 +135,9 @@ def _lattice_point_at(path: NoisePath, level, weights, rng) -> NoisePoint:
     step from its nearest released neighbours (``releases.engine.lattice.step``), coordinate ``i`` at
     ``level / weights[i]``. ``rng``: anything with ``getrandbits`` (the operating system's
     generator in the product)."""
-    found = NoisePoint.objects.filter(path=path, level=level).first()
+    found, below, above = _near(path, level)
     if found:
         return found
-    below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").first()
-    above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").first()
     known = {}
     for name, p in (("below", below), ("above", above)):
         if p is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models import F
 
 from market.core import visibility
 from market.core.locks import Rank, taken
@@ -32,20 +33,25 @@ def dataset_lock_any(*, dataset_id: str) -> Dataset | None:
 
 
 def listing_share_lock(*, listing_id: int) -> Listing | None:
-    """The open listing ``listing_id`` (with its dataset, without the raw data
-    or the true answer), under a SHARE lock: any number of purchases hold it
-    at once, while an owner's change to the ceiling or to ``is_open`` waits
-    for them. None if there is no open listing of that id."""
+    """The open listing ``listing_id`` (without the raw data or the true answer, with its
+    owner's id as ``dataset_owner_id``), under a SHARE lock: any number of purchases hold it
+    at once, while an owner's change to the ceiling or to ``is_open`` waits for them. None if
+    there is no open listing of that id. One statement."""
     taken(Rank.LISTING, f"listing {listing_id}")
-    queryset = Listing.objects.select_related("dataset").defer("answer").filter(pk=listing_id, is_open=True)
-    if connection.vendor == "postgresql":
-        # Django's select_for_update() cannot say FOR SHARE: lock first, then load
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM catalog_listing WHERE id = %s AND is_open FOR SHARE", [listing_id])
-            if cursor.fetchone() is None:
-                return None
-    # SQLite: IMMEDIATE transactions already serialise every writer
-    return queryset.first()
+    if connection.vendor != "postgresql":
+        # SQLite: IMMEDIATE transactions already serialise every writer
+        return (
+            Listing.objects.defer("answer").annotate(dataset_owner_id=F("dataset__owner_id"))
+            .filter(pk=listing_id, is_open=True).first()
+        )
+    # Django's select_for_update() cannot say FOR SHARE: the row is read and share-locked in one statement
+    columns = ", ".join(f'l."{f.column}"' for f in Listing._meta.concrete_fields if f.attname != "answer")
+    found = Listing.objects.raw(
+        f'SELECT {columns}, d."owner_id" AS dataset_owner_id FROM "catalog_listing" l '
+        'JOIN "catalog_dataset" d ON d."id" = l."dataset_id" WHERE l."id" = %s AND l."is_open" FOR SHARE OF l',
+        [listing_id],
+    )
+    return next(iter(found), None)
 
 
 def owned_listings_lock(*, owner) -> list[int]:

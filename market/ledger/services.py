@@ -12,7 +12,7 @@ from market.core.fields import MONEY_QUANTUM
 #: what the NUMERIC(18, 2) money columns hold
 MAX_MONEY = Decimal(10) ** 16
 
-from .locks import accounts_lock
+from .locks import accounts_lock, accounts_lock_of
 from .models import Account, Leg, Transfer
 
 
@@ -27,6 +27,19 @@ def account_get(*, user=None, user_id=None, kind: str) -> Account:
             return account
     except IntegrityError:  # created concurrently: it exists now
         return Account.objects.get(user_id=user_id, kind=kind)
+
+
+def accounts_lock_for(*, owners) -> dict[tuple[int | None, str], Account]:
+    """The accounts of ``owners`` (pairs of user id and kind), created on first use and locked
+    for update in id order: one statement when they all exist (inside the caller's transaction)."""
+    owners = list(dict.fromkeys(owners))
+    locked = accounts_lock_of(owners=owners)
+    if len(locked) < len(owners):
+        for user_id, kind in owners:
+            if (user_id, kind) not in locked:
+                account_get(user_id=user_id, kind=kind)
+        locked = accounts_lock_of(owners=owners)
+    return locked
 
 
 def money(value) -> Decimal:
@@ -45,20 +58,27 @@ def money(value) -> Decimal:
 
 
 def transfer_create(
-    *, kind: str, legs: list[tuple[Account, Decimal]], memo: str = "", purchase=None, reference: str | None = None
+    *, kind: str, legs: list[tuple[Account, Decimal]], memo: str = "", purchase=None, reference: str | None = None,
+    locked: bool = False,
 ) -> Transfer:
     """Move money between accounts in one balanced, append-only transfer.
 
-    Locks the accounts in id order, refuses a transfer that would take a
-    user's account below zero, and writes the legs; the database adds each leg
-    to its account's balance and checks the transfer balances at commit.
+    Locks the accounts in id order (``locked``: the caller already locked them
+    in its transaction, with :func:`accounts_lock_for`, and passes those rows),
+    refuses a transfer that would take a user's account below zero, and writes
+    the legs; the database adds each leg to its account's balance and checks
+    the transfer balances at commit.
     """
     if len(legs) < 2:
         raise ValueError("a transfer needs at least two legs")
     if any(amount == 0 for _, amount in legs) or sum(amount for _, amount in legs) != 0:
         raise ValueError(f"transfer legs must be non-zero and sum to zero: {legs}")
-    with transaction.atomic():
-        locked = accounts_lock(ids=[account.pk for account, _ in legs])
+    # no savepoint of its own: a refused transfer fails the caller's whole transaction
+    with transaction.atomic(savepoint=False):
+        if locked:
+            locked = {account.pk: account for account, _ in legs}
+        else:
+            locked = accounts_lock(ids=[account.pk for account, _ in legs])
         change: dict[int, Decimal] = {}
         for account, amount in legs:
             change[account.pk] = change.get(account.pk, Decimal(0)) + amount

@@ -8,11 +8,18 @@ from .models import Holding, Purchase
 
 
 def holding_lock(*, buyer_id, listing_id, create: bool = False) -> Holding:
-    """The buyer's holding on the listing, locked for update (created at level 0 first if ``create``)."""
-    if create:
-        Holding.objects.get_or_create(buyer_id=buyer_id, listing_id=listing_id)
+    """The buyer's holding on the listing, locked for update (created at level 0 first if ``create``
+    and there is none: one statement when it exists)."""
     taken(Rank.HOLDING, f"holding of buyer {buyer_id} on listing {listing_id}")
-    return Holding.objects.select_for_update().get(buyer_id=buyer_id, listing_id=listing_id)
+    rows = Holding.objects.select_for_update().filter(buyer_id=buyer_id, listing_id=listing_id)
+    holding = rows.first()
+    if holding is None and create:
+        # ON CONFLICT DO NOTHING: a concurrent first purchase may create it too
+        Holding.objects.bulk_create([Holding(buyer_id=buyer_id, listing_id=listing_id)], ignore_conflicts=True)
+        holding = rows.first()
+    if holding is None:
+        raise Holding.DoesNotExist(f"no holding of buyer {buyer_id} on listing {listing_id}")
+    return holding
 
 
 def purchase_lock(*, purchase_id, with_listing: bool = False) -> Purchase:
@@ -25,13 +32,14 @@ def purchase_lock(*, purchase_id, with_listing: bool = False) -> Purchase:
 
 
 def holdings_lock(*, listing_id, buyer_ids) -> dict[int, Holding]:
-    """The holdings of ``buyer_ids`` on the listing, locked for update in id order: ``{buyer_id: holding}``."""
-    taken(Rank.HOLDING, f"holdings of {len(buyer_ids)} buyers on listing {listing_id}")
+    """The holdings of ``buyer_ids`` (ids, or a subquery of them) on the listing, locked for update
+    in id order: ``{buyer_id: holding}``."""
+    taken(Rank.HOLDING, f"holdings of buyers on listing {listing_id}")
     rows = Holding.objects.select_for_update().filter(listing_id=listing_id, buyer_id__in=buyer_ids).order_by("pk")
     return {holding.buyer_id: holding for holding in rows}
 
 
-def purchases_lock(*, purchase_ids) -> list[Purchase]:
-    """The purchases, locked for update in id order (only their own rows)."""
-    taken(Rank.PURCHASE, f"{len(purchase_ids)} purchases")
-    return list(Purchase.objects.select_for_update().filter(pk__in=purchase_ids).order_by("pk"))
+def purchases_lock(*, pending) -> list[Purchase]:
+    """The purchases of the queryset ``pending``, locked for update in id order (only their own rows)."""
+    taken(Rank.PURCHASE, "purchases")
+    return list(pending.select_for_update(of=("self",)).order_by("pk"))

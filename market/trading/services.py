@@ -21,8 +21,8 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from market.accounts.locks import user_lock
@@ -35,7 +35,7 @@ from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import parse_level
 from market.ledger.models import Account, Transfer
-from market.ledger.services import account_get, transfer_create
+from market.ledger.services import account_get, accounts_lock_for, transfer_create
 from market.trust.selectors import Cap, buyer_cap
 from releases.locks import path_lock
 from releases.models import Release
@@ -68,7 +68,8 @@ class Quote:
 def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
     """Refuse a step from ``current`` to ``eps`` that ``buyer`` may not take;
     return the buyer's cap on the listing (``market.trust.selectors.buyer_cap``)."""
-    if listing.dataset.owner_id == buyer.pk:
+    owner_id = getattr(listing, "dataset_owner_id", None) or listing.dataset.owner_id  # read with the lock, or loaded
+    if owner_id == buyer.pk:
         raise InvalidInput("you own this listing: owners do not buy their own data")
     if eps > listing.ceiling:
         raise InvalidInput(
@@ -154,7 +155,13 @@ def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
 
 
 def _existing_for_key(buyer, key: str, listing_id, eps: Decimal) -> Purchase | None:
-    found = Purchase.objects.filter(buyer=buyer, idempotency_key=key).first()
+    return _same_purchase(Purchase.objects.filter(buyer=buyer, idempotency_key=key)[:1], listing_id, eps)
+
+
+def _same_purchase(found: list, listing_id, eps: Decimal) -> Purchase | None:
+    """The purchase made with an Idempotency-Key (a list of at most one), None if there is none;
+    a key used for another purchase is a conflict."""
+    found = next(iter(found), None)
     if found and (found.listing_id != int(listing_id) or found.level_to != eps):
         raise Conflict(
             "this Idempotency-Key was already used for a different purchase",
@@ -197,9 +204,6 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
         idempotency_key = idempotency_key.strip()
         if not idempotency_key or len(idempotency_key) > 255:
             raise InvalidInput("Idempotency-Key must be 1 to 255 characters", fields={"idempotency_key": ["1 to 255 characters."]})
-        found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
-        if found:
-            return PurchaseResult(found, False, None)
     try:
         purchase, created = retrying(
             lambda: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key),
@@ -223,29 +227,49 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     return PurchaseResult(purchase, True, purchase_queue(purchase_id=purchase.pk))
 
 
+class _BuyerLockNeeded(Exception):
+    """The listing turned out to be trust-capped: its purchase must lock the buyer's row first."""
+
+
 def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None) -> tuple[Purchase, bool]:
-    """One attempt at :func:`purchase_create`'s transaction."""
+    """One attempt at :func:`purchase_create`'s transaction: eight statements on an uncapped
+    listing with the buyer's holding and accounts already made."""
+    try:
+        return _purchase_step(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key)
+    except _BuyerLockNeeded:
+        return _purchase_step(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key,
+                              lock_buyer=True)
+
+
+def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool = False) -> tuple[Purchase, bool]:
     with transaction.atomic():
         # On a trust-capped listing the buyer's levels on the dataset's capped listings add up to at most
         # their cap on the dataset: the buyer's row lock (first in the lock order) makes their purchases
         # on one dataset take turns, so two on sibling listings cannot both pass on the same room.
-        capped = Listing.objects.filter(pk=listing_id).values_list("trust_capped", flat=True).first()
-        if capped:
+        # Uncapped listings (most) skip it; a capped one found under its lock is run again with it.
+        if lock_buyer:
             user_lock(user=buyer)
         listing = listing_share_lock(listing_id=listing_id)
         if listing is None:
+            found = idempotency_key is not None and _existing_for_key(buyer, idempotency_key, listing_id, eps)
+            if found:  # a repeat of a purchase on a listing closed since
+                return found, False
             raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
-        if listing.trust_capped and not capped:
-            # capped by its owner since the first read: not under the buyer's lock, so run again
-            raise Busy("this listing's trust cap changed while you bought; nothing was changed, try again")
+        if listing.trust_capped and not lock_buyer:
+            raise _BuyerLockNeeded
         holding = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk, create=True)
+        # one read for both: a purchase made with this key (committed while we waited for the
+        # holding, or long ago), and a purchase of this buyer still in flight on the listing
+        clash = Q(listing_id=listing.pk, status__in=Purchase.IN_FLIGHT)
         if idempotency_key is not None:
-            # a request with this key may have committed while we waited for the holding
-            found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
+            clash |= Q(idempotency_key=idempotency_key)
+        others = list(Purchase.objects.filter(clash, buyer=buyer))
+        if idempotency_key is not None:
+            found = _same_purchase([p for p in others if p.idempotency_key == idempotency_key], listing_id, eps)
             if found:
                 return found, False
         _check_step(listing, buyer, holding.purchased, eps)
-        if Purchase.objects.filter(buyer=buyer, listing=listing, status__in=Purchase.IN_FLIGHT).exists():
+        if any(p.in_flight and p.listing_id == listing.pk for p in others):
             raise Busy(IN_FLIGHT_MESSAGE)
         price = _step_price(listing, holding.purchased, eps)
         purchase = Purchase.objects.create(
@@ -256,13 +280,14 @@ def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str
             price=price,
             idempotency_key=idempotency_key,
         )
-        wallet = account_get(user=buyer, kind=Account.Kind.WALLET)
-        earnings = account_get(user_id=listing.dataset.owner_id, kind=Account.Kind.EARNINGS)
+        wallet, earnings = (buyer.pk, Account.Kind.WALLET), (listing.dataset_owner_id, Account.Kind.EARNINGS)
+        accounts = accounts_lock_for(owners=[wallet, earnings])
         transfer_create(
             kind=Transfer.Kind.PURCHASE,
-            legs=[(wallet, -price), (earnings, price)],
+            legs=[(accounts[wallet], -price), (accounts[earnings], price)],
             memo=f"{listing.title}: eps {holding.purchased} -> {eps}",
             purchase=purchase,
+            locked=True,
         )
         holding.purchased = eps
         holding.save(update_fields=["purchased", "updated_at"])
@@ -309,16 +334,10 @@ def purchase_release(*, purchase_id, rng=None) -> Release | None:
     and do nothing. A purchase whose release can never be made (damaged
     stored data) is refunded.
     """
-    found = Purchase.objects.filter(pk=purchase_id).values_list("listing_id", "status").first()
-    if found is None:
-        return None
-    listing_id, status = found
-    if status not in Purchase.IN_FLIGHT:
+    # counted before the release transaction, so a crashed attempt still counts; one statement
+    listing_id = _attempt_count(purchase_id=purchase_id)
+    if listing_id is None:  # released (by its own task or in another's batch), failed, or unknown
         return Release.objects.filter(purchase_id=purchase_id).first()
-    # counted before the transaction, so a crashed attempt still counts
-    Purchase.objects.filter(pk=purchase_id, status__in=Purchase.IN_FLIGHT).update(
-        status=Purchase.Status.COMPUTING, attempts=F("attempts") + 1, updated_at=timezone.now()
-    )
     try:
         made = retrying(lambda: _listing_release(listing_id=listing_id, rng=rng), what="release")
     except ReleaseImpossible:
@@ -331,41 +350,50 @@ def purchase_release(*, purchase_id, rng=None) -> Release | None:
     return made.get(purchase_id) or Release.objects.filter(purchase_id=purchase_id).first()
 
 
+def _attempt_count(*, purchase_id) -> int | None:
+    """Mark an in-flight purchase computing and count the attempt; its listing's id, or None if
+    the purchase is not in flight (``UPDATE ... RETURNING``: one statement)."""
+    table = Purchase._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'UPDATE "{table}" SET "status" = %s, "attempts" = "attempts" + 1, "updated_at" = %s '
+            f'WHERE "id" = %s AND "status" IN (%s, %s) RETURNING "listing_id"',
+            [Purchase.Status.COMPUTING, timezone.now(), Purchase._meta.pk.get_db_prep_value(purchase_id, connection),
+             *Purchase.IN_FLIGHT],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def _listing_release(*, listing_id, rng, only=None) -> dict:
     """One attempt at a release transaction: every purchase of the listing in flight (or only
-    ``only``), its locks in the product's order. Returns ``{purchase_id: release}``."""
+    ``only``), its locks in the product's order (path, holdings, purchases). Returns
+    ``{purchase_id: release}``. Eight statements for one new level, whatever the batch's size."""
     with transaction.atomic():
         path = path_lock(listing_id=listing_id)
         pending = Purchase.objects.filter(listing_id=listing_id, status__in=Purchase.IN_FLIGHT)
         if only is not None:
             pending = pending.filter(pk=only)
-        pending = list(pending.order_by("pk").values_list("pk", "buyer_id")[:RELEASE_BATCH])
-        if not pending:
-            return {}
-        holdings = holdings_lock(listing_id=listing_id, buyer_ids=sorted({buyer for _, buyer in pending}))
-        purchases = [p for p in purchases_lock(purchase_ids=[pk for pk, _ in pending]) if p.in_flight]
+        buyers = pending.order_by("pk").values("buyer_id")[:RELEASE_BATCH]
+        holdings = holdings_lock(listing_id=listing_id, buyer_ids=buyers)
+        purchases = purchases_lock(pending=pending.filter(buyer_id__in=list(holdings)))
         if not purchases:
             return {}
-        listing = Listing.objects.get(pk=listing_id)
         made = releases_make(
-            path=path, listing=listing, rng=rng,
+            path=path, listing=path.listing, rng=rng,
             orders=[Order(purchase_id=p.pk, buyer_id=p.buyer_id, level=p.level_to) for p in purchases],
         )
+        now = timezone.now()
         raised = []
         for p in purchases:
             holding = holdings[p.buyer_id]
             if p.level_to > holding.released:
-                holding.released = p.level_to
+                holding.released, holding.updated_at = p.level_to, now
                 raised.append(holding)
         if raised:
-            now = timezone.now()
-            for holding in raised:
-                holding.updated_at = now
             Holding.objects.bulk_update(raised, ["released", "updated_at"])
-        Purchase.objects.filter(pk__in=[p.pk for p in purchases]).update(
-            status=Purchase.Status.RELEASED, updated_at=timezone.now()
-        )
         ids = [p.pk for p in purchases]
+        Purchase.objects.filter(pk__in=ids).update(status=Purchase.Status.RELEASED, updated_at=now)
         transaction.on_commit(lambda: releases_announce(purchase_ids=ids))
     return made
 
