@@ -196,10 +196,7 @@ def format_targets(rows: list[dict]) -> str:
 def print_report(report: dict, args) -> None:
     print("\n" + format_header(report, args))
     runs = report["runs"]
-    for name in RUNS:
-        if name not in runs:
-            continue
-        run = runs[name]
+    for name, run in runs.items():  # in the order they ran
         print(format_run(name, run))
         if "profile" in run:
             print(format_profile(run, args.profile_timer))
