@@ -1,6 +1,6 @@
 """Phases of one purchase, timed alone: what ``bench.load --phases`` runs after the load.
 
-    python -m bench.load_phases --iterations 200 --out FILE     (with bench.load's environment)
+    python -m bench.load.phases --iterations 200 --out FILE     (with bench.load's environment)
 
 On the database the load left behind (its size is the load's), with the
 servers stopped, one thread steps fresh buyers up the listings through the
@@ -42,7 +42,8 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-from bench.load_profile import _SqlCounter
+from bench.load.profile_figures import cprofile_hot_spots, product_code, where
+from bench.load.server_profile import SqlCounter
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
 
@@ -50,7 +51,6 @@ import django  # noqa: E402
 
 django.setup()
 
-ROOT = Path(__file__).resolve().parent.parent
 PHASES = ["quote", "purchase", "poll queued", "release", "poll released (first)", "poll released (again)"]
 
 
@@ -67,7 +67,7 @@ class Phase:
 
         if profile:
             count, self.profiled = False, self.profiled + 1
-        counter = _SqlCounter()
+        counter = SqlCounter()
         wall, cpu = time.perf_counter(), time.thread_time()
         with connection.execute_wrapper(counter):
             if profile:
@@ -93,21 +93,10 @@ class Phase:
         stats = pstats.Stats(self.profile).stats
         rows = list(stats.items())
 
-        def where(key):
-            filename, line, func = key
-            for marker in ("/site-packages/", str(ROOT) + "/"):
-                if marker in filename:
-                    filename = filename.split(marker, 1)[1]
-                    break
-            return func if filename == "~" else f"{filename}:{line}({func})"
-
         def item(key, v, col):
             return {"function": where(key), "calls": round(v[1] / n, 2), "ms": round(v[col] / n * 1e3, 3)}
 
-        product = [kv for kv in rows if kv[0][0].startswith(str(ROOT)) and "/.venv/" not in kv[0][0]
-                   and "/bench/" not in kv[0][0]]
-        from bench.load import cprofile_hot_spots
-
+        product = [kv for kv in rows if product_code(kv[0])]
         return {
             "calls": len(self.rows),
             "profiled_calls": self.profiled,

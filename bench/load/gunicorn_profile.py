@@ -1,8 +1,8 @@
 """Gunicorn config of ``bench.load --profile``: profile each worker's requests
-(``bench.load_profile.WsgiProfiler``) and write the figures when it exits.
+(``bench.load.server_profile.WsgiProfiler``) and write the figures when it exits.
 Every other setting comes from the command line."""
 
-from bench.load_profile import WsgiProfiler
+from bench.load.server_profile import WsgiProfiler
 
 
 def post_worker_init(worker):

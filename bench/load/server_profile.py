@@ -1,8 +1,8 @@
 """Where the time goes, measured inside the servers of ``bench.load --profile``.
 
-Loaded only in a profiled run: the gunicorn config ``bench/load_gunicorn.py``
+Loaded only in a profiled run: the gunicorn config ``bench/load/gunicorn_profile.py``
 wraps each worker's WSGI application in :class:`WsgiProfiler`, and the Celery
-worker imports ``bench.load_celery`` (``--include``), which profiles each task
+worker imports ``bench.load.celery_profile`` (``--include``), which profiles each task
 with :func:`install_celery`. Each process keeps
 
 * a ``cProfile`` profile of the requests or tasks it served, one profiler
@@ -16,7 +16,7 @@ with :func:`install_celery`. Each process keeps
 
 and writes them to ``$LOAD_PROFILE_DIR/<role>-<pid>.prof`` and ``.json`` when
 it exits (and every ``DUMP_EVERY`` requests, in case it is killed).
-``bench.load`` merges the files. Only requests and tasks that start while the
+``bench.load.profile_figures`` merges the files. Only requests and tasks that start while the
 file ``$LOAD_PROFILE_DIR/on`` exists are recorded: ``bench.load`` creates it
 for the measured window, so start-up (imports) and warm-up stay out.
 """
@@ -117,7 +117,7 @@ class _Recorder:
         Path(str(base) + ".json").write_text(json.dumps({"role": self.role, "pid": os.getpid(), "keys": keys}))
 
 
-class _SqlCounter:
+class SqlCounter:
     """A Django ``execute_wrapper``: counts statements and their time."""
 
     def __init__(self):
@@ -146,7 +146,7 @@ class WsgiProfiler:
         if not recording():
             return self.app(environ, start_response)
         key = f"{environ.get('REQUEST_METHOD')} {_ID.sub('/{id}', environ.get('PATH_INFO', ''))}"
-        counter = _SqlCounter()
+        counter = SqlCounter()
         start, cpu = time.perf_counter(), time.thread_time()
         with connection.execute_wrapper(counter):
             prof = self.recorder.enable()
@@ -174,7 +174,7 @@ def install_celery() -> None:
 
         if not recording():
             return
-        counter = _SqlCounter()
+        counter = SqlCounter()
         connection.execute_wrappers.append(counter)
         running[task_id] = (task.name, counter, time.perf_counter(), time.thread_time())
         recorder.enable()
