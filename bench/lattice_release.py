@@ -90,7 +90,7 @@ def float_listing(owner, dataset, title: str):
 def run(repeat: int) -> dict:
     from django.contrib.auth import get_user_model
 
-    import releases.services as release_services
+    import market.trading.services as trading_services
     from market.catalog.models import Dataset
     from market.catalog.services import dataset_create, dataset_process, listing_create
     from market.ledger.payments import ManualFunding
@@ -101,7 +101,7 @@ def run(repeat: int) -> dict:
     dataset = dataset_create(owner=owner, name="bench table", data=csv_bytes(), total_budget=str(2 * repeat * float(CEILING)))
     if dataset.status == Dataset.Status.PROCESSING:
         dataset = dataset_process(dataset_id=dataset.pk)
-    release_services.release_queue = lambda **kw: True  # releases are run and timed below, not queued
+    trading_services.purchase_queue = lambda **kw: True  # releases are run and timed below, not queued
     times: dict[str, dict[str, list[float]]] = {"lattice": {}, "laplace": {}}
     dims = {}
     for r in range(repeat):
@@ -118,7 +118,7 @@ def run(repeat: int) -> dict:
                 ManualFunding().fund(user=buyer, amount=Decimal(PRICE) * Decimal(CEILING))
                 purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=level)
                 start = time.perf_counter()
-                release = release_services.purchase_release(purchase_id=purchase.pk)
+                release = trading_services.purchase_release(purchase_id=purchase.pk)
                 times[engine].setdefault(step, []).append((time.perf_counter() - start) * 1e3)
                 assert release is not None and len(release.values) == listing.dim
                 if engine == "lattice":  # counts are integers

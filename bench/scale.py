@@ -7,7 +7,7 @@ For one l1 listing (a count and a 10-bin histogram: 11 values) and one l2
 listing (the centroid of 2-d points, on a dataset whose size is public), N buyers each buy one random level in
 (0, ceiling] (four decimal places, so thousands of distinct levels). Every
 purchase goes through the purchase service; its release is timed on its own
-(``releases.services.purchase_release``: lock the path, read the neighbouring
+(``market.trading.services.purchase_release``: lock the path, read the neighbouring
 levels or the jump list, sample, store). Reports the stored size of each path
 (its noise points, and for l2 its jump list) and the time per release, early
 and late, to show that neither grows with the number of buyers: storage grows
@@ -52,7 +52,7 @@ def csv_bytes(rows: int = 2000) -> bytes:
 def run(buyers: int) -> dict:
     from django.contrib.auth import get_user_model
 
-    import releases.services as release_services
+    import market.trading.services as trading_services
     from market.catalog.services import dataset_create, listing_create
     from market.ledger.payments import ManualFunding
     from market.trading.services import purchase_create
@@ -76,7 +76,7 @@ def run(buyers: int) -> dict:
     people = User.objects.bulk_create(User(username=f"bench-buyer-{i}", is_buyer=True) for i in range(buyers))
     for person in people:  # steps are never free: 100 credits per eps makes the smallest step (0.0001) cost 0.01
         ManualFunding().fund(user=person, amount=Decimal(PRICE) * Decimal(CEILING) * len(specs))
-    release_services.release_queue = lambda **kw: True  # releases are run and timed below, not queued
+    trading_services.purchase_queue = lambda **kw: True  # releases are run and timed below, not queued
     rng = np.random.default_rng()
     report = {}
     for name, (relation, spec) in specs.items():
@@ -88,7 +88,7 @@ def run(buyers: int) -> dict:
         for person, level in zip(people, levels):
             purchase, *_ = purchase_create(buyer=person, listing_id=listing.pk, epsilon=f"{level:.4f}")
             start = time.perf_counter()
-            release_services.purchase_release(purchase_id=purchase.pk)
+            trading_services.purchase_release(purchase_id=purchase.pk)
             times.append(time.perf_counter() - start)
         path = NoisePath.objects.get(listing=listing)
         points = NoisePoint.objects.filter(path=path)

@@ -55,7 +55,7 @@ wallet is negative, every balance is the sum of its legs, wallets and
 earnings match the purchases, holdings stay within released <= purchased <=
 ceiling and match the purchases and releases, each (path, level) was sampled
 exactly once, every released purchase has exactly one release, nothing is
-left in flight, and what the buyers were told (202s, quoted prices, released)
+left in flight, and what the buyers were told (201s and 202s, quoted prices, released)
 matches what is stored. The baseline's rows are checked the same way (each
 debit balanced, budgets equal to their debits, every answered request stored).
 

@@ -40,7 +40,8 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds between GETs of a purchase when the server did not honour the wait")
     p.add_argument("--release-timeout", type=float, default=60, help="a buyer gives up waiting after this")
     p.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (gthread), product and baseline")
-    p.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+    p.add_argument("--threads", type=int, default=32,
+                   help="threads per gunicorn worker (a buyer waiting with Prefer: wait holds one, idle, until its release)")
     p.add_argument("--celery", type=int, default=2, help="Celery worker concurrency")
     p.add_argument("--pool", default="prefork", choices=["prefork", "threads", "solo"], help="Celery pool")
     p.add_argument("--nice-web", type=int, default=0, help="niceness added to gunicorn (and its workers)")

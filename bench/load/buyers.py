@@ -83,7 +83,7 @@ def product_buyer(*, port: int, token: str, listings: list[dict], step_min: floa
             start, bought = _timed(log.posts, client, "POST", f"{API}/purchases/",
                                    {"listing": current, "epsilon": str(level)},
                                    {"Idempotency-Key": uuid.uuid4().hex, **prefer})
-            if bought.status not in (200, 202):
+            if bought.status not in (200, 201, 202):
                 log.error("purchase", bought.status, bought.data)
                 if bought.status == 402:  # out of credits: this buyer is done
                     return
@@ -155,7 +155,7 @@ def canary(port: int, token: str, listing_id: int, timeout: float = 90.0) -> flo
     start = time.monotonic()
     bought = client.request("POST", f"{API}/purchases/", {"listing": listing_id, "epsilon": "0.01"},
                             {"Idempotency-Key": "load-canary"})
-    if bought.status not in (200, 202):
+    if bought.status not in (200, 201, 202):
         raise RuntimeError(f"the canary purchase was refused: {bought.status} {bought.data}")
     while time.monotonic() - start < timeout:
         seen = client.request("GET", f"{API}/purchases/{bought.data['id']}/")

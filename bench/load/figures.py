@@ -33,7 +33,7 @@ def product_figures(logs, t0: float, t1: float, *, wait: float) -> dict:
     polls = _inside(logs, "polls", t0, t1)
     releases = _inside(logs, "releases", t0, t1)
     window = t1 - t0
-    accepted = [r for r in posts if r[2] in (200, 202)]
+    accepted = [r for r in posts if r[2] in (200, 201, 202)]
     released = [r for r in releases if r[2] == "released"]
     done_in_window = [r for log in logs for r in log.releases if r[2] == "released" and t0 <= r[0] + r[1] < t1]
     return {

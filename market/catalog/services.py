@@ -478,7 +478,7 @@ def listing_create(
         listing.set_true_answer(answer)
         listing.save(update_fields=["answer"])
         NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine=listing.engine)
-        account_get(user=owner, kind=Account.Kind.EARNINGS)
+        account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
 
 

@@ -36,7 +36,7 @@ INVARIANTS: list[tuple[str, str, str]] = [
     ),
     (
         "every paid purchase has its one transfer, buyer's wallet to owner's earnings",
-        "SELECT count(*) FROM trading_purchase p JOIN catalog_listing cl ON cl.id = p.listing_id JOIN catalog_dataset d ON d.id = cl.dataset_id WHERE p.price > 0 AND 1 <> ( SELECT count(*) FROM ledger_transfer t JOIN ledger_leg lw ON lw.transfer_id = t.id AND lw.amount = -p.price JOIN ledger_account aw ON aw.id = lw.account_id AND aw.kind = 'wallet' AND aw.user_id = p.buyer_id JOIN ledger_leg le ON le.transfer_id = t.id AND le.amount = p.price JOIN ledger_account ae ON ae.id = le.account_id AND ae.kind = 'earnings' AND ae.user_id = d.owner_id WHERE t.purchase_id = p.id AND t.kind = 'purchase' AND (SELECT count(*) FROM ledger_leg x WHERE x.transfer_id = t.id) = 2)",
+        "SELECT count(*) FROM trading_purchase p JOIN catalog_listing cl ON cl.id = p.listing_id JOIN catalog_dataset d ON d.id = cl.dataset_id WHERE p.price > 0 AND 1 <> ( SELECT count(*) FROM ledger_transfer t JOIN ledger_leg lw ON lw.transfer_id = t.id AND lw.amount = -p.price JOIN ledger_account aw ON aw.id = lw.account_id AND aw.kind = 'wallet' AND aw.user_id = p.buyer_id JOIN ledger_leg le ON le.transfer_id = t.id AND le.amount = p.price JOIN ledger_account ae ON ae.id = le.account_id AND ae.kind = 'earnings' AND ae.user_id = d.owner_id AND (ae.listing_id IS NULL OR ae.listing_id = p.listing_id) WHERE t.purchase_id = p.id AND t.kind = 'purchase' AND (SELECT count(*) FROM ledger_leg x WHERE x.transfer_id = t.id) = 2)",
         'purchases with a price but not exactly one matching two-leg purchase transfer',
     ),
     (
@@ -46,8 +46,8 @@ INVARIANTS: list[tuple[str, str, str]] = [
     ),
     (
         "every owner's earnings = the prices of the purchases of their listings",
-        "SELECT count(*) FROM ledger_account a WHERE a.kind = 'earnings' AND a.balance <> coalesce(( SELECT sum(p.price) FROM trading_purchase p JOIN catalog_listing cl ON cl.id = p.listing_id JOIN catalog_dataset d ON d.id = cl.dataset_id WHERE d.owner_id = a.user_id AND p.status <> 'failed'), 0)",
-        'earnings accounts that do not match the sales',
+        "SELECT count(*) FROM (SELECT a.user_id, sum(a.balance) AS balance FROM ledger_account a WHERE a.kind = 'earnings' GROUP BY a.user_id) e WHERE e.balance <> coalesce(( SELECT sum(p.price) FROM trading_purchase p JOIN catalog_listing cl ON cl.id = p.listing_id JOIN catalog_dataset d ON d.id = cl.dataset_id WHERE d.owner_id = e.user_id AND p.status <> 'failed'), 0)",
+        "owners whose earnings (their accounts' sum: one per listing, and an older one per owner) do not match the sales",
     ),
     (
         "each buyer's steps on a listing chain (from = previous to)",

@@ -14,14 +14,16 @@ def accounts_lock(*, ids) -> dict[int, Account]:
     return {a.pk: a for a in Account.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
 
 
-def accounts_lock_of(*, owners) -> dict[tuple[int | None, str], Account]:
-    """The accounts of ``owners`` (pairs of user id, or None for the marketplace, and kind), locked
-    for update in id order in one statement: ``{(user_id, kind): account}``. Accounts not made yet
-    are missing from the answer (the caller creates them and locks again)."""
+def accounts_lock_of(*, owners) -> dict[tuple, Account]:
+    """The accounts of ``owners`` (triples of user id, or None for the marketplace, kind, and
+    listing id or None), locked for update in id order in one statement: ``{(user_id, kind,
+    listing_id): account}``. Accounts not made yet are missing from the answer (the caller
+    creates them and locks again)."""
     from django.db.models import Q
 
     taken(Rank.ACCOUNT, f"accounts of {sorted(owners, key=str)}")
     match = Q(pk__in=[])
-    for user_id, kind in owners:
-        match |= Q(user_id=user_id, kind=kind)
-    return {(a.user_id, a.kind): a for a in Account.objects.select_for_update().filter(match).order_by("pk")}
+    for user_id, kind, listing_id in owners:
+        match |= Q(user_id=user_id, kind=kind, listing_id=listing_id)
+    rows = Account.objects.select_for_update().filter(match).order_by("pk")
+    return {(a.user_id, a.kind, a.listing_id): a for a in rows}

@@ -28,11 +28,26 @@ class Account(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="accounts"
     )
     kind = models.CharField(max_length=16, choices=Kind.choices)
+    # an owner's earnings are kept per listing, so that sales of different listings do not all wait
+    # for one balance row; their sum is the owner's earnings (accounts made before: no listing)
+    listing = models.ForeignKey(
+        "catalog.Listing", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="earnings only: the listing whose sales this account collects",
+    )
     balance = MoneyField(default=0, editable=False)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["user", "kind"], name="one_account_per_user_and_kind"),
+            models.UniqueConstraint(
+                fields=["user", "kind"], condition=Q(listing__isnull=True), name="one_account_per_user_and_kind"
+            ),
+            models.UniqueConstraint(
+                fields=["user", "kind", "listing"], condition=Q(listing__isnull=False),
+                name="one_account_per_user_kind_and_listing",
+            ),
+            models.CheckConstraint(
+                condition=Q(listing__isnull=True) | Q(kind="earnings"), name="only_earnings_are_per_listing"
+            ),
             models.UniqueConstraint(
                 fields=["kind"], condition=Q(user__isnull=True), name="one_system_account_per_kind"
             ),

@@ -16,28 +16,30 @@ from .locks import accounts_lock, accounts_lock_of
 from .models import Account, Leg, Transfer
 
 
-def account_get(*, user=None, user_id=None, kind: str) -> Account:
+def account_get(*, user=None, user_id=None, kind: str, listing_id=None) -> Account:
     """The account of ``kind`` of ``user`` (or of the user whose id is ``user_id``; the
-    marketplace's when neither is given), created on first use."""
+    marketplace's when neither is given; an owner's earnings on one listing with ``listing_id``),
+    created on first use."""
     if user is not None:
         user_id = user.pk
     try:
         with transaction.atomic():
-            account, _ = Account.objects.get_or_create(user_id=user_id, kind=kind)
+            account, _ = Account.objects.get_or_create(user_id=user_id, kind=kind, listing_id=listing_id)
             return account
     except IntegrityError:  # created concurrently: it exists now
         return Account.objects.get(user_id=user_id, kind=kind)
 
 
-def accounts_lock_for(*, owners) -> dict[tuple[int | None, str], Account]:
-    """The accounts of ``owners`` (pairs of user id and kind), created on first use and locked
-    for update in id order: one statement when they all exist (inside the caller's transaction)."""
+def accounts_lock_for(*, owners) -> dict[tuple, Account]:
+    """The accounts of ``owners`` (triples of user id, kind and listing id or None), created on
+    first use and locked for update in id order: one statement when they all exist (inside the
+    caller's transaction)."""
     owners = list(dict.fromkeys(owners))
     locked = accounts_lock_of(owners=owners)
     if len(locked) < len(owners):
-        for user_id, kind in owners:
-            if (user_id, kind) not in locked:
-                account_get(user_id=user_id, kind=kind)
+        for user_id, kind, listing_id in owners:
+            if (user_id, kind, listing_id) not in locked:
+                account_get(user_id=user_id, kind=kind, listing_id=listing_id)
         locked = accounts_lock_of(owners=owners)
     return locked
 

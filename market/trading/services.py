@@ -34,7 +34,7 @@ from market.core.errors import Busy, Conflict, InvalidInput, NotFound
 from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import parse_level
-from market.ledger.models import Account, Transfer
+from market.ledger.models import Account, Leg, Transfer
 from market.ledger.services import account_get, accounts_lock_for, transfer_create
 from market.trust.selectors import Cap, buyer_cap
 from releases.locks import path_lock
@@ -280,7 +280,9 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool 
             price=price,
             idempotency_key=idempotency_key,
         )
-        wallet, earnings = (buyer.pk, Account.Kind.WALLET), (listing.dataset_owner_id, Account.Kind.EARNINGS)
+        # the owner's earnings on this listing: sales of other listings do not wait for this row
+        wallet = (buyer.pk, Account.Kind.WALLET, None)
+        earnings = (listing.dataset_owner_id, Account.Kind.EARNINGS, listing.pk)
         accounts = accounts_lock_for(owners=[wallet, earnings])
         transfer_create(
             kind=Transfer.Kind.PURCHASE,
@@ -415,7 +417,11 @@ def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
             return purchase
         if purchase.price > 0:
             wallet = account_get(user_id=purchase.buyer_id, kind=Account.Kind.WALLET)
-            earnings = account_get(user_id=purchase.listing.dataset.owner_id, kind=Account.Kind.EARNINGS)
+            # the earnings account the purchase credited (per listing; an older one per owner)
+            credited = Leg.objects.filter(
+                transfer__purchase=purchase, transfer__kind=Transfer.Kind.PURCHASE, amount__gt=0
+            ).values_list("account_id", flat=True).first()
+            earnings = Account.objects.get(pk=credited)
             transfer_create(
                 kind=Transfer.Kind.REFUND,
                 legs=[(earnings, -purchase.price), (wallet, purchase.price)],
