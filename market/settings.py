@@ -184,11 +184,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_PAGINATION_CLASS": "market.api.pagination.Pagination",
     "PAGE_SIZE": 20,
-    "DEFAULT_THROTTLE_CLASSES": [
-        "market.api.throttling.AnonRateThrottle",  # DRF's, keyed on market.core.clients.client_address
-        "market.api.throttling.UserRateThrottle",
-        "market.api.throttling.ScopedRateThrottle",  # views with a throttle_scope
-    ],
+    # every limit of a request (user or client address, and the view's scope) in one Redis round trip
+    "DEFAULT_THROTTLE_CLASSES": ["market.api.throttling.RateLimits"],
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # for any DRF code that still reads it
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("THROTTLE_ANON", "60/minute"),

@@ -312,14 +312,6 @@ def _waited(response: Response, wait: float | None) -> Response:
     return response
 
 
-class PurchaseDetailView(APIView):
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(responses={200: s.PurchaseSerializer, **documented(404)})
-    def get(self, request, purchase_id):
-        return Response(s.PurchaseSerializer(trading.purchase_get(user=request.user, purchase_id=purchase_id)).data)
-
-
 class ReleaseListView(GenericAPIView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.ReleaseSerializer
