@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -222,9 +223,9 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
         return PurchaseResult(purchase, False, None)
     if transaction.get_connection().in_atomic_block:
         # inside the caller's transaction: the task goes when that commits (tasks are queued on commit)
-        transaction.on_commit(lambda: purchase_queue(purchase_id=purchase.pk))
+        transaction.on_commit(lambda: purchase_queue(purchase_id=purchase.pk, listing_id=purchase.listing_id))
         return PurchaseResult(purchase, True, None)
-    return PurchaseResult(purchase, True, purchase_queue(purchase_id=purchase.pk))
+    return PurchaseResult(purchase, True, purchase_queue(purchase_id=purchase.pk, listing_id=purchase.listing_id))
 
 
 class _BuyerLockNeeded(Exception):
@@ -296,20 +297,52 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool 
     return purchase, True
 
 
-def purchase_queue(*, purchase_id) -> bool:
-    """Send the purchase's release task to the broker (once its transaction has committed).
+def purchase_queue(*, purchase_id, listing_id=None) -> bool:
+    """Make sure a release task will serve the purchase (called once its transaction has committed).
+
+    With ``listing_id`` and a shared cache (Redis), a task is sent only if
+    none is waiting for that listing yet: a task releases every purchase of
+    its listing in flight when it starts (group commit), so one waiting task
+    serves them all. The task lowers its listing's flag before it reads the
+    purchases in flight, so a purchase that finds the flag raised is seen by
+    that task; the flag lapses after :data:`RELEASE_FLAG_TTL` seconds in case
+    a task is lost (and the sweeper sends any purchase left in flight).
 
     If the broker cannot be reached the purchase stays queued, charged, and
     the sweeper sends it again later: it is never lost.
     """
     from .tasks import purchase_release_task
 
+    if listing_id is not None and settings.REDIS_URL:
+        try:
+            if not cache.add(_release_flag(listing_id), 1, timeout=RELEASE_FLAG_TTL):
+                return True  # a task for this listing has not started yet: it will serve this purchase
+        except Exception:
+            log.warning("release flag of listing %s unavailable; sending a task", listing_id, exc_info=True)
     try:
-        purchase_release_task.delay(str(purchase_id))
+        purchase_release_task.delay(str(purchase_id), listing_id)
         return True
     except Exception:
+        if listing_id is not None and settings.REDIS_URL:
+            cache.delete(_release_flag(listing_id))
         log.exception("could not queue the release of purchase %s; the sweeper will retry", purchase_id)
         return False
+
+
+#: seconds a listing's "a release task is waiting" flag lasts at most
+RELEASE_FLAG_TTL = 10
+
+
+def _release_flag(listing_id) -> str:
+    return f"gradual:release-queued:{listing_id}"
+
+
+def _release_flag_lower(listing_id) -> None:
+    if listing_id is not None and settings.REDIS_URL:
+        try:
+            cache.delete(_release_flag(listing_id))
+        except Exception:  # the flag lapses by itself
+            log.warning("could not lower the release flag of listing %s", listing_id, exc_info=True)
 
 
 def purchases_sweep(*, older_than=None) -> int:
@@ -325,7 +358,7 @@ def purchases_sweep(*, older_than=None) -> int:
 RELEASE_BATCH = 200
 
 
-def purchase_release(*, purchase_id, rng=None) -> Release | None:
+def purchase_release(*, purchase_id, listing_id=None, rng=None) -> Release | None:
     """Release a paid purchase: the Celery task's work (idempotent). Returns its release, or None
     if it failed (refunded).
 
@@ -336,10 +369,15 @@ def purchase_release(*, purchase_id, rng=None) -> Release | None:
     and do nothing. A purchase whose release can never be made (damaged
     stored data) is refunded.
     """
+    # first of all: purchases committed from now on send a task of their own (purchase_queue)
+    _release_flag_lower(listing_id)
     # counted before the release transaction, so a crashed attempt still counts; one statement
-    listing_id = _attempt_count(purchase_id=purchase_id)
-    if listing_id is None:  # released (by its own task or in another's batch), failed, or unknown
+    counted = _attempt_count(purchase_id=purchase_id)
+    if counted is None and listing_id is None:  # released (by its own task or in a batch), failed, or unknown
         return Release.objects.filter(purchase_id=purchase_id).first()
+    # a purchase already released still runs its listing's batch: purchases that found the flag
+    # raised rely on this task
+    listing_id = counted or listing_id
     try:
         made = retrying(lambda: _listing_release(listing_id=listing_id, rng=rng), what="release")
     except ReleaseImpossible:

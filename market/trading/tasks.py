@@ -4,12 +4,12 @@ from celery import shared_task
 
 
 @shared_task(name="trading.release_purchase", bind=True, max_retries=5, acks_late=True)
-def purchase_release_task(self, purchase_id: str) -> None:
+def purchase_release_task(self, purchase_id: str, listing_id: int | None = None) -> None:
     """Release a paid purchase (and, in the same transaction, every other one queued on its listing)."""
     from .services import purchase_fail, purchase_release
 
     try:
-        purchase_release(purchase_id=purchase_id)
+        purchase_release(purchase_id=purchase_id, listing_id=listing_id)
     except Exception as exc:
         if self.request.retries >= self.max_retries:
             purchase_fail(purchase_id=purchase_id, reason="the release could not be computed; the price was refunded")

@@ -171,3 +171,34 @@ def test_every_rate_limit_of_a_request_is_counted_in_one_cache_round_trip(make_l
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "throttled"
     assert int(refused["Retry-After"]) > 0 and Purchase.objects.count() == 2
     cache.clear()
+
+
+@pytest.mark.django_db(transaction=True)  # purchases commit, so their tasks are sent at the commit
+def test_purchases_on_a_listing_with_a_release_task_waiting_send_no_task_of_their_own(
+    make_listing, users, fund, seeded_noise, monkeypatch
+):
+    from django.core.cache import cache
+
+    from market.trading.tasks import purchase_release_task
+
+    cache.clear()
+    listing = make_listing()
+    buyers = [users(f"flag-{i}") for i in range(3)]
+    for who in buyers:
+        fund(who, 100)
+    sent = []
+    monkeypatch.setattr(purchase_release_task, "delay", lambda *args: sent.append(args))
+    for who in buyers:
+        purchase_create(buyer=who, listing_id=listing.pk, epsilon="1")
+    if settings.REDIS_URL:  # a shared cache holds the listing's flag: one task for the three
+        assert len(sent) == 1 and sent[0][1] == listing.pk
+    else:  # web and worker share no cache: every purchase sends its task
+        assert len(sent) == 3
+    # the one task releases all three (it lowers the flag first: the next purchase sends a task again)
+    purchase_release(purchase_id=sent[0][0], listing_id=sent[0][1])
+    assert Purchase.objects.filter(listing=listing, status="released").count() == 3
+    late = users("late")
+    fund(late, 100)
+    purchase_create(buyer=late, listing_id=listing.pk, epsilon="1")
+    assert len(sent) == (2 if settings.REDIS_URL else 4)
+    cache.clear()
