@@ -108,6 +108,11 @@ class Release(models.Model):
     level = LevelField()
     values = models.JSONField(help_text="the released vector: rounded and clamped (lattice: whole steps times grid)")
     noise_scales = models.JSONField(help_text="the Laplace scale of each released value")
+    privacy_at_risk = models.JSONField(
+        null=True, blank=True,
+        help_text="the privacy-at-risk figures at this level, computed once when the release was made "
+        "(null: not applicable, or a release made before they were stored)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

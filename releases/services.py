@@ -197,12 +197,14 @@ class Order:
     level: object
 
 
-def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None) -> dict:
+def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, figures=None) -> dict:
     """Make one release per order on ``path`` (locked by the caller, in the caller's transaction).
 
     ``listing`` is the path's listing (its stored answer, weights, ranges and
     grids). Each distinct level is stepped to once, in increasing order, so a
-    batch of orders costs one step per new level. Returns ``{purchase_id:
+    batch of orders costs one step per new level. ``figures``: what to store
+    with the releases of each level (``{level: privacy-at-risk figures}``,
+    the caller's, computed once). Returns ``{purchase_id:
     Release}``. Raises :class:`ReleaseImpossible` if a stored answer or noise
     is damaged (the caller's transaction then writes nothing).
     """
@@ -214,7 +216,8 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None) ->
             made_at[level] = _float_values(listing, path, level, rng)
     releases = Release.objects.bulk_create(
         Release(purchase_id=order.purchase_id, listing=listing, buyer_id=order.buyer_id, point=made_at[order.level][0],
-                level=order.level, values=made_at[order.level][1], noise_scales=made_at[order.level][2])
+                level=order.level, values=made_at[order.level][1], noise_scales=made_at[order.level][2],
+                privacy_at_risk=(figures or {}).get(order.level))
         for order in orders
     )
     top = max(made_at)

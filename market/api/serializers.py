@@ -689,7 +689,9 @@ class ReleaseSerializer(serializers.Serializer):
     @extend_schema_field(PrivacyAtRiskSerializer(allow_null=True))
     def get_privacy_at_risk(self, release):
         """The privacy-at-risk paper's figures at this level, under its model; null for l2 (vector) listings."""
-        figures = level_at_risk(release.listing, release.level)
+        figures = release.privacy_at_risk  # stored when the release was made
+        if figures is None:  # not applicable (l2), or a release made before they were stored
+            figures = level_at_risk(release.listing, release.level)
         if figures is None:
             return None
         return PrivacyAtRiskSerializer(figures).data

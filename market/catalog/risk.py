@@ -75,6 +75,13 @@ def level_at_risk(listing, level) -> dict | None:
     return figures
 
 
+def stored_figures(figures: dict | None) -> dict | None:
+    """``level_at_risk``'s figures as JSON keeps them (the level as an exact decimal string)."""
+    if figures is None:
+        return None
+    return {**figures, "epsilon0": str(figures["epsilon0"])}
+
+
 def budget_chart(listing, level) -> dict | None:
     """Budget against the finer eps for a release at ``level`` (the paper's figure 8), as a plotly spec."""
     model = _model(listing)

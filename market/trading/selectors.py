@@ -19,8 +19,8 @@ def purchase_list(*, user) -> QuerySet:
 
 
 def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
-    try:
-        purchase = visibility.purchases(user).filter(pk=purchase_id).first()
+    try:  # with its release, and the release's listing and dataset (its readings are laid out from them)
+        purchase = visibility.purchases(user).select_related("release__listing__dataset").filter(pk=purchase_id).first()
     except Exception:  # not a UUID: no such purchase
         purchase = None
     if purchase is None:

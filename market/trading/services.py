@@ -31,6 +31,7 @@ from market.accounts.roles import require_role
 from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
+from market.catalog.risk import level_at_risk, stored_figures
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound
 from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
@@ -419,9 +420,12 @@ def _listing_release(*, listing_id, rng, only=None) -> dict:
         purchases = purchases_lock(pending=pending.filter(buyer_id__in=list(holdings)))
         if not purchases:
             return {}
+        levels = {p.level_to for p in purchases}
         made = releases_make(
             path=path, listing=path.listing, rng=rng,
             orders=[Order(purchase_id=p.pk, buyer_id=p.buyer_id, level=p.level_to) for p in purchases],
+            # the privacy figures shown with a release, computed once here rather than on every read
+            figures={level: stored_figures(level_at_risk(path.listing, level)) for level in levels},
         )
         now = timezone.now()
         raised = []

@@ -202,3 +202,23 @@ def test_purchases_on_a_listing_with_a_release_task_waiting_send_no_task_of_thei
     purchase_create(buyer=late, listing_id=listing.pk, epsilon="1")
     assert len(sent) == (2 if settings.REDIS_URL else 4)
     cache.clear()
+
+
+def test_the_privacy_figures_are_stored_with_the_release_and_read_back(
+    listing, buyer, fund, api, seeded_noise, django_capture_on_commit_callbacks, monkeypatch
+):
+    from market.catalog import risk
+
+    fund(buyer, 100)
+    purchase = _lost_task(buyer, listing, "1", django_capture_on_commit_callbacks)
+    release = purchase_release(purchase_id=purchase.pk)
+    expected = risk.level_at_risk(listing, Decimal("1"))
+    assert release.privacy_at_risk["gamma"] == expected["gamma"]
+    assert release.privacy_at_risk["epsilon0"] == "1.0000" and release.privacy_at_risk["dimension"] == expected["dimension"]
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the figures were computed again on a read")
+
+    monkeypatch.setattr("market.api.serializers.level_at_risk", not_again)
+    shown = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]["privacy_at_risk"]
+    assert shown["gamma"] == expected["gamma"] and shown["epsilon0"] == "1.0000"
