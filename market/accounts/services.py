@@ -12,6 +12,7 @@ from django.utils import timezone
 from market.core.errors import Conflict, InvalidInput, NotFound
 from market.core.locks import lost_race
 
+from .keycache import keys_forget
 from . import keys
 from .locks import api_key_lock, user_lock
 from .roles import ROLES
@@ -81,6 +82,7 @@ def api_key_create(*, user: User, name: str, expires_at: datetime | None = None,
                     code="too_many_keys",
                 )
             ApiKey.objects.filter(pk=oldest.pk).update(revoked_at=now)
+            keys_forget(digests=[oldest.secret_hash])
         return _issue(user=user, name=name, expires_at=expires_at, from_sign_in=from_sign_in, now=now)
 
 
@@ -100,6 +102,7 @@ def api_key_revoke(*, user: User, key_id: str) -> ApiKey:
         if key.revoked_at is None or key.revoked_at > now:
             key.revoked_at = now
             key.save(update_fields=["revoked_at"])
+            keys_forget(digests=[key.secret_hash])
         return key
 
 
@@ -121,6 +124,7 @@ def api_key_rotate(*, user: User, key_id: str, grace: timedelta = timedelta(0)) 
             raise Conflict(f"this key is {state}: only an active key can be rotated", code=f"key_{state}")
         key.revoked_at = now + grace
         key.save(update_fields=["revoked_at"])
+        keys_forget(digests=[key.secret_hash])
         return _issue(user=user, name=key.name, expires_at=key.expires_at, from_sign_in=key.from_sign_in, now=now)
 
 
@@ -128,6 +132,7 @@ def api_keys_revoke_all(*, user: User) -> int:
     """Revoke every key of ``user`` that still works (a password change does this). Returns how many."""
     now = timezone.now()
     with transaction.atomic():
+        keys_forget(user_id=user.pk)
         return ApiKey.objects.filter(user=user).exclude(revoked_at__lte=now).update(revoked_at=now)
 
 
@@ -157,5 +162,6 @@ def user_role_add(*, user: User, role: str) -> User:
     field, _ = ROLES[role]
     with transaction.atomic():
         User.objects.filter(pk=user.pk).update(**{field: True})
+        keys_forget(user_id=user.pk)  # a remembered key carries its user's roles
         setattr(user, field, True)
     return user

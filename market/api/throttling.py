@@ -5,7 +5,10 @@ client address, from ``market.core.clients``, never a header the client may
 write itself: ``anon``) and against its view's ``throttle_scope`` if it has one
 (``purchases``, ``auth``), each a fixed window of the rate's period: one
 ``INCR`` per limit (and an ``EXPIRE`` on a window's first request), all sent
-to Redis in one pipeline. Over a limit, the answer is 429 in the API's error
+to Redis in one pipeline; a request signed in with an API key has its limits
+counted by the same Redis script that looks its key up
+(:func:`key_and_counts`), so signing in and counting cost one round trip
+together. Over a limit, the answer is 429 in the API's error
 shape with ``Retry-After`` the seconds left in the window. A fixed window lets a
 client send up to twice the rate across a window's edge; the limits are there
 to stop floods, not to meter. Without Redis (the embedded default) the
@@ -42,30 +45,27 @@ class RateLimits(BaseThrottle):
     def __init__(self):
         self._wait: float | None = None
 
-    def limits(self, request, view) -> list[tuple[str, int, int]]:
-        """(counter key, allowed, period) of every limit on this request."""
-        user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated:
-            scopes, ident = ["user"], f"user:{user.pk}"
-        else:
-            scopes, ident = ["anon"], f"addr:{client_address(request)}"
+    @classmethod
+    def scopes(cls, view, signed_in: bool) -> list[tuple[str, int, int]]:
+        """(scope, allowed, period) of every limit on a request to ``view``."""
+        names = ["user" if signed_in else "anon"]
         if getattr(view, "throttle_scope", None):
-            scopes.append(view.throttle_scope)
-        out = []
-        now = time.time()
-        for scope in scopes:
-            parsed = parse_rate(self.RATES.get(scope))
-            if parsed:
-                allowed, period = parsed
-                out.append((f"gradual:throttle:{scope}:{ident}:{int(now // period)}", allowed, period))
-        return out
+            names.append(view.throttle_scope)
+        return [(name, *parsed) for name in names if (parsed := parse_rate(cls.RATES.get(name)))]
 
     def allow_request(self, request, view) -> bool:
-        limits = self.limits(request, view)
+        user = getattr(request, "user", None)
+        signed_in = user is not None and user.is_authenticated
+        ident = f"user:{user.pk}" if signed_in else f"addr:{client_address(request)}"
+        limits = [(scope, allowed, period) for scope, allowed, period in self.scopes(view, signed_in)]
         if not limits:
             return True
-        counts = _count([(key, period) for key, _, period in limits])
-        now = time.time()
+        counted = getattr(getattr(request, "_request", request), "gradual_counts", None)
+        if counted is not None and counted[0] == ident:  # counted with the key's look-up
+            now, counts = counted[1], counted[2]
+        else:
+            now = time.time()
+            counts = _count([(_counter(scope, ident, period, now), period) for scope, _, period in limits])
         over = [period - now % period for (_, allowed, period), n in zip(limits, counts) if n > allowed]
         if over:
             self._wait = max(over)
@@ -74,6 +74,52 @@ class RateLimits(BaseThrottle):
 
     def wait(self) -> float | None:
         return math.ceil(self._wait) if self._wait is not None else None
+
+
+def _counter(scope: str, ident: str, period: int, now: float) -> str:
+    return f"gradual:throttle:{scope}:{ident}:{int(now // period)}"
+
+
+#: GET the key's entry; if it is one (not a miss, not a tombstone), count the user's limits too
+_KEY_AND_COUNTS = """
+local raw = redis.call('GET', KEYS[1])
+if not raw or raw == '-' then return {false} end
+local uid = string.match(raw, '^(%d+)|')
+if not uid then return {false} end
+local out = {raw}
+for i = 1, #ARGV, 3 do
+  local k = ARGV[i] .. uid .. ':' .. ARGV[i + 1]
+  local n = redis.call('INCR', k)
+  if n == 1 then redis.call('EXPIRE', k, ARGV[i + 2]) end
+  out[#out + 1] = n
+end
+return out
+"""
+
+
+def key_and_counts(request, digest: str):
+    """The remembered API key of ``digest`` (None on a miss) and, with it, the request's limits
+    counted against the key's user: one Redis round trip. The counts are kept on the request
+    for :class:`RateLimits`."""
+    from market.accounts.keycache import cache_key, entry_decode, redis_client
+
+    client = redis_client()
+    if client is None:
+        return None
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    now = time.time()
+    limits = RateLimits.scopes(view, signed_in=True)
+    args = []
+    for scope, _, period in limits:
+        args += [f"gradual:throttle:{scope}:user:", int(now // period), period + 1]
+    try:
+        reply = client.eval(_KEY_AND_COUNTS, 1, cache_key(digest), *args)
+    except Exception:
+        return None
+    key = entry_decode(reply[0])
+    if key is not None:
+        request._request.gradual_counts = (f"user:{key.user_id}", now, [int(n) for n in reply[1:]])
+    return key
 
 
 def _count(windows: list[tuple[str, int]]) -> list[int]:

@@ -3,6 +3,7 @@
 
 import threading
 import time
+from unittest import mock
 from decimal import Decimal
 
 import pytest
@@ -113,8 +114,6 @@ def test_prefer_wait_gives_up_after_its_seconds_and_reads_the_purchase_as_it_is(
 @needs_postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_waiting_client_wakes_when_the_release_commits(make_listing, users, fund, api):
-    from unittest import mock
-
     listing = make_listing()
     buyer = users("waiter")
     fund(buyer, 100)
@@ -222,3 +221,57 @@ def test_the_privacy_figures_are_stored_with_the_release_and_read_back(
     monkeypatch.setattr("market.api.serializers.level_at_risk", not_again)
     shown = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]["privacy_at_risk"]
     assert shown["gamma"] == expected["gamma"] and shown["epsilon0"] == "1.0000"
+
+
+@pytest.mark.django_db(transaction=True)  # revocations commit, as in production
+def test_a_remembered_api_key_signs_in_without_a_query_and_a_revocation_applies_at_once(users):
+    from django.core.cache import cache
+    from rest_framework.test import APIClient
+
+    from market.accounts.services import api_key_create, api_key_revoke, api_keys_revoke_all, user_role_add
+
+    cache.clear()
+    buyer = users("keyed")
+    key, secret = api_key_create(user=buyer, name="cli")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    def wallet_queries():
+        with CaptureQueriesContext(connection) as ctx:
+            answer = client.get("/api/v1/wallet/")
+        return answer.status_code, [q["sql"] for q in ctx.captured_queries if "accounts_apikey" in q["sql"]]
+
+    status, first = wallet_queries()
+    assert status == 200 and first  # looked up in the database, then remembered (with Redis)
+    status, second = wallet_queries()
+    assert status == 200
+    if settings.REDIS_URL:
+        assert second == []  # remembered: no query for the key
+        from redis import Redis
+        from redis.client import Pipeline
+
+        trips = []
+        real_eval, real_execute = Redis.eval, Pipeline.execute
+        with mock.patch.object(Redis, "eval", lambda self, *a, **k: trips.append("eval") or real_eval(self, *a, **k)), \
+                mock.patch.object(Pipeline, "execute", lambda self, *a, **k: trips.append("pipe") or real_execute(self, *a, **k)):
+            assert client.get("/api/v1/wallet/").status_code == 200
+        assert trips == ["eval"]  # the key and the user's rate limit: one round trip
+    else:
+        assert second  # nothing is remembered without Redis
+    # a role given (the remembered key carries its user) and a revocation both apply at once
+    user_role_add(user=buyer, role="owner")
+    assert client.get("/api/v1/wallet/").status_code == 200
+    api_key_revoke(user=buyer, key_id=key.pk)
+    assert client.get("/api/v1/wallet/").status_code == 401
+    other, secret2 = api_key_create(user=buyer, name="second")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret2}")
+    assert client.get("/api/v1/wallet/").status_code == 200 and client.get("/api/v1/wallet/").status_code == 200
+    api_keys_revoke_all(user=buyer)
+    assert client.get("/api/v1/wallet/").status_code == 401
+    _, secret3 = api_key_create(user=buyer, name="third")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret3}")
+    assert client.get("/api/v1/wallet/").status_code == 200 and client.get("/api/v1/wallet/").status_code == 200
+    buyer.is_active = False
+    buyer.save()
+    assert client.get("/api/v1/wallet/").status_code == 401
+    cache.clear()
