@@ -87,7 +87,7 @@ HOT_SPOTS = [
     ("queueing the release task (Celery apply_async)", "celery/app/task.py", "apply_async"),
     ("purchase_create", "market/trading/services.py", "purchase_create"),
     ("  transfer_create (ledger)", "market/ledger/services.py", "transfer_create"),
-    ("  accounts_lock_for (both accounts, one statement)", "market/ledger/services.py", "accounts_lock_for"),
+    ("  accounts_for_payment (the wallet locked, the earnings read)", "market/ledger/services.py", "accounts_for_payment"),
     ("  _existing_for_key (idempotency look-ups)", "market/trading/services.py", "_existing_for_key"),
     ("purchase_quote", "market/trading/services.py", "purchase_quote"),
     ("  listing_accuracy (error bounds in a quote)", "market/trading/services.py", "listing_accuracy"),

@@ -22,6 +22,13 @@ PURCHASE   a purchase                                  FOR UPDATE
 ACCOUNT    ledger accounts, in id order                FOR UPDATE
 =========  ==========================================  =====================
 
+A purchase locks only the account it takes from (the buyer's wallet: its
+balance is checked); the owner's earnings account it pays into is locked by
+the balance update of the transfer's legs, its last write, so that a
+listing's sales hold that row only from that write to the commit. No cycle can
+form: a refund of that buyer on that listing, which takes from the earnings,
+first holds their holding, which such a purchase takes before the wallet.
+
 A purchase takes only a *share* lock on its listing: purchases on one listing
 run side by side, and the listing's ceiling and ``is_open`` cannot change
 under them (an owner's change waits for them, then the database triggers

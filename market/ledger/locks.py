@@ -14,16 +14,18 @@ def accounts_lock(*, ids) -> dict[int, Account]:
     return {a.pk: a for a in Account.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
 
 
-def accounts_lock_of(*, owners) -> dict[tuple, Account]:
-    """The accounts of ``owners`` (triples of user id, or None for the marketplace, kind, and
-    listing id or None), locked for update in id order in one statement: ``{(user_id, kind,
-    listing_id): account}``. Accounts not made yet are missing from the answer (the caller
-    creates them and locks again)."""
-    from django.db.models import Q
+def account_lock_with_peer(*, debit: tuple, credit: tuple) -> Account | None:
+    """The account ``debit`` (user id, kind, listing id) locked for update, with the id of the
+    account ``credit`` read beside it, unlocked, as ``credit_id``: one statement. A credit needs
+    no check, so its row is locked only by the balance update, the transaction's last write (a
+    sale's earnings row is held for as short a time as possible). None if ``debit`` is not made yet."""
+    from django.db.models import Subquery
 
-    taken(Rank.ACCOUNT, f"accounts of {sorted(owners, key=str)}")
-    match = Q(pk__in=[])
-    for user_id, kind, listing_id in owners:
-        match |= Q(user_id=user_id, kind=kind, listing_id=listing_id)
-    rows = Account.objects.select_for_update().filter(match).order_by("pk")
-    return {(a.user_id, a.kind, a.listing_id): a for a in rows}
+    taken(Rank.ACCOUNT, f"account {debit} (crediting {credit})")
+    user_id, kind, listing_id = credit
+    peer = Account.objects.filter(user_id=user_id, kind=kind, listing_id=listing_id).values("pk")[:1]
+    user_id, kind, listing_id = debit
+    return (
+        Account.objects.select_for_update(of=("self",)).filter(user_id=user_id, kind=kind, listing_id=listing_id)
+        .annotate(credit_id=Subquery(peer)).first()
+    )

@@ -12,7 +12,7 @@ from market.core.fields import MONEY_QUANTUM
 #: what the NUMERIC(18, 2) money columns hold
 MAX_MONEY = Decimal(10) ** 16
 
-from .locks import accounts_lock, accounts_lock_of
+from .locks import account_lock_with_peer, accounts_lock
 from .models import Account, Leg, Transfer
 
 
@@ -30,18 +30,17 @@ def account_get(*, user=None, user_id=None, kind: str, listing_id=None) -> Accou
         return Account.objects.get(user_id=user_id, kind=kind)
 
 
-def accounts_lock_for(*, owners) -> dict[tuple, Account]:
-    """The accounts of ``owners`` (triples of user id, kind and listing id or None), created on
-    first use and locked for update in id order: one statement when they all exist (inside the
-    caller's transaction)."""
-    owners = list(dict.fromkeys(owners))
-    locked = accounts_lock_of(owners=owners)
-    if len(locked) < len(owners):
-        for user_id, kind, listing_id in owners:
-            if (user_id, kind, listing_id) not in locked:
-                account_get(user_id=user_id, kind=kind, listing_id=listing_id)
-        locked = accounts_lock_of(owners=owners)
-    return locked
+def accounts_for_payment(*, debit: tuple, credit: tuple) -> tuple[Account, Account]:
+    """The accounts of a payment, ``debit`` locked (its balance is checked), ``credit`` unlocked
+    (see :func:`market.ledger.locks.account_lock_with_peer`), both made on first use: one
+    statement when they exist. For :func:`transfer_create` with ``locked=True``."""
+    found = account_lock_with_peer(debit=debit, credit=credit)
+    if found is None or found.credit_id is None:
+        for user_id, kind, listing_id in (debit, credit):
+            account_get(user_id=user_id, kind=kind, listing_id=listing_id)
+        found = account_lock_with_peer(debit=debit, credit=credit)
+    user_id, kind, listing_id = credit
+    return found, Account(pk=found.credit_id, user_id=user_id, kind=kind, listing_id=listing_id)
 
 
 def money(value) -> Decimal:
@@ -65,9 +64,11 @@ def transfer_create(
 ) -> Transfer:
     """Move money between accounts in one balanced, append-only transfer.
 
-    Locks the accounts in id order (``locked``: the caller already locked them
-    in its transaction, with :func:`accounts_lock_for`, and passes those rows),
-    refuses a transfer that would take a user's account below zero, and writes
+    Locks the accounts in id order (``locked``: the caller already locked every
+    account the transfer takes from, in its transaction, with
+    :func:`accounts_for_payment`; an account only
+    credited is then locked by the balance update itself), refuses a transfer
+    that would take a user's account below zero, and writes
     the legs; the database adds each leg to its account's balance and checks
     the transfer balances at commit.
     """
@@ -86,7 +87,7 @@ def transfer_create(
             change[account.pk] = change.get(account.pk, Decimal(0)) + amount
         for pk, delta in change.items():
             account = locked[pk]
-            if account.user_id is not None and account.balance + delta < 0:
+            if account.user_id is not None and delta < 0 and account.balance + delta < 0:
                 raise InsufficientFunds(
                     f"not enough credits: this needs {-delta} and the balance is {account.balance}"
                 )

@@ -37,7 +37,7 @@ from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import parse_level
 from market.ledger.models import Account, Leg, Transfer
-from market.ledger.services import account_get, accounts_lock_for, transfer_create
+from market.ledger.services import account_get, accounts_for_payment, transfer_create
 from market.trust.selectors import Cap, buyer_cap
 from releases.locks import path_lock
 from releases.models import Release
@@ -282,19 +282,19 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool 
             price=price,
             idempotency_key=idempotency_key,
         )
-        # the owner's earnings on this listing: sales of other listings do not wait for this row
-        wallet = (buyer.pk, Account.Kind.WALLET, None)
-        earnings = (listing.dataset_owner_id, Account.Kind.EARNINGS, listing.pk)
-        accounts = accounts_lock_for(owners=[wallet, earnings])
-        transfer_create(
-            kind=Transfer.Kind.PURCHASE,
-            legs=[(accounts[wallet], -price), (accounts[earnings], price)],
-            memo=f"{listing.title}: eps {holding.purchased} -> {eps}",
-            purchase=purchase,
-            locked=True,
-        )
+        memo = f"{listing.title}: eps {holding.purchased} -> {eps}"
         holding.purchased = eps
         holding.save(update_fields=["purchased", "updated_at"])
+        # the money last: the buyer's wallet locked (its balance is checked), the owner's earnings on
+        # this listing (one account per listing: sales of other listings never wait for it) locked by
+        # the balance update of the transfer's legs, the last write before the commit
+        wallet, earnings = accounts_for_payment(
+            debit=(buyer.pk, Account.Kind.WALLET, None), credit=(listing.dataset_owner_id, Account.Kind.EARNINGS, listing.pk)
+        )
+        transfer_create(
+            kind=Transfer.Kind.PURCHASE, legs=[(wallet, -price), (earnings, price)], memo=memo, purchase=purchase,
+            locked=True,
+        )
     return purchase, True
 
 
