@@ -17,8 +17,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 
 from market.core import crypto
 from market.core.crypto import CryptoError, UnknownKeyError
@@ -98,10 +97,18 @@ def _opened(read, what: str):
 
 def _near(path: NoisePath, level) -> tuple[NoisePoint | None, NoisePoint | None, NoisePoint | None]:
     """The path's stored point at ``level``, and its nearest stored points below and above, in one
-    query (the step depends on nothing else: the path is Markov)."""
-    below = NoisePoint.objects.filter(path=path, level__lt=level).order_by("-level").values("pk")[:1]
-    above = NoisePoint.objects.filter(path=path, level__gt=level).order_by("level").values("pk")[:1]
-    rows = list(NoisePoint.objects.filter(Q(path=path, level=level) | Q(pk__in=below) | Q(pk__in=above)))
+    statement (the step depends on nothing else: the path is Markov). Written as SQL: the three
+    index look-ups joined by UNION ALL, on the (path, level) unique index."""
+    table = NoisePoint._meta.db_table
+    columns = ", ".join(f'"{f.column}"' for f in NoisePoint._meta.concrete_fields)
+    one = f'SELECT * FROM (SELECT {columns} FROM "{table}" WHERE "path_id" = %s AND "level" {{}} %s {{}} LIMIT 1) AS {{}}'
+    sql = " UNION ALL ".join([
+        one.format("=", "", "at_level"),
+        one.format("<", 'ORDER BY "level" DESC', "below"),
+        one.format(">", 'ORDER BY "level" ASC', "above"),
+    ])
+    level_db = NoisePoint._meta.get_field("level").get_db_prep_value(level, connection)
+    rows = list(NoisePoint.objects.raw(sql, [path.pk, level_db] * 3))
     at = [p for p in rows if p.level == level]
     return (
         at[0] if at else None,
