@@ -23,6 +23,7 @@ imports Django.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -96,6 +97,7 @@ def _out(arr: np.ndarray):
 # privacy at risk of the Laplace mechanism (paper section 4.1)
 
 
+@functools.lru_cache(maxsize=256)
 def _log_mixture_weights(k: int) -> np.ndarray:
     """Log weights of the Gamma(k - j, 1) components, ``j = 0 .. k-1``, of ``T``.
 
@@ -107,7 +109,9 @@ def _log_mixture_weights(k: int) -> np.ndarray:
     """
     j = np.arange(k, dtype=np.float64)
     logw = special.gammaln(k + j) - special.gammaln(j + 1.0) - j * math.log(2.0)
-    return logw - special.logsumexp(logw)
+    out = logw - special.logsumexp(logw)
+    out.setflags(write=False)  # kept for every later call with this k (a function of k alone)
+    return out
 
 
 def _t_cdf(t: np.ndarray, k: int) -> np.ndarray:
