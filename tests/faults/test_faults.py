@@ -5,7 +5,7 @@ Recovery from a lost or killed release has two layers:
 * late acknowledgement (``acks_late``, ``reject_on_worker_lost``): a task is
   acknowledged only when it has finished, so when its worker dies the broker
   hands it to another worker (Redis: after the visibility timeout);
-* the sweeper (``releases.sweep_pending``, every minute with the beat): it
+* the sweeper (``trading.sweep_pending``, every minute with the beat): it
   queues again any purchase still in flight after ``RELEASE_SWEEP_AFTER``.
   It covers what redelivery cannot: a task that never reached the broker
   (the broker was down at commit) or a message lost with the broker.
