@@ -282,7 +282,7 @@ class PurchaseListView(GenericAPIView):
         )
         purchase = result.purchase
         if wait is not None:
-            purchase = trading.purchase_wait(user=request.user, purchase_id=purchase.pk, seconds=wait)
+            purchase = trading.purchase_wait(user=request.user, purchase_id=purchase.pk, seconds=wait, purchase=purchase)
         code = status.HTTP_200_OK
         if result.created:
             code = status.HTTP_202_ACCEPTED if purchase.in_flight else status.HTTP_201_CREATED

@@ -28,9 +28,11 @@ def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
     return purchase
 
 
-def purchase_wait(*, user, purchase_id, seconds: float) -> "Purchase":
-    """The user's purchase once it is released or failed, or as it is after ``seconds`` (``Prefer: wait``)."""
-    purchase = purchase_get(user=user, purchase_id=purchase_id)  # 404 before any waiting
+def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purchase":
+    """The user's purchase once it is released or failed, or as it is after ``seconds`` (``Prefer:
+    wait``). ``purchase``: the caller's copy, just read or made (it is read again only if it waited)."""
+    if purchase is None:
+        purchase = purchase_get(user=user, purchase_id=purchase_id)  # 404 before any waiting
     if not purchase.in_flight:
         return purchase
     release_wait(
@@ -39,7 +41,7 @@ def purchase_wait(*, user, purchase_id, seconds: float) -> "Purchase":
         done=lambda: Purchase.objects.filter(pk=purchase.pk).values_list("status", flat=True).first()
         not in Purchase.IN_FLIGHT,
     )
-    return purchase_get(user=user, purchase_id=purchase_id)
+    return purchase_get(user=user, purchase_id=purchase.pk)
 
 
 def release_list(*, user) -> QuerySet:

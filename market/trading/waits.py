@@ -52,31 +52,24 @@ def releases_announce(*, purchase_ids) -> None:
 
 
 def release_wait(*, purchase_id, seconds: float, done) -> None:
-    """Return when ``done()`` is true or ``seconds`` have passed (``done`` reads the purchase)."""
+    """Return when the purchase's release or refund is announced, or ``seconds`` have passed.
+
+    With Redis, one ``BLPOP``: an announcement is made only after the commit, and it stays
+    (each waiter puts it back) for :data:`TOKEN_TTL` seconds, so a release made before the
+    wait began answers at once. ``done()`` (which reads the purchase) is asked only without
+    Redis, every 50 ms, or if Redis fails.
+    """
     deadline = time.monotonic() + min(max(seconds, 0), MAX_WAIT)
-    if done():
-        return
-    if not settings.REDIS_URL:
-        while time.monotonic() < deadline and not done():
-            time.sleep(0.05)
-        return
-    key = _key(purchase_id)
-    while (left := deadline - time.monotonic()) > 0:
+    if settings.REDIS_URL:
+        key = _key(purchase_id)
         try:
-            token = _redis().blpop([key], timeout=max(left, 0.01))
+            if _redis().blpop([key], timeout=max(deadline - time.monotonic(), 0.01)) is not None:
+                _redis().rpush(key, 1)  # the next waiter on this purchase wakes too
+            return
         except Exception:
             log.warning("waiting on Redis failed; reading the database instead", exc_info=True)
-            time.sleep(min(left, 0.05))
-            token = None
-        if token is not None:
-            try:  # the next waiter on this purchase wakes too
-                _redis().rpush(key, 1)
-            except Exception:
-                pass
-        if done():
-            return
-        if token is not None:
-            time.sleep(0.01)  # announced but not yet visible here: do not spin
+    while time.monotonic() < deadline and not done():
+        time.sleep(0.05)
 
 
 def parse_prefer_wait(header: str | None) -> float | None:
