@@ -95,78 +95,102 @@ def _opened(read, what: str):
         raise ReleaseImpossible(f"{what} is damaged (it does not decrypt)") from None
 
 
-def _near(path: NoisePath, level) -> tuple[NoisePoint | None, NoisePoint | None, NoisePoint | None]:
-    """The path's stored point at ``level``, and its nearest stored points below and above, in one
-    statement (the step depends on nothing else: the path is Markov). Written as SQL: the three
-    index look-ups joined by UNION ALL, on the (path, level) unique index."""
-    table = NoisePoint._meta.db_table
-    columns = ", ".join(f'"{f.column}"' for f in NoisePoint._meta.concrete_fields)
-    one = f'SELECT * FROM (SELECT {columns} FROM "{table}" WHERE "path_id" = %s AND "level" {{}} %s {{}} LIMIT 1) AS {{}}'
-    sql = " UNION ALL ".join([
-        one.format("=", "", "at_level"),
-        one.format("<", 'ORDER BY "level" DESC', "below"),
-        one.format(">", 'ORDER BY "level" ASC', "above"),
-    ])
-    level_db = NoisePoint._meta.get_field("level").get_db_prep_value(level, connection)
-    rows = list(NoisePoint.objects.raw(sql, [path.pk, level_db] * 3))
-    at = [p for p in rows if p.level == level]
-    return (
-        at[0] if at else None,
-        next((p for p in rows if p.level < level), None),
-        next((p for p in rows if p.level > level), None),
-    )
+class _Known:
+    """The path's points a batch of levels can depend on: for each level of the batch, the stored
+    point at it and the nearest stored below and above (read in one statement), and the new points
+    the batch makes, kept in memory and written together at the end. The nearest known point
+    below (above) a level is then its nearest released neighbour below (above), stored or made
+    just before it in this batch: the path is Markov, nothing else matters."""
+
+    def __init__(self, path: NoisePath, levels):
+        self.path = path
+        self.points: dict = {}
+        self.new: list[NoisePoint] = []
+        levels = sorted(set(levels))
+        if not levels:
+            return
+        table = NoisePoint._meta.db_table
+        columns = ", ".join(f'"{f.column}"' for f in NoisePoint._meta.concrete_fields)
+        part = f'SELECT * FROM (SELECT {columns} FROM "{table}" WHERE "path_id" = %s AND "level" {{}} %s {{}} LIMIT 1) AS p{{}}'
+        parts, params = [], []
+        field = NoisePoint._meta.get_field("level")
+        for i, level in enumerate(levels):
+            at = field.get_db_prep_value(level, connection)
+            parts += [part.format("=", "", f"{i}a"), part.format("<", 'ORDER BY "level" DESC', f"{i}b"),
+                      part.format(">", 'ORDER BY "level" ASC', f"{i}c")]
+            params += [path.pk, at] * 3
+        for point in NoisePoint.objects.raw(" UNION ALL ".join(parts), params):
+            self.points[point.level] = point
+
+    def near(self, level) -> tuple[NoisePoint | None, NoisePoint | None, NoisePoint | None]:
+        """The known point at ``level``, and the nearest known below and above."""
+        below = max((x for x in self.points if x < level), default=None)
+        above = min((x for x in self.points if x > level), default=None)
+        return (self.points.get(level), self.points.get(below) if below is not None else None,
+                self.points.get(above) if above is not None else None)
+
+    def add(self, point: NoisePoint) -> NoisePoint:
+        self.points[point.level] = point
+        self.new.append(point)
+        return point
+
+    def save(self) -> None:
+        """Write the batch's new points (one INSERT)."""
+        if self.new:
+            NoisePoint.objects.bulk_create(self.new)
 
 
-def _point_at(path: NoisePath, level, rng: np.random.Generator) -> NoisePoint:
+def _point_at(path: NoisePath, level, rng: np.random.Generator, known: _Known) -> NoisePoint:
     """The path's point at ``level``: the stored one, or one new exact step from its neighbours.
 
     Only the nearest released level below and above are read: the step
     depends on nothing else (the path is Markov), so the cost does not grow
     with the number of levels or buyers.
     """
-    found, below, above = _near(path, level)
+    found, below, above = known.near(level)
     if found:
         return found
-    known = [p for p in (below, above) if p is not None]
-    vectors = [_opened(p.vector, f"the stored noise at level {p.level}") for p in known]
-    for p, v in zip(known, vectors):
+    sides = [p for p in (below, above) if p is not None]
+    vectors = [_opened(p.vector, f"the stored noise at level {p.level}") for p in sides]
+    for p, v in zip(sides, vectors):
         if v.shape != (path.dim,):
             raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
-    engine = EnginePath(path.dim, [float(p.level) for p in known], vectors if known else None)
+    engine = EnginePath(path.dim, [float(p.level) for p in sides], vectors if sides else None)
     draw = engine.draw(float(level), rng)
-    return _new_point(path, level, draw.noise, draw.method)
+    point = NoisePoint(path=path, level=level, method=draw.method)
+    point.set_vector(draw.noise)
+    return known.add(point)
 
 
-def _lattice_point_at(path: NoisePath, level, weights, rng) -> NoisePoint:
+def _lattice_point_at(path: NoisePath, level, weights, rng, known: _Known) -> NoisePoint:
     """The lattice path's point at ``level`` (integer noise): the stored one, or one new exact
     step from its nearest released neighbours (``releases.engine.lattice.step``), coordinate ``i`` at
     ``level / weights[i]``. ``rng``: anything with ``getrandbits`` (the operating system's
     generator in the product)."""
-    found, below, above = _near(path, level)
+    found, below, above = known.near(level)
     if found:
         return found
-    known = {}
+    sides = {}
     for name, p in (("below", below), ("above", above)):
         if p is not None:
             noise = _opened(p.integers, f"the stored noise at level {p.level}")
             if noise.shape != (path.dim,):
                 raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
-            known[name] = (p.level, noise)
-    noise, method = lattice.step(level, weights, rng, **known)
+            sides[name] = (p.level, noise)
+    noise, method = lattice.step(level, weights, rng, **sides)
     point = NoisePoint(path=path, level=level, method=method)
     point.set_integers(noise)
-    point.save(force_insert=True)
-    return point
+    return known.add(point)
 
 
-def _lattice_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, list, list[float]]:
+def _lattice_values(listing, path: NoisePath, level, rng, known: _Known) -> tuple[NoisePoint, list, list[float]]:
     """A lattice release: the point at ``level``, the released values (whole steps clamped to the
     declared range, times each value's grid: ints on an integer grid) and the noise scales shown."""
     answer = _opened(listing.true_answer, "the listing's stored answer")
     weights = [int(w) for w in listing.weights]
     if answer.shape != (path.dim,) or len(weights) != path.dim or len(listing.grids or ()) != path.dim:
         raise ReleaseImpossible("the listing's stored answer is damaged")
-    point = _lattice_point_at(path, level, weights, rng if rng is not None else new_bit_source())
+    point = _lattice_point_at(path, level, weights, rng, known)
     _checkpoint("after_noise")
     noise = _opened(point.integers, "the stored noise")
     values = []
@@ -177,17 +201,16 @@ def _lattice_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, l
     return point, values, [float(b) for b in listing.noise_scales(level)]
 
 
-def _float_values(listing, path: NoisePath, level, rng) -> tuple[NoisePoint, list[float], list[float]]:
+def _float_values(listing, path: NoisePath, level, rng, known: _Known) -> tuple[NoisePoint, list[float], list[float]]:
     """A float-path release (listings made before the lattice, and vectors): the point at
     ``level``, the values rounded and clamped (``releases.engine.postprocess.snap``), the noise scales."""
     answer = _opened(listing.true_answer, "the listing's stored answer")
     if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
         raise ReleaseImpossible("the listing's stored answer is damaged")
-    rng = rng if rng is not None else new_rng()
     if path.norm == "l2":
         point = _l2_point_at(path, level, listing.ceiling, rng)
     else:
-        point = _point_at(path, level, rng)
+        point = _point_at(path, level, rng, known)
     _checkpoint("after_noise")
     scales = listing.noise_scales(level)
     noisy = answer + np.asarray(listing.weights, dtype=np.float64) * _opened(point.vector, "the stored noise")
@@ -215,12 +238,18 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
     Release}``. Raises :class:`ReleaseImpossible` if a stored answer or noise
     is damaged (the caller's transaction then writes nothing).
     """
+    levels = sorted({order.level for order in orders})
+    known = _Known(path, levels if path.norm != "l2" else ())  # l2 paths keep their jump list
     made_at = {}
-    for level in sorted({order.level for order in orders}):
-        if path.engine == "lattice":
-            made_at[level] = _lattice_values(listing, path, level, rng)
-        else:
-            made_at[level] = _float_values(listing, path, level, rng)
+    if path.engine == "lattice":
+        rng = rng if rng is not None else new_bit_source()
+        for level in levels:
+            made_at[level] = _lattice_values(listing, path, level, rng, known)
+    else:
+        rng = rng if rng is not None else new_rng()
+        for level in levels:
+            made_at[level] = _float_values(listing, path, level, rng, known)
+    known.save()
     releases = Release.objects.bulk_create(
         Release(purchase_id=order.purchase_id, listing=listing, buyer_id=order.buyer_id, point=made_at[order.level][0],
                 level=order.level, values=made_at[order.level][1], noise_scales=made_at[order.level][2],
