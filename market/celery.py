@@ -10,6 +10,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
 app = Celery("market")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Celery's Django fix-up closes the database connection around every task unless told to reuse it:
+# a worker keeps its connection (as the web processes do), closed every 2 x this many tasks;
+# a task first drops a connection that is broken or past CONN_MAX_AGE (market.trading.tasks)
+app.conf.CELERY_DB_REUSE_MAX = int(os.environ.get("CELERY_DB_REUSE_MAX", "500"))
 
 if str(app.conf.broker_url).startswith("filesystem://"):
     # the embedded broker: a folder of messages shared by the web server and the worker
