@@ -15,12 +15,18 @@ from .waits import release_wait
 def purchase_list(*, user) -> QuerySet:
     """The user's purchases, newest first, each with its release and the release's listing and dataset
     (what the release's readings are laid out from) in the same query."""
-    return visibility.purchases(user).select_related("release__listing__dataset").order_by("-created_at")
+    return _with_release(visibility.purchases(user)).order_by("-created_at")
+
+
+def _with_release(purchases: QuerySet) -> QuerySet:
+    """Purchases with their release and the release's listing and dataset (what its readings are
+    laid out from) in the same query, never the listing's sealed true answer."""
+    return purchases.select_related("release__listing__dataset").defer("release__listing__answer")
 
 
 def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
     try:  # with its release, and the release's listing and dataset (its readings are laid out from them)
-        purchase = visibility.purchases(user).select_related("release__listing__dataset").filter(pk=purchase_id).first()
+        purchase = _with_release(visibility.purchases(user)).filter(pk=purchase_id).first()
     except Exception:  # not a UUID: no such purchase
         purchase = None
     if purchase is None:
@@ -45,7 +51,8 @@ def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purch
 
 
 def release_list(*, user) -> QuerySet:
-    return visibility.releases(user).select_related("listing__dataset").order_by("-created_at", "-id")
+    # never the listing's sealed true answer: a release is read from its own values
+    return visibility.releases(user).select_related("listing__dataset").defer("listing__answer").order_by("-created_at", "-id")
 
 
 def release_get(*, user, release_id: str) -> "Release":  # noqa: F821

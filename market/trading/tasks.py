@@ -10,7 +10,8 @@ def purchase_release_task(self, purchase_id: str, listing_id: int | None = None)
 
     from .services import purchase_fail, purchase_release
 
-    close_old_connections()  # the worker's connection is kept between tasks: not if it broke or aged
+    if not self.request.is_eager:  # on a worker, whose connection is kept between tasks: not if it broke or aged
+        close_old_connections()
     try:
         purchase_release(purchase_id=purchase_id, listing_id=listing_id)
     except Exception as exc:
