@@ -139,7 +139,7 @@ class QuoteView(APIView):
     def get(self, request, listing_id: int):
         query = s.QuoteQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        listing = catalog.listing_get(user=request.user, listing_id=listing_id)
+        listing = catalog.listing_get(user=request.user, listing_id=listing_id, with_owner=False)
         quote = purchase_quote(buyer=request.user, listing=listing, epsilon=query.validated_data["epsilon"])
         return Response(s.QuoteSerializer(quote).data)
 

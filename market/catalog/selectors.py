@@ -64,8 +64,13 @@ def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_
     return qs.order_by(*SORTS.get(sort, SORTS["newest"]))
 
 
-def listing_get(*, user, listing_id) -> Listing:
-    listing = visibility.listings(user).filter(pk=listing_id).first()
+def listing_get(*, user, listing_id, with_owner: bool = True) -> Listing:
+    """A listing ``user`` may see; ``with_owner=False`` leaves its owner's row out of the query
+    (a quote needs the listing and its dataset only)."""
+    listings = visibility.listings(user)
+    if not with_owner:
+        listings = listings.select_related(None).select_related("dataset")
+    listing = next(iter(listings.filter(pk=listing_id)[:1]), None)
     if listing is None:
         raise NotFound("no such listing")
     return listing
