@@ -221,6 +221,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "market.api.schema.strict_inputs",
+        "market.api.schema.one_blank",
         "market.api.schema.operation_links",  # stateful fuzzing follows these
     ],
 }

@@ -53,15 +53,26 @@ def within_ledger(value) -> None:
         raise serializers.ValidationError("At most 9999999999999999.99: the largest amount of credits there is.")
 
 
+#: fields that take several values (which a form sends as one field repeated)
+_MANY = (serializers.ListField, serializers.ListSerializer, serializers.MultipleChoiceField)
+
+
 class StrictSerializer(serializers.Serializer):
     # An input that is exactly what its schema documents: an object, with no field the
     # serializer does not know (each unknown one is named in the error's ``fields``).
     # Its request component says ``additionalProperties: false`` (``schema.strict_inputs``).
+    # A form (multipart or urlencoded) sends a list as one field given several times: a field
+    # documented as one value and given twice is refused, not read as its last value.
     # (Comments, not a docstring: a docstring would describe every input in the schema.)
 
     def to_internal_value(self, data):
         unknown = sorted(str(k) for k in data if k not in self.fields) if isinstance(data, Mapping) else []
         errors = {name: ["Unknown field: this operation does not take it."] for name in unknown}
+        if hasattr(data, "getlist"):
+            errors.update({
+                name: ["Give this field once."] for name, field in self.fields.items()
+                if not isinstance(field, _MANY) and len(data.getlist(name)) > 1
+            })
         try:
             value = super().to_internal_value(data)
         except serializers.ValidationError as exc:

@@ -48,6 +48,16 @@ def _text(value, name: str, *, max_length: int, required: bool = True) -> str:
     return text
 
 
+#: the longest record name, singular or plural (``Dataset.record_name``)
+RECORD_NAME_MAX = 60
+
+
+def _plural(one: str) -> str:
+    """The plural of a record's name when the owner gives none: the name with an s, or the name
+    as it is when an s would not fit."""
+    return f"{one}s" if len(one) < RECORD_NAME_MAX else one
+
+
 def _relation(value) -> str:
     if value in (None, ""):
         return Dataset.Relation.PRIVATE_SIZE
@@ -119,10 +129,8 @@ def dataset_create(
     source = _text(source, "source", max_length=500, required=False)
     licence = _text(licence, "licence", max_length=200, required=False)
     relation = _relation(relation)
-    one = _text(record_name, "record_name", max_length=60, required=False) or "record"
-    many = _text(record_name_plural, "record_name_plural", max_length=60, required=False) or (
-        "records" if one == "record" else f"{one}s"
-    )
+    one = _text(record_name, "record_name", max_length=RECORD_NAME_MAX, required=False) or "record"
+    many = _text(record_name_plural, "record_name_plural", max_length=RECORD_NAME_MAX, required=False) or _plural(one)
     budget = parse_level(total_budget, field="total_budget")
     stream = _upload_stream(upload if upload is not None else data)
     public_id = ids.new_dataset_id()

@@ -146,8 +146,12 @@ def listing_buy(request, listing_id):
     return redirect("web:purchase", purchase_id=purchase.pk)
 
 
-def _purchase_context(request, purchase_id):
-    purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
+#: the longest the purchase page's status request waits for the release before answering
+#: "still in flight" (the page then asks again): a long-poll, one request per release
+STATUS_WAIT = 25
+
+
+def _purchase_context(purchase, *, again: bool = False):
     release = getattr(purchase, "release", None) if purchase.status == "released" else None
     readings = trading.release_readings(release) if release else None
     return {
@@ -155,18 +159,22 @@ def _purchase_context(request, purchase_id):
         "release": release,
         "readings": readings,
         "plot": point_plot(readings, purchase.listing) if readings else None,
+        "again": again,
     }
 
 
 @login_required
 def purchase_detail(request, purchase_id):
-    return render(request, "web/purchase.html", _purchase_context(request, purchase_id))
+    purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
+    return render(request, "web/purchase.html", _purchase_context(purchase))
 
 
 @login_required
 def purchase_status(request, purchase_id):
-    """The live part of the progress page, polled by htmx until the release is done."""
-    return render(request, "web/_purchase_status.html", _purchase_context(request, purchase_id))
+    """The live part of the purchase page, answered as soon as the release is made or has failed, or
+    unchanged after ``STATUS_WAIT`` seconds (the page then asks again, at most once a second)."""
+    purchase = trading.purchase_wait(user=request.user, purchase_id=purchase_id, seconds=STATUS_WAIT)
+    return render(request, "web/_purchase_status.html", _purchase_context(purchase, again=True))
 
 
 @login_required

@@ -3,6 +3,7 @@ with a real Celery worker. No tool downloads a browser: Playwright is pointed at
 ``/usr/bin/chromium`` (Debian's package, installed by ``.ci/run``), or $CHROMIUM.
 """
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -35,8 +36,8 @@ def chromium():
         browser.close()
 
 
-@pytest.fixture
-def worker(transactional_db, seeded_noise):
+@contextlib.contextmanager
+def _celery_worker():
     from celery.contrib.testing.worker import start_worker
 
     from market.celery import app
@@ -44,6 +45,19 @@ def worker(transactional_db, seeded_noise):
     app.conf.task_always_eager = False
     with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20):
         yield app
+
+
+@pytest.fixture
+def worker(transactional_db, seeded_noise):
+    with _celery_worker() as app:
+        yield app
+
+
+@pytest.fixture
+def late_worker(transactional_db, seeded_noise):
+    """Start the Celery worker when the test says (what was queued before waits for it)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(_celery_worker())
 
 
 @pytest.fixture

@@ -285,3 +285,54 @@ def test_title_length_in_the_schema_is_the_accepted_length(api, owner, dataset, 
     assert longest == Listing._meta.get_field("title").max_length
     assert_error(api(owner).post("/api/v1/listings/", _listing_body(dataset, title="x" * (longest + 1)), format="json"), 400, field="title")
     assert api(owner).post("/api/v1/listings/", _listing_body(dataset, title="x" * longest), format="json").status_code == 201
+
+
+def _upload(**fields):
+    return {"name": "v", "file": SimpleUploadedFile("visits.csv", make_csv(20), content_type="text/csv"), "budget": "5", **fields}
+
+
+def test_optional_text_in_the_schema_takes_what_the_server_takes(api, owner, schema):
+    """An empty licence is no licence: the server takes it, and so does the schema (drf-spectacular's
+    ``oneOf: [text, {"maxLength": 0}]`` matched "" twice, which ``oneOf`` refuses)."""
+    from jsonschema import Draft202012Validator
+
+    properties = _body_schema(schema, "/api/v1/datasets/", "multipart/form-data")["properties"]
+    for name in ("description", "source", "licence", "record_name", "record_name_plural"):
+        field = Draft202012Validator(properties[name])
+        longest = properties[name]["maxLength"]
+        assert field.is_valid("") and field.is_valid("x" * longest), name
+        assert not field.is_valid("x" * (longest + 1)) and not field.is_valid("a\u0000b"), name
+        assert api(owner).post("/api/v1/datasets/", _upload(**{name: ""}), format="multipart").status_code == 202, name
+        assert_error(api(owner).post("/api/v1/datasets/", _upload(**{name: "x" * (longest + 1)}), format="multipart"), 400, field=name)
+
+
+def test_a_record_name_of_the_longest_length_gets_a_plural_that_fits(api, owner):
+    """Today a 60-character record name without a plural is 500: "s" made it 61 characters."""
+    answer = api(owner).post("/api/v1/datasets/", _upload(record_name="n" * 60), format="multipart")
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["record_name_plural"] == "n" * 60
+    answer = api(owner).post("/api/v1/datasets/", _upload(record_name="n" * 59), format="multipart")
+    assert answer.json()["record_name_plural"] == "n" * 59 + "s"
+
+
+def test_a_form_field_given_twice_is_refused_not_read_as_its_last_value(api, owner):
+    before = _counts()
+    body = _upload()
+    body["licence"] = ["CC0-1.0", "proprietary"]  # sent as two parts named licence
+    error = assert_error(api(owner).post("/api/v1/datasets/", body, format="multipart"), 400, "invalid", field="licence")
+    assert error["fields"]["licence"] == ["Give this field once."]
+    _nothing_changed(before)
+
+
+@pytest.mark.parametrize("prefer", ["return=minimal", "0", "wait=soon"])
+def test_a_preference_the_server_ignores_is_one_the_schema_allows(api, listing, buyer, fund, schema, prefer):
+    """RFC 7240: a server ignores the preferences it does not honour; the schema says so (it documented
+    ``wait=N`` alone, and a fuzzer's ``Prefer: 0`` was then accepted negative data)."""
+    from jsonschema import Draft202012Validator
+
+    fund(buyer, 100)
+    parameters = schema["paths"]["/api/v1/purchases/"]["post"]["parameters"]
+    header = next(p for p in parameters if p["name"] == "Prefer" and p["in"] == "header")
+    assert Draft202012Validator(header["schema"]).is_valid(prefer)
+    answer = api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "0.5"}, format="json", HTTP_PREFER=prefer)
+    assert answer.status_code == 202 and "Preference-Applied" not in answer, answer.content

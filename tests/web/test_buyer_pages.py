@@ -2,6 +2,7 @@
 
 import json
 import re
+import time
 from decimal import Decimal
 
 import pytest
@@ -108,15 +109,42 @@ def test_buying_from_the_page_then_the_next_step(
     assert refused.status_code == 400 and "Must be above your current level 0.5000." in page_text(refused)
 
 
-def test_progress_page_polls_while_in_flight(client, listing, buyer, fund, django_capture_on_commit_callbacks):
+def test_progress_page_long_polls_while_in_flight(client, listing, buyer, users, fund, django_capture_on_commit_callbacks, monkeypatch):
+    from market.web import views
+
     fund(buyer, 100)
     client.force_login(buyer)
     with django_capture_on_commit_callbacks(execute=False):  # no worker yet
         client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"})
     purchase = Purchase.objects.get()
     text = page_text(client.get(f"/purchases/{purchase.pk}/"))
-    assert 'data-status="queued"' in text and 'hx-trigger="every 1s"' in text
-    assert '<noscript><meta http-equiv="refresh"' in text
+    # the page asks once, at once, and the server holds the answer until the release (no poll a second)
+    assert 'data-status="queued"' in text and 'hx-trigger="load, htmx:responseError' in text and "every" not in text
+    assert '<noscript><meta http-equiv="refresh"' in text  # without JavaScript: the page refreshes itself
+    # still in flight when the wait is over: the same fragment, which asks again (at most once a second)
+    monkeypatch.setattr(views, "STATUS_WAIT", 0.3)
+    started = time.monotonic()
+    status = page_text(client.get(f"/purchases/{purchase.pk}/status/"))
+    assert time.monotonic() - started >= 0.3
+    assert 'data-status="queued"' in status and 'hx-trigger="load delay:1s, htmx:responseError' in status
+    # someone else's purchase is 404 at once, in flight or not
+    client.force_login(users("eve"))
+    monkeypatch.setattr(views, "STATUS_WAIT", 25)
+    started = time.monotonic()
+    assert client.get(f"/purchases/{purchase.pk}/status/").status_code == 404
+    assert time.monotonic() - started < 2
+
+
+def test_the_status_of_a_released_purchase_is_answered_at_once(client, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks):
+    fund(buyer, 100)
+    client.force_login(buyer)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"})
+    purchase = Purchase.objects.get()
+    started = time.monotonic()
+    status = page_text(client.get(f"/purchases/{purchase.pk}/status/"))
+    assert time.monotonic() - started < 2  # the wait is up to 25 s
+    assert 'data-status="released"' in status and "hx-get" not in status and "Download CSV" in status
 
 
 def test_library_downloads_and_top_up(client, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks, settings):
