@@ -325,7 +325,21 @@ class QuoteQuerySerializer(serializers.Serializer):
     epsilon = LevelTextField(help_text="the level to go up to, e.g. 0.5")
 
 
-class ProfileQuerySerializer(serializers.Serializer):
+class QuerySerializer(serializers.Serializer):
+    # Query parameters as strictly as bodies: an optional parameter given empty (``?epsilon=``) is
+    # refused, not read as left out (DRF's reading of HTML forms), unless it may be blank.
+
+    def to_internal_value(self, data):
+        blank = {
+            name: ["Give a value, or leave the parameter out."] for name, field in self.fields.items()
+            if hasattr(data, "get") and data.get(name) == "" and not getattr(field, "allow_blank", False)
+        }
+        if blank:
+            raise serializers.ValidationError(blank)
+        return super().to_internal_value(data)
+
+
+class ProfileQuerySerializer(QuerySerializer):
     epsilon = LevelTextField(required=False, help_text="the level, e.g. 0.5 (at most the ceiling; default: the ceiling)")
 
 

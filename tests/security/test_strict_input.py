@@ -336,3 +336,11 @@ def test_a_preference_the_server_ignores_is_one_the_schema_allows(api, listing, 
     assert Draft202012Validator(header["schema"]).is_valid(prefer)
     answer = api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "0.5"}, format="json", HTTP_PREFER=prefer)
     assert answer.status_code == 202 and "Preference-Applied" not in answer, answer.content
+
+
+def test_an_optional_query_parameter_given_empty_is_refused_not_read_as_left_out(api, listing, buyer):
+    path = f"/api/v1/listings/{listing.pk}/privacy-profile/"
+    assert api(buyer).get(path).json()["level"] == "5.0000"  # left out: the ceiling
+    error = assert_error(api(buyer).get(path + "?epsilon="), 400, "invalid")
+    assert "epsilon" in error["fields"]
+    assert api(buyer).get(path + "?epsilon=0.5").json()["level"] == "0.5000"
