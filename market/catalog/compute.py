@@ -435,6 +435,8 @@ def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = M
     answer falls outside its declared range (more records than the plan allows).
     """
     nb = plan.neighbours
+    if not (plan.vector if plan.norm == "l2" else plan.aggregates):
+        raise ValueError("this plan was read back from a listing (statistics.plan_restore): build it to compute")
     if plan.norm == "l2":
         u, n = run_vector(plan.vector, table, threads=threads, memory_limit=memory_limit)
     else:

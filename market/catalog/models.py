@@ -190,6 +190,11 @@ class Listing(models.Model):
     grids = models.JSONField(
         null=True, blank=True, help_text="lattice only: each value's grid as a decimal string (1 for counts)"
     )
+    plan = models.JSONField(
+        null=True, blank=True,
+        help_text="the rest of the statistics' plan as laid out at creation (market.catalog.statistics.plan_layout): "
+        "read back with the fields above, never laid out again (null: laid out on each read, as before)",
+    )
     answer = models.BinaryField(
         help_text="the true answer (float64), encrypted for this row (market.core.crypto): secret. "
         "Read and written only through true_answer() and set_true_answer()"

@@ -109,10 +109,18 @@ def holdings_list(*, user) -> QuerySet:
 
 
 def listing_plan(listing):
-    """The listing's statistics laid out for its dataset's relation (``Plan``), as
-    sold: existing listings are read back even if their kind is no longer offered."""
-    from .statistics import build_plan
+    """The listing's statistics laid out for its dataset's relation (``Plan``), as sold: read back
+    from what the listing stored when it was made (``Listing.plan``), without reading its dataset
+    or laying the statistics out again. A listing with no stored plan (one the migration could not
+    lay out) is laid out from its dataset, as every read did before, even if its kind is no longer
+    offered."""
+    from .statistics import build_plan, plan_restore
 
+    if listing.plan is not None:
+        return plan_restore(
+            layout=listing.plan, statistics=listing.statistics, labels=listing.labels, sensitivity=listing.sensitivity,
+            weights=listing.weights, lower=listing.lower, upper=listing.upper, grids=listing.grids,
+        )
     dataset = listing.dataset
     return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False,
                       engine=listing.engine)

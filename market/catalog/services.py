@@ -29,7 +29,7 @@ from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
 from .columns import columns_from
 from .compute import ParquetTable, compute
-from .statistics import LATTICE, SpecError, build_plan
+from .statistics import LATTICE, SpecError, build_plan, plan_layout
 
 
 log = logging.getLogger(__name__)
@@ -477,6 +477,7 @@ def listing_create(
             weights=list(layout.unit_weights) if layout else [float(w) for w in plan.weights],
             lower=list(layout.unit_lower) if layout else [float(v) for v in plan.lower],
             upper=list(layout.unit_upper) if layout else [float(v) for v in plan.upper],
+            plan=plan_layout(plan),
             answer=b"",  # sealed for the row once it has its id, just below
             ceiling=ceiling,
             price_curve=curve.as_dict(),

@@ -104,6 +104,8 @@ __all__ = [
     "SpecError",
     "Table",
     "build_plan",
+    "plan_layout",
+    "plan_restore",
     "statistic_schema",
     "compute",
     "describe",
@@ -1635,6 +1637,55 @@ def _lattice_layout(groups: list[Group], at: list[tuple[int, ...]], labels: list
                                for case in group.cases))
     cases = tuple(tuple(pair for part in combo for pair in part) for combo in itertools.product(*per_group))
     return Lattice(tuple(grids), tuple(weights), tuple(low), tuple(high), cases)
+
+
+def plan_layout(plan: Plan) -> dict:
+    """What a listing stores of its plan (``Listing.plan``, JSON) beside what it holds already (its
+    statistics, labels, sensitivity, weights, ranges and grids): the relation it was laid out for,
+    the norm, the coordinates each statistic reads and the worst cases (shares as "p/q" text), so
+    that :func:`plan_restore` reads the plan back without validating or laying it out again."""
+    nb = plan.neighbours
+    return {
+        "norm": plan.norm,
+        "neighbours": {"relation": nb.relation, "size": nb.size, "max_rows": nb.max_rows},
+        "indices": [list(where) for where in plan.indices],
+        "loss_cases": None if plan.loss_cases is None else [[str(share) for share in case] for case in plan.loss_cases],
+        "unit_cases": None if plan.lattice is None else [[list(move) for move in case] for case in plan.lattice.unit_cases],
+    }
+
+
+def plan_restore(*, layout: dict, statistics, labels, sensitivity: float, weights, lower, upper, grids=None) -> Plan:
+    """The plan a listing was made with, from what it stores: ``layout`` (:func:`plan_layout`) and its
+    fields (on the lattice path ``weights``, ``lower`` and ``upper`` in grid steps and ``grids`` as
+    decimal text, else floats). The same plan :func:`build_plan` made, but for ``aggregates`` and
+    ``vector``: it reads releases and cannot be computed (``compute`` refuses it)."""
+    lattice_plan = None
+    if layout["unit_cases"] is not None:
+        lattice_plan = Lattice(
+            grids=tuple(Decimal(g) for g in grids),
+            unit_weights=tuple(int(w) for w in weights),
+            unit_lower=tuple(int(v) for v in lower),
+            unit_upper=tuple(int(v) for v in upper),
+            unit_cases=tuple(tuple((int(i), int(move)) for i, move in case) for case in layout["unit_cases"]),
+        )
+        steps = np.array([float(g) for g in lattice_plan.grids])  # as build_plan scales them: steps times grid
+        weights = np.array(lattice_plan.unit_weights, dtype=np.float64) * steps
+        lower = np.array(lattice_plan.unit_lower, dtype=np.float64) * steps
+        upper = np.array(lattice_plan.unit_upper, dtype=np.float64) * steps
+    cases = layout["loss_cases"]
+    return Plan(
+        statistics=tuple(statistics),
+        labels=tuple(labels),
+        sensitivity=float(sensitivity),
+        lower=_frozen(lower),
+        upper=_frozen(upper),
+        indices=tuple(tuple(where) for where in layout["indices"]),
+        weights=_frozen(weights),
+        loss_cases=None if cases is None else tuple(tuple(Fraction(share) for share in case) for case in cases),
+        norm=layout["norm"],
+        neighbours=Neighbours(**layout["neighbours"]),
+        lattice=lattice_plan,
+    )
 
 
 def mean_estimate(
