@@ -19,9 +19,9 @@ def purchase_list(*, user) -> QuerySet:
 
 
 def _with_release(purchases: QuerySet) -> QuerySet:
-    """Purchases with their release and the release's listing and dataset (what its readings are
-    laid out from) in the same query, never the listing's sealed true answer."""
-    return purchases.select_related("release__listing__dataset").defer("release__listing__answer")
+    """Purchases with their release and the release's listing (its stored plan lays its readings
+    out) in the same query, never the listing's sealed true answer."""
+    return purchases.select_related("release__listing").defer("release__listing__answer")
 
 
 def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
