@@ -103,7 +103,6 @@ class _Known:
     just before it in this batch: the path is Markov, nothing else matters."""
 
     def __init__(self, path: NoisePath, levels):
-        self.path = path
         self.points: dict = {}
         self.new: list[NoisePoint] = []
         levels = sorted(set(levels))
@@ -183,14 +182,22 @@ def _lattice_point_at(path: NoisePath, level, weights, rng, known: _Known) -> No
     return known.add(point)
 
 
-def _lattice_values(listing, path: NoisePath, level, rng, known: _Known) -> tuple[NoisePoint, list, list[float]]:
+def _answer(listing, path: NoisePath) -> np.ndarray:
+    """The listing's true answer, opened and checked against its path once per batch."""
+    answer = _opened(listing.true_answer, "the listing's stored answer")
+    if path.engine == "lattice":
+        intact = len(listing.weights) == path.dim and len(listing.grids or ()) == path.dim
+    else:
+        intact = len(listing.weights) == path.dim and bool(np.isfinite(answer).all())
+    if answer.shape != (path.dim,) or not intact:
+        raise ReleaseImpossible("the listing's stored answer is damaged")
+    return answer
+
+
+def _lattice_values(listing, path: NoisePath, answer, level, rng, known: _Known) -> tuple[NoisePoint, list, list[float]]:
     """A lattice release: the point at ``level``, the released values (whole steps clamped to the
     declared range, times each value's grid: ints on an integer grid) and the noise scales shown."""
-    answer = _opened(listing.true_answer, "the listing's stored answer")
-    weights = [int(w) for w in listing.weights]
-    if answer.shape != (path.dim,) or len(weights) != path.dim or len(listing.grids or ()) != path.dim:
-        raise ReleaseImpossible("the listing's stored answer is damaged")
-    point = _lattice_point_at(path, level, weights, rng, known)
+    point = _lattice_point_at(path, level, [int(w) for w in listing.weights], rng, known)
     _checkpoint("after_noise")
     noise = _opened(point.integers, "the stored noise")
     values = []
@@ -201,12 +208,9 @@ def _lattice_values(listing, path: NoisePath, level, rng, known: _Known) -> tupl
     return point, values, [float(b) for b in listing.noise_scales(level)]
 
 
-def _float_values(listing, path: NoisePath, level, rng, known: _Known) -> tuple[NoisePoint, list[float], list[float]]:
+def _float_values(listing, path: NoisePath, answer, level, rng, known: _Known) -> tuple[NoisePoint, list[float], list[float]]:
     """A float-path release (listings made before the lattice, and vectors): the point at
     ``level``, the values rounded and clamped (``releases.engine.postprocess.snap``), the noise scales."""
-    answer = _opened(listing.true_answer, "the listing's stored answer")
-    if answer.shape != (path.dim,) or len(listing.weights) != path.dim or not np.isfinite(answer).all():
-        raise ReleaseImpossible("the listing's stored answer is damaged")
     if path.norm == "l2":
         point = _l2_point_at(path, level, listing.ceiling, rng)
     else:
@@ -240,15 +244,12 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
     """
     levels = sorted({order.level for order in orders})
     known = _Known(path, levels if path.norm != "l2" else ())  # l2 paths keep their jump list
-    made_at = {}
+    answer = _answer(listing, path)
     if path.engine == "lattice":
-        rng = rng if rng is not None else new_bit_source()
-        for level in levels:
-            made_at[level] = _lattice_values(listing, path, level, rng, known)
+        values_at, rng = _lattice_values, (rng if rng is not None else new_bit_source())
     else:
-        rng = rng if rng is not None else new_rng()
-        for level in levels:
-            made_at[level] = _float_values(listing, path, level, rng, known)
+        values_at, rng = _float_values, (rng if rng is not None else new_rng())
+    made_at = {level: values_at(listing, path, answer, level, rng, known) for level in levels}
     known.save()
     releases = Release.objects.bulk_create(
         Release(purchase_id=order.purchase_id, listing=listing, buyer_id=order.buyer_id, point=made_at[order.level][0],

@@ -22,13 +22,10 @@ def holding_lock(*, buyer_id, listing_id, create: bool = False) -> Holding:
     return holding
 
 
-def purchase_lock(*, purchase_id, with_listing: bool = False) -> Purchase:
-    """The purchase, locked for update (only its own row, even when its listing is loaded with it)."""
+def purchase_lock(*, purchase_id) -> Purchase:
+    """The purchase, locked for update."""
     taken(Rank.PURCHASE, f"purchase {purchase_id}")
-    queryset = Purchase.objects.select_for_update(of=("self",))
-    if with_listing:
-        queryset = queryset.select_related("listing__dataset")
-    return queryset.get(pk=purchase_id)
+    return Purchase.objects.select_for_update().get(pk=purchase_id)
 
 
 def holdings_lock(*, listing_id, buyer_ids) -> dict[int, Holding]:

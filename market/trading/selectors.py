@@ -13,8 +13,7 @@ from .waits import release_wait
 
 
 def purchase_list(*, user) -> QuerySet:
-    """The user's purchases, newest first, each with its release and the release's listing and dataset
-    (what the release's readings are laid out from) in the same query."""
+    """The user's purchases, newest first, each with its release and the release's listing in the same query."""
     return _with_release(visibility.purchases(user)).order_by("-created_at")
 
 
@@ -25,7 +24,7 @@ def _with_release(purchases: QuerySet) -> QuerySet:
 
 
 def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
-    try:  # with its release, and the release's listing and dataset (its readings are laid out from them)
+    try:
         purchase = _with_release(visibility.purchases(user)).filter(pk=purchase_id).first()
     except Exception:  # not a UUID: no such purchase
         purchase = None

@@ -37,7 +37,7 @@ from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import parse_level
 from market.ledger.models import Account, Leg, Transfer
-from market.ledger.services import account_get, accounts_for_payment, transfer_create
+from market.ledger.services import accounts_for_payment, transfer_create
 from market.trust.selectors import Cap, buyer_cap
 from releases.locks import path_lock
 from releases.models import Release
@@ -454,16 +454,17 @@ def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
         if found is None:
             return None
         holding = holding_lock(buyer_id=found["buyer_id"], listing_id=found["listing_id"])
-        purchase = purchase_lock(purchase_id=purchase_id, with_listing=True)
+        purchase = purchase_lock(purchase_id=purchase_id)
         if not purchase.in_flight:
             return purchase
         if purchase.price > 0:
-            wallet = account_get(user_id=purchase.buyer_id, kind=Account.Kind.WALLET)
-            # the earnings account the purchase credited (per listing; an older one per owner)
-            credited = Leg.objects.filter(
-                transfer__purchase=purchase, transfer__kind=Transfer.Kind.PURCHASE, amount__gt=0
-            ).values_list("account_id", flat=True).first()
-            earnings = Account.objects.get(pk=credited)
+            # back the way the payment went: from the earnings account it credited (one per listing;
+            # an older one per owner) to the wallet it debited
+            paid = list(
+                Leg.objects.filter(transfer__purchase=purchase, transfer__kind=Transfer.Kind.PURCHASE).select_related("account")
+            )
+            earnings = next(leg.account for leg in paid if leg.amount > 0)
+            wallet = next(leg.account for leg in paid if leg.amount < 0)
             transfer_create(
                 kind=Transfer.Kind.REFUND,
                 legs=[(earnings, -purchase.price), (wallet, purchase.price)],
