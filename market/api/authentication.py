@@ -6,8 +6,6 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from django.utils import timezone
-
 from market.accounts import keys
 from market.accounts.keycache import entry_add
 from market.accounts.selectors import api_key_for_secret
@@ -51,10 +49,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         if not keys.well_formed(secret):
             return None
         key = key_and_counts(request, keys.digest(secret))
-        now = timezone.now()
-        if key is None or (key.revoked_at is not None and key.revoked_at <= now):
-            return None
-        if (key.expires_at is not None and key.expires_at <= now) or not key.user.is_active:
+        if key is None or key.status() not in ("active", "rotating") or not key.user.is_active:
             return None
         return key
 

@@ -57,7 +57,7 @@ class RateLimits(BaseThrottle):
         user = getattr(request, "user", None)
         signed_in = user is not None and user.is_authenticated
         ident = f"user:{user.pk}" if signed_in else f"addr:{client_address(request)}"
-        limits = [(scope, allowed, period) for scope, allowed, period in self.scopes(view, signed_in)]
+        limits = self.scopes(view, signed_in)
         if not limits:
             return True
         counted = getattr(getattr(request, "_request", request), "gradual_counts", None)
