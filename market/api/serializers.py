@@ -321,8 +321,55 @@ class CompensationField(serializers.JSONField):
     to_internal_value = _schema_checked(COMPENSATION_SCHEMA)
 
 
+#: one accuracy target: an error bound for every statistic ("0.5"), or for one named statistic
+#: ("mean(age):1"; the name is everything before the last colon)
+TARGET_PATTERN = r"^(?:.+:)?[0-9]{1,15}(?:\.[0-9]{1,15})?$"
+
+
+@extend_schema_field({"type": "string", "pattern": TARGET_PATTERN, "example": "mean(age):1"})
+class TargetField(serializers.CharField):
+    """An accuracy target as text, read as ``(name or None, bound as a Decimal)``."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("max_length", 500)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        if not re.fullmatch(TARGET_PATTERN, text):
+            raise serializers.ValidationError(
+                "A target is a bound such as 0.5 (for every statistic) or a statistic's name, a colon and a bound, "
+                "such as mean(age):1.")
+        name, colon, bound = text.rpartition(":")
+        if Decimal(bound) <= 0:
+            raise serializers.ValidationError("A target's error bound must be above 0.")
+        return (name if colon else None, Decimal(bound))
+
+
 class QuoteQuerySerializer(serializers.Serializer):
-    epsilon = LevelTextField(help_text="the level to go up to, e.g. 0.5")
+    epsilon = LevelTextField(required=False, help_text="the level to go up to, e.g. 0.5 (or give target instead)")
+    target = serializers.ListField(
+        child=TargetField(), required=False, min_length=1, max_length=21,
+        help_text="instead of epsilon: the 95% error bound you need, and the quote is for the cheapest level above "
+        "yours (up to your cap) that meets every target given. A bound alone (target=0.5) applies to every "
+        "statistic; a statistic's name as the quote's statistics[].name, a colon and a bound "
+        "(target=mean(age):1) to that one; repeat the parameter for several (each must be met). "
+        "A target no level up to your cap meets is refused (400) with the best bounds reachable at the cap.",
+    )
+    records = serializers.IntegerField(
+        required=False, min_value=1, max_value=10**9,
+        help_text="the number of records assumed in each mean's cell where the mean divides by a private count "
+        "(its bound depends on it; default 1000, at most the dataset's public size); statistics[].assumes_records "
+        "says which figures assume it",
+    )
+
+    def validate(self, data):
+        if ("epsilon" in data) == ("target" in data):
+            if "target" in data:
+                raise serializers.ValidationError({"target": ["Give either epsilon or target, not both."]})
+            raise serializers.ValidationError({"epsilon": ["This field is required (or give target)."]})
+        return data
 
 
 class QuerySerializer(serializers.Serializer):
@@ -613,6 +660,22 @@ class AccuracySerializer(serializers.Serializer):
     error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
 
 
+class StatisticAccuracySerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="the statistic's name, as a target names it")
+    kind = serializers.CharField()
+    error_bound = serializers.FloatField(
+        help_text="|value - truth| <= error_bound with probability 95% (each value of a histogram, table or group; "
+        "a vector's Euclidean error)")
+    assumes_records = serializers.IntegerField(
+        allow_null=True, help_text="null when the bound is exact; else the number of records in the mean's cell it "
+        "assumes (the true number is private): the request's records, default 1000")
+
+
+class TargetEchoSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_null=True, help_text="the statistic, or null for every statistic")
+    error_bound = serializers.DecimalField(max_digits=None, decimal_places=None)
+
+
 class QuoteSerializer(serializers.Serializer):
     listing = serializers.IntegerField(source="listing_id")
     epsilon = serializers.DecimalField(max_digits=9, decimal_places=4)
@@ -625,6 +688,11 @@ class QuoteSerializer(serializers.Serializer):
     # not bounded by the ledger's 18 digits: a quote may name a price no wallet can pay
     price = serializers.DecimalField(max_digits=None, decimal_places=2)
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
+    statistics = StatisticAccuracySerializer(
+        many=True, help_text="per statistic you get (a mean once, though it is released as a sum and a count), "
+        "its 95% error bound at this level")
+    target = TargetEchoSerializer(many=True, allow_null=True, help_text="the targets this level was chosen for "
+                                  "(null: you named the level)")
 
 
 @extend_schema_field({"type": "number"})

@@ -133,7 +133,8 @@ class ListingDetailView(APIView):
 
 
 class QuoteView(APIView):
-    """What going up to a level costs you now, and the noise it comes with."""
+    """What going up to a level costs you now, and the noise it comes with; or, given target, the cheapest
+    level meeting the accuracy you need."""
 
     @extend_schema(
         parameters=[s.QuoteQuerySerializer],
@@ -143,7 +144,9 @@ class QuoteView(APIView):
         query = s.QuoteQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         listing = catalog.listing_get(user=request.user, listing_id=listing_id, with_owner=False)
-        quote = purchase_quote(buyer=request.user, listing=listing, epsilon=query.validated_data["epsilon"])
+        data = query.validated_data
+        quote = purchase_quote(buyer=request.user, listing=listing, epsilon=data.get("epsilon"),
+                               target=data.get("target"), records=data.get("records"))
         return Response(s.QuoteSerializer(quote).data)
 
 

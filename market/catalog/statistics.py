@@ -110,6 +110,7 @@ __all__ = [
     "compute",
     "describe",
     "l2_error_radius",
+    "mean_error_bound",
     "mean_estimate",
     "present",
 ]
@@ -997,13 +998,20 @@ class Kind(ABC):
     def describe(self, stat: dict, nb: Neighbours) -> str:
         """The statistic in words, as listing pages show it."""
 
-    def curve(self, stat: dict, where: tuple[int, ...], plan: "Plan") -> dict | None:
-        """The 95% error bound against eps, ``{"name", "bound": f(eps)}`` (one
+    def statistic_name(self, stat: dict, where: tuple[int, ...], labels: tuple[str, ...]) -> str:
+        """A short name for the statistic as a buyer targets it: its value's label when it reads
+        one coordinate ("count | sex = female"), else its curve's name."""
+        return labels[where[0]] if len(where) == 1 else self.curve_name(stat)
+
+    def curve(self, stat: dict, where: tuple[int, ...], plan: "Plan", records: int | None = None) -> dict | None:
+        """The 95% error bound against eps, ``{"name", "bound": f(eps), "assumes_records"}`` (one
         curve per statistic: every coordinate it reads has the same weight; eps
         a Decimal or a decimal string), or None when it cannot be stated from
-        public information."""
+        public information. ``records``: an assumed number of records, for a bound that
+        depends on a private count (a mean's); the curve then says so in ``assumes_records``
+        (None when it assumes nothing)."""
         i = where[0]
-        return {"name": self.curve_name(stat), "bound": lambda eps: plan.bound(i, eps)}
+        return {"name": self.curve_name(stat), "bound": lambda eps: plan.bound(i, eps), "assumes_records": None}
 
     def read(self, stat: dict, labels: list[str], where: tuple[int, ...], r: Reading) -> list[dict]:
         """One reading per coordinate the statistic reads (the default)."""
@@ -1087,6 +1095,9 @@ class Sum(Kind):
                        f"the {cls.name} of a number column, each value clamped to [lower, upper], "
                        "optionally filtered and per declared category")
 
+    def curve_name(self, stat):
+        return f"{self.name} of {stat['column']}" + (" (each group)" if "by" in stat else "")
+
     def describe(self, stat, nb):
         return (f"Sum of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g})"
                 + _scope_text(stat))
@@ -1114,12 +1125,30 @@ class Mean(Sum):
         return (f"Mean of {stat['column']} (each value clamped to {stat['lower']:g} … {stat['upper']:g}; {by})"
                 + _scope_text(stat))
 
-    def curve(self, stat, where, plan):
-        # the mean's bound divides by the number of records: stated only when that number is public
-        if len(where) != 1:
+    def statistic_name(self, stat, where, labels):
+        # one cell: its sum's label, read as a mean ("mean(age) | sex = female"), as its reading is labelled
+        return "mean" + labels[where[0]].removeprefix("sum") if len(where) <= 2 else self.curve_name(stat)
+
+    def curve(self, stat, where, plan, records=None):
+        # The mean's bound divides by the number of records in its cell. Divided by the public size: exact.
+        # Otherwise the divisor is a private count c, and the bound is stated only as a function of an
+        # assumed c (``records``), on the union event of the sum and count bounds at 97.5% each
+        # (:func:`mean_error_bound`, docs/mathematics.md "A mean's bound before purchase").
+        width = stat["upper"] - stat["lower"]
+        if len(where) == 1:
+            i, n = where[0], plan.neighbours.size
+            return {"name": self.curve_name(stat), "bound": lambda eps: min(width, plan.bound(i, eps) / n),
+                    "assumes_records": None}
+        if records is None:
             return None
-        i, n, width = where[0], plan.neighbours.size, stat["upper"] - stat["lower"]
-        return {"name": self.curve_name(stat), "bound": lambda eps: min(width, plan.bound(i, eps) / n)}
+        total, count = where[0], where[len(where) // 2]  # every cell's sum (and count) has the same weight
+        each = 1.0 - (1.0 - 0.95) / 2.0
+
+        def bound(eps):
+            return mean_error_bound(plan.bound(total, eps, each), plan.bound(count, eps, each),
+                                    stat["lower"], stat["upper"], records)
+
+        return {"name": self.curve_name(stat), "bound": bound, "assumes_records": records}
 
     def read(self, stat, labels, where, r):
         lower, upper = stat["lower"], stat["upper"]
@@ -1307,9 +1336,13 @@ class _Vector(Kind):
     def aggregate(self, stat: dict):
         """What the vector is on the data (``compute.Centroid`` or ``compute.Row``)."""
 
-    def curve(self, stat, where, plan):
+    def statistic_name(self, stat, where, labels):
+        return f"{self.name}({', '.join(stat['columns'])})"
+
+    def curve(self, stat, where, plan, records=None):
         dim, w = len(where), float(plan.weights[where[0]])
-        return {"name": f"error radius of the {self.name}", "bound": lambda eps: l2_error_radius(dim, w / float(eps))}
+        return {"name": f"error radius of the {self.name}", "bound": lambda eps: l2_error_radius(dim, w / float(eps)),
+                "assumes_records": None}
 
     def read(self, stat, labels, where, r):
         # one radius bounds the whole vector's Euclidean error, hence each coordinate's
@@ -1744,6 +1777,32 @@ def mean_estimate(
     bound = np.where(informative, (t_s + np.abs(raw) * t_c) / np.where(informative, c - t_c, 1.0), width)
     bound = np.minimum(bound, width)
     return value[()], bound[()]
+
+
+def mean_error_bound(t_s: float, t_c: float, lower: float, upper: float, records: int) -> float:
+    """The error bound of a mean read off a released sum and count (:func:`mean_estimate`), stated
+    before release for a cell of ``records`` present values (the true count ``c``, private).
+
+    ``t_s``, ``t_c``: the sum's and the count's error bounds at ``1 - (1 - confidence) / 2`` each,
+    so that both hold together with probability at least ``confidence`` (the union bound). On that
+    event, with ``K = max(|lower|, |upper|)`` and the true mean ``m`` in ``[lower, upper]`` (so
+    ``|m| <= K``), the raw estimate ``M = S / C`` has ``M - m = (a - M b) / c``, hence
+
+        |M - m| <= (t_s + |M| t_c) / c <= (t_s + K t_c) / c + (t_c / c) |M - m|,
+
+    and for ``c > t_c``: ``|M - m| <= (t_s + K t_c) / (c - t_c)``. The estimate is ``M`` clamped to
+    ``[lower, upper]`` (closer to ``m``; the midpoint when ``C <= 0.5``, which on that event needs
+    ``c - t_c <= 0.5``, so ``t_c >= 0.5`` as ``c >= 1``, and a bound of at least ``K``, more than the
+    midpoint's error), and never errs by more than the width: the bound is the smaller of the two,
+    the width when ``c <= t_c``. Before clamping the bound is reached (``m = upper = K``, ``a = t_s``,
+    ``b = -t_c``); after clamping it is cautious. docs/mathematics.md, "A mean's bound before
+    purchase".
+    """
+    width = upper - lower
+    if records <= t_c:
+        return float(width)
+    k = max(abs(lower), abs(upper))
+    return float(min(width, (t_s + k * t_c) / (records - t_c)))
 
 
 def l2_error_radius(dim: int, scale: float, confidence: float = 0.95) -> float:

@@ -16,7 +16,7 @@ holdings, then the purchases.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from market.accounts.locks import user_lock
 from market.accounts.roles import require_role
+from market.catalog import accuracy
 from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
@@ -65,14 +66,23 @@ class Quote:
     cap_reason: str
     price: Decimal
     accuracy: list[dict]
+    # per statistic the buyer gets: {"name", "kind", "error_bound", "assumes_records", ...}
+    # (``market.catalog.accuracy.bounds_at``)
+    statistics: list[dict] = field(default_factory=list)
+    # the accuracy targets this level was chosen for (None: the buyer named the level)
+    target: list[dict] | None = None
+
+
+def _refuse_owner(listing: Listing, buyer) -> None:
+    owner_id = getattr(listing, "dataset_owner_id", None) or listing.dataset.owner_id  # read with the lock, or loaded
+    if owner_id == buyer.pk:
+        raise InvalidInput("you own this listing: owners do not buy their own data")
 
 
 def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
     """Refuse a step from ``current`` to ``eps`` that ``buyer`` may not take;
     return the buyer's cap on the listing (``market.trust.selectors.buyer_cap``)."""
-    owner_id = getattr(listing, "dataset_owner_id", None) or listing.dataset.owner_id  # read with the lock, or loaded
-    if owner_id == buyer.pk:
-        raise InvalidInput("you own this listing: owners do not buy their own data")
+    _refuse_owner(listing, buyer)
     if eps > listing.ceiling:
         raise InvalidInput(
             f"epsilon: {eps} is above this listing's ceiling of {listing.ceiling}",
@@ -92,11 +102,29 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
     return cap
 
 
-def purchase_quote(*, buyer, listing: Listing, epsilon) -> Quote:
-    """What going up to ``epsilon`` would cost this buyer now. Writes nothing."""
-    eps = parse_level(epsilon)
+def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, records: int | None = None) -> Quote:
+    """What going up to a level would cost this buyer now. Writes nothing.
+
+    The level is ``epsilon``, or, given ``target`` instead (a list of ``(name, bound)``: a statistic's
+    name as the quote lists it, or None for every statistic, and the 95% error bound wanted), the
+    cheapest level above the buyer's that meets every target (:func:`quote_level_for`). ``records``:
+    the number of records assumed in a mean's cell where its bound depends on a private count
+    (default ``market.catalog.accuracy.DEFAULT_RECORDS``); the quote says where it is assumed."""
+    from market.catalog.selectors import listing_plan
+
+    if (epsilon is None) == (target is None):
+        raise InvalidInput("give either epsilon or target, not both",
+                           fields={"target": ["Give either epsilon or target, not both."]})
     holding = Holding.objects.filter(buyer=buyer, listing=listing).first() if buyer.is_authenticated else None
     current = holding.purchased if holding else Decimal(0)
+    plan = listing_plan(listing)
+    records = _records(plan, records)
+    curves = accuracy.statistic_curves(plan, records=records)
+    if target is not None:
+        _refuse_owner(listing, buyer)
+        eps = quote_level_for(listing=listing, buyer=buyer, curves=curves, target=target, current=current)
+    else:
+        eps = parse_level(epsilon)
     # a visitor who is not signed in holds nothing and owns nothing: only the ceiling and the cap apply
     cap = _check_step(listing, buyer, current, eps)
     return Quote(
@@ -108,7 +136,60 @@ def purchase_quote(*, buyer, listing: Listing, epsilon) -> Quote:
         cap_reason=cap.reason,
         price=_step_price(listing, current, eps),
         accuracy=listing_accuracy(listing, eps),
+        statistics=accuracy.bounds_at(curves, eps),
+        target=None if target is None else [{"name": name, "error_bound": bound} for name, bound in target],
     )
+
+
+def _records(plan, records) -> int:
+    """The buyer's assumed number of records per mean cell, checked, or the default."""
+    if records is None:
+        return accuracy.default_records(plan)
+    most = min(accuracy.MAX_RECORDS, plan.neighbours.rows)
+    if isinstance(records, bool) or not isinstance(records, int) or not 1 <= records <= most:
+        why = "the dataset's public number of records" if plan.neighbours.public else "the most records it may hold"
+        raise InvalidInput(f"records: give a whole number from 1 to {most:,} ({why})",
+                           fields={"records": [f"A whole number from 1 to {most:,}."]})
+    return records
+
+
+def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, current: Decimal) -> Decimal:
+    """The cheapest level in ``(current, cap]`` meeting every ``(name, bound)`` target (``name`` None:
+    every statistic), rounded up to the level grid and, if that step would cost 0.00 credits, raised to
+    the smallest paid step (bounds only fall as eps grows). A target that is unknown, repeated or not a
+    positive bound, or that no level up to the cap meets, is refused naming the best bound at the cap."""
+    names = {c["name"]: c for c in curves}
+    if not target:
+        raise InvalidInput("target: name at least one error bound", fields={"target": ["Name at least one error bound."]})
+    seen = set()
+    for name, bound in target:
+        if name is not None and name not in names:
+            known = "; ".join(names) or "none"
+            raise InvalidInput(f"target: this listing has no statistic named {name!r} (it has: {known})",
+                               fields={"target": [f"No statistic named {name!r}. Names: {known}."]})
+        if name in seen:
+            which = "every statistic" if name is None else repr(name)
+            raise InvalidInput(f"target: {which} is given two targets", fields={"target": [f"One target for {which}."]})
+        seen.add(name)
+        if not isinstance(bound, Decimal) or not bound.is_finite() or bound <= 0:
+            raise InvalidInput(f"target: {bound} is not a positive error bound",
+                               fields={"target": ["An error bound is a positive number, such as 0.5."]})
+    cap = min(buyer_cap(listing=listing, buyer=buyer).level, listing.ceiling)
+    if current >= cap:
+        raise InvalidInput(f"target: you already hold level {current}, your highest on this listing",
+                           fields={"target": [f"You hold your highest level, {current}."]})
+    if current > 0 and not accuracy.misses(curves, target, current):
+        raise InvalidInput(f"target: the level you hold, {current}, already meets every target",
+                           fields={"target": [f"Your level {current} already meets it."]})
+    level = accuracy.cheapest_level(curves, target, above=current, cap=cap)
+    if level is None:
+        short = [f"{c['shown']}: ±{bound:,.4g} at best (target ±{t})"
+                 for c, t, bound in accuracy.misses(curves, target, cap)]
+        raise InvalidInput(
+            f"target: not reachable up to your cap of ε {cap}: " + "; ".join(short),
+            fields={"target": [f"Not reachable up to ε {cap}: " + "; ".join(short) + "."]},
+        )
+    return _smallest_paid(listing, current, level) or level
 
 
 def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
@@ -117,25 +198,36 @@ def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
     price = price_increment(listing, current, eps)
     if price > 0:
         return price
-    curve = curve_of(listing)
-    paid_from = curve.price(current) + MONEY_QUANTUM
-    lo, hi = eps, listing.ceiling  # the smallest level in (lo, hi] priced at least paid_from
-    if curve.price(hi) < paid_from:
+    paid = _smallest_paid(listing, current, eps)
+    if paid is None:
         raise InvalidInput(
             f"epsilon: every step above {current} up to the ceiling costs 0.00 credits on this listing, "
             "and releases are never given away",
             fields={"epsilon": ["This listing sells nothing above your level."]},
         )
+    raise InvalidInput(
+        f"epsilon: the step from {current} to {eps} costs 0.00 credits; the smallest paid step goes up to {paid}",
+        fields={"epsilon": [f"At least {paid}: smaller steps round to 0.00 credits."]},
+    )
+
+
+def _smallest_paid(listing: Listing, current: Decimal, eps: Decimal) -> Decimal | None:
+    """None when the step from ``current`` to ``eps`` costs something; else the smallest level in
+    (eps, ceiling] whose step does (None too when there is none: the caller's price check says so)."""
+    curve = curve_of(listing)
+    paid_from = curve.price(current) + MONEY_QUANTUM
+    if curve.price(eps) >= paid_from:
+        return None
+    lo, hi = eps, listing.ceiling  # the smallest level in (lo, hi] priced at least paid_from
+    if curve.price(hi) < paid_from:
+        return None
     while hi - lo > LEVEL_QUANTUM:
         mid = (lo + (hi - lo) / 2).quantize(LEVEL_QUANTUM)
         if curve.price(mid) >= paid_from:
             hi = mid
         else:
             lo = mid
-    raise InvalidInput(
-        f"epsilon: the step from {current} to {eps} costs 0.00 credits; the smallest paid step goes up to {hi}",
-        fields={"epsilon": [f"At least {hi}: smaller steps round to 0.00 credits."]},
-    )
+    return hi
 
 
 def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 
+from market.catalog.accuracy import statistic_curves
 from market.catalog.pricing import price_at
 from market.catalog.selectors import listing_plan
-from market.catalog.statistics import KINDS
 
 
 def level_grid(ceiling: Decimal, points: int = 40) -> list[Decimal]:
@@ -19,18 +19,14 @@ def level_grid(ceiling: Decimal, points: int = 40) -> list[Decimal]:
     return [(top * i / points).quantize(Decimal("0.0001")) for i in range(1, points + 1)]
 
 
-def accuracy_curves(listing) -> list[dict]:
+def accuracy_curves(listing, records: int | None = None) -> list[dict]:
     """Per statistic (a histogram counts once: every bin has the same bound), the
-    95% error bound as a function of eps: ``{"name", "bound": f(eps)}``. Each kind
-    states its own; a mean's needs the number of records, so it is drawn only
-    when the dataset's size is public."""
-    plan = listing_plan(listing)
-    curves = []
-    for stat, where in zip(plan.statistics, plan.indices):
-        curve = KINDS[stat["kind"]].curve(stat, where, plan)
-        if curve is not None:
-            curves.append(curve)
-    return curves
+    95% error bound as a function of eps: ``{"name", "bound": f(eps), ...}``. Each kind
+    states its own (``market.catalog.accuracy``); a mean over a private count is drawn
+    for an assumed number of records in its cell (``records``, default 1,000), and its
+    ``name`` says so."""
+    return [c | {"name": c["shown"], "statistic": c["name"]}
+            for c in statistic_curves(listing_plan(listing), records=records)]
 
 
 def listing_charts(listing, held: Decimal | None = None) -> dict:
@@ -59,8 +55,8 @@ def listing_charts(listing, held: Decimal | None = None) -> dict:
     return {"price": price, "error": error, "curve_names": [c["name"] for c in curves], "rows": rows}
 
 
-def bounds_at(listing, eps: Decimal) -> list[dict]:
-    return [{"name": c["name"], "bound": c["bound"](eps)} for c in accuracy_curves(listing)]
+def bounds_at(listing, eps: Decimal, records: int | None = None) -> list[dict]:
+    return [{"name": c["name"], "bound": c["bound"](eps)} for c in accuracy_curves(listing, records=records)]
 
 
 def point_plot(readings: list[dict], listing) -> dict | None:

@@ -38,8 +38,40 @@ class CatalogueFilterForm(forms.Form):
     )
 
 
+def _records_field():
+    return forms.IntegerField(
+        required=False, min_value=1, max_value=10**9, label="Records in each mean's cell (assumed)",
+        help_text="A mean's bound depends on how many records its cell holds, which is private: "
+                  "the figures assume this many (default 1,000).",
+        widget=forms.NumberInput(attrs={"inputmode": "numeric", "autocomplete": "off"}),
+    )
+
+
 class BuyForm(forms.Form):
     epsilon = forms.CharField(label="Buy up to ε", widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}))
+    records = _records_field()
+
+
+class TargetForm(forms.Form):
+    """Buy by accuracy: the 95% error bound needed, for one statistic or for all of them."""
+
+    EVERY = ""
+    within = forms.DecimalField(
+        label="Error at most ±", min_value=Decimal("0.000000000001"), max_digits=30, decimal_places=12,
+        help_text="at 95%: the quote is for the cheapest level that meets it",
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
+    )
+    statistic = forms.ChoiceField(label="For", required=False)
+    records = _records_field()
+
+    def __init__(self, *args, names: list[str] = (), **kwargs):
+        kwargs.setdefault("auto_id", "target_%s")
+        super().__init__(*args, **kwargs)
+        self.fields["statistic"].choices = [(self.EVERY, "every statistic")] + [(n, n) for n in names]
+
+    def target(self) -> list[tuple[str | None, Decimal]]:
+        name = self.cleaned_data["statistic"] or None
+        return [(name, self.cleaned_data["within"])]
 
 
 class TopUpForm(forms.Form):

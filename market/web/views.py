@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
+from market.catalog.accuracy import statistic_curves
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
@@ -27,7 +28,7 @@ from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_q
 from market.trust.selectors import buyer_cap
 
 from .charts import bounds_at, listing_charts, point_plot
-from .forms import BuyForm, CatalogueFilterForm, SignupForm, TopUpForm
+from .forms import BuyForm, CatalogueFilterForm, SignupForm, TargetForm, TopUpForm
 
 
 def signup(request):
@@ -82,18 +83,34 @@ def _next_step(listing, held: Decimal, cap: Decimal) -> dict | None:
     }
 
 
+def _quote(request, listing, form, field: str, **level):
+    """The quote for a valid GET form (by level or by accuracy), or None with the reason on the form:
+    on its records field, or on its ``field`` (the level's or the bound's) for any other."""
+    try:
+        return purchase_quote(buyer=request.user, listing=listing, records=form.cleaned_data.get("records"), **level)
+    except DomainError as exc:
+        service = next((f for f in ("epsilon", "target", "records") if f in exc.fields), None)
+        into = "records" if service == "records" else field
+        form.add_error(into, exc.fields[service][0] if service else exc.message)
+        return None
+
+
 def listing_detail(request, listing_id, buy_form=None, status=200):
     listing = catalog.listing_get(user=request.user, listing_id=listing_id)
     held = _held(request, listing)
-    quote, quote_bounds = None, None
-    form = buy_form or BuyForm(request.GET if "epsilon" in request.GET else None)
-    if buy_form is None and form.is_bound and form.is_valid():
-        try:
-            quote = purchase_quote(buyer=request.user, listing=listing, epsilon=form.cleaned_data["epsilon"])
-            quote_bounds = bounds_at(listing, quote.epsilon)
-        except DomainError as exc:
-            form.add_error("epsilon", exc.fields.get("epsilon", [exc.message])[0])
-            status = 400
+    quote = None
+    curves = statistic_curves(listing_plan(listing))
+    by_accuracy = buy_form is None and "within" in request.GET
+    form = buy_form or BuyForm(request.GET if "epsilon" in request.GET and not by_accuracy else None)
+    target_form = TargetForm(request.GET if by_accuracy else None, names=[c["name"] for c in curves])
+    if by_accuracy:
+        if target_form.is_valid():
+            quote = _quote(request, listing, target_form, "within", target=target_form.target())
+        status = 200 if quote else 400
+    elif buy_form is None and form.is_bound:
+        if form.is_valid():
+            quote = _quote(request, listing, form, "epsilon", epsilon=form.cleaned_data["epsilon"])
+        status = 200 if quote else 400
     is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
     cap = buyer_cap(listing=listing, buyer=request.user)
     plan = listing_plan(listing)
@@ -108,7 +125,8 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "held": held,
             "form": form,
             "quote": quote,
-            "quote_bounds": quote_bounds,
+            "target_form": target_form,
+            "assumes_records": any(c["assumes_records"] is not None for c in curves),
             "idempotency_key": uuid.uuid4().hex,
             "cap": cap,
             "next_step": _next_step(listing, held, cap.level),

@@ -56,6 +56,11 @@ def test_listings_are_public_and_never_carry_data_or_noise(api, listing, buyer):
 def test_quote(api, listing, buyer):
     q = api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/?epsilon=0.75").json()
     accuracy = q.pop("accuracy")
+    statistics = q.pop("statistics")
+    assert q.pop("target") is None  # the buyer named the level
+    # one figure per statistic, the mean's included (under a stated assumption: tests/marketplace/test_quote_target.py)
+    assert [(s["name"], s["assumes_records"]) for s in statistics] == [
+        ("count", None), ("mean(age)", 1000), ("each bin of the age histogram", None)]
     assert q == {
         "listing": listing.pk,
         "epsilon": "0.7500",

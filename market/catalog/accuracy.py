@@ -1,0 +1,96 @@
+"""The 95% error bound of each statistic a buyer gets, before purchase.
+
+One home for "how accurate is each statistic at level eps", used by the listing
+page (quote card, charts, the next step), the API's quote and the search for the
+cheapest level meeting a buyer's targets. Each kind states its own bound
+(``Kind.curve`` in ``market.catalog.statistics``); this module names the
+statistics uniquely and evaluates and searches them.
+
+A mean whose divisor is a private count (a private size, a filter or group-by, a
+column with missing values) has a bound that depends on that count, which no
+one but the owner may see. It is stated only as a function of an assumed number
+of records in the cell (``records``, the buyer's to choose; default
+:data:`DEFAULT_RECORDS`), and every figure says so (``assumes_records``).
+Everything else is exact from public information.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from market.core.fields import LEVEL_QUANTUM
+
+from .statistics import KINDS, Plan
+
+#: The number of records assumed in a mean's cell when the buyer names none.
+DEFAULT_RECORDS = 1000
+#: The largest assumption a buyer may make.
+MAX_RECORDS = 10**9
+
+
+def default_records(plan: Plan) -> int:
+    """The assumption used when the buyer gives none: :data:`DEFAULT_RECORDS`, at most the dataset's
+    public size (a cell of a public-size dataset cannot hold more)."""
+    return min(DEFAULT_RECORDS, plan.neighbours.rows) if plan.neighbours.public else DEFAULT_RECORDS
+
+
+def statistic_curves(plan: Plan, *, records: int | None = None) -> list[dict]:
+    """Per statistic, in spec order: ``{"name", "kind", "bound": f(eps), "assumes_records",
+    "assumption", "shown"}``. ``name`` is unique within the listing (it is what a buyer's target
+    names); ``assumption`` the words for ``assumes_records`` ("" when exact), ``shown`` the name with
+    them. A statistic whose bound cannot be stated at all is left out (none today)."""
+    records = default_records(plan) if records is None else records
+    out, seen = [], set()
+    for number, (stat, where) in enumerate(zip(plan.statistics, plan.indices), start=1):
+        kind = KINDS[stat["kind"]]
+        curve = kind.curve(stat, where, plan, records=records)
+        if curve is None:
+            continue
+        name = kind.statistic_name(stat, where, plan.labels)
+        if name in seen:
+            name = f"{name} (statistic {number})"
+        seen.add(name)
+        assumes = curve.get("assumes_records")
+        assumption = ""
+        if assumes is not None:
+            cell = "each cell holds" if len(where) > 2 else "the cell holds"
+            assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
+        out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
+                    "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name})
+    return out
+
+
+def bounds_at(curves: list[dict], eps) -> list[dict]:
+    """Each curve's figure at level ``eps``: ``{"name", "kind", "error_bound", "assumes_records",
+    "assumption", "shown"}``."""
+    return [{key: value for key, value in c.items() if key != "bound"} | {"error_bound": float(c["bound"](eps))}
+            for c in curves]
+
+
+def misses(curves: list[dict], targets: list[tuple[str | None, Decimal]], eps) -> list[tuple[dict, Decimal, float]]:
+    """The targets not met at ``eps``: ``(curve, target, bound)`` for each statistic whose bound exceeds a
+    target naming it or naming every statistic (``None``)."""
+    out = []
+    for curve in curves:
+        wanted = [t for name, t in targets if name is None or name == curve["name"]]
+        if wanted:
+            bound = float(curve["bound"](eps))
+            out += [(curve, t, bound) for t in wanted if bound > float(t)]
+    return out
+
+
+def cheapest_level(curves: list[dict], targets: list[tuple[str | None, Decimal]], *, above: Decimal,
+                   cap: Decimal) -> Decimal | None:
+    """The smallest level on the 4-place grid in ``(above, cap]`` at which every target is met, or None
+    when even ``cap`` misses one. Every bound falls (or stays) as eps grows, so the levels meeting the
+    targets are an interval up to ``cap``: bisection over the grid finds its first level, rounding up."""
+    lo, hi = int(above / LEVEL_QUANTUM), int(cap / LEVEL_QUANTUM)  # lo misses (or is held), hi meets
+    if hi <= lo or misses(curves, targets, cap):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if misses(curves, targets, mid * LEVEL_QUANTUM):
+            lo = mid
+        else:
+            hi = mid
+    return (hi * LEVEL_QUANTUM).quantize(LEVEL_QUANTUM)
