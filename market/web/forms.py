@@ -57,7 +57,7 @@ class TargetForm(forms.Form):
 
     EVERY = ""
     within = forms.DecimalField(
-        label="Error at most ±", min_value=Decimal("0.000000000001"), max_digits=30, decimal_places=12,
+        label="Error at most ±", max_digits=30, decimal_places=12,
         help_text="at 95%: the quote is for the cheapest level that meets it",
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
@@ -68,6 +68,12 @@ class TargetForm(forms.Form):
         kwargs.setdefault("auto_id", "target_%s")
         super().__init__(*args, **kwargs)
         self.fields["statistic"].choices = [(self.EVERY, "every statistic")] + [(n, n) for n in names]
+
+    def clean_within(self):
+        within = self.cleaned_data["within"]
+        if within <= 0:
+            raise forms.ValidationError("An error bound is a positive number, such as 0.5.")
+        return within
 
     def target(self) -> list[tuple[str | None, Decimal]]:
         name = self.cleaned_data["statistic"] or None
