@@ -38,18 +38,25 @@ class CatalogueFilterForm(forms.Form):
     )
 
 
-def _records_field():
+def _records_field(help_text=""):
     return forms.IntegerField(
         required=False, min_value=1, max_value=10**9, label="Records in each mean's cell (assumed)",
-        help_text="A mean's bound depends on how many records its cell holds, which is private: "
-                  "the figures assume this many (default 1,000).",
+        help_text=help_text,
         widget=forms.NumberInput(attrs={"inputmode": "numeric", "autocomplete": "off"}),
     )
 
 
+def assume_records(form, default: int) -> None:
+    """Show a form's records field with the default the figures assume when it is left empty."""
+    field = form.fields["records"]
+    field.widget.attrs["placeholder"] = str(default)
+    field.help_text = field.help_text.format(default=default)
+
+
 class BuyForm(forms.Form):
     epsilon = forms.CharField(label="Buy up to ε", widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}))
-    records = _records_field()
+    records = _records_field("A mean's bound depends on how many records its cell holds, which stays private: "
+                             "the figures assume this many (default {default:,}).")
 
 
 class TargetForm(forms.Form):

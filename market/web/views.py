@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
-from market.catalog.accuracy import statistic_curves
+from market.catalog.accuracy import default_records, statistic_curves
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
@@ -28,7 +28,7 @@ from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_q
 from market.trust.selectors import buyer_cap
 
 from .charts import bounds_at, listing_charts, point_plot
-from .forms import BuyForm, CatalogueFilterForm, SignupForm, TargetForm, TopUpForm
+from .forms import BuyForm, CatalogueFilterForm, SignupForm, TargetForm, TopUpForm, assume_records
 
 
 def signup(request):
@@ -99,10 +99,13 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
     listing = catalog.listing_get(user=request.user, listing_id=listing_id)
     held = _held(request, listing)
     quote = None
-    curves = statistic_curves(listing_plan(listing))
+    plan = listing_plan(listing)
+    curves = statistic_curves(plan)
     by_accuracy = buy_form is None and "within" in request.GET
     form = buy_form or BuyForm(request.GET if "epsilon" in request.GET and not by_accuracy else None)
     target_form = TargetForm(request.GET if by_accuracy else None, names=[c["name"] for c in curves])
+    for either in (form, target_form):
+        assume_records(either, default_records(plan))
     if by_accuracy:
         if target_form.is_valid():
             quote = _quote(request, listing, target_form, "within", target=target_form.target())
@@ -111,9 +114,15 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
         if form.is_valid():
             quote = _quote(request, listing, form, "epsilon", epsilon=form.cleaned_data["epsilon"])
         status = 200 if quote else 400
+    if quote is not None:  # the other form starts from this quote: its assumption, and the level found
+        assumed = {s["assumes_records"] for s in quote.statistics} - {None, default_records(plan)}
+        for other in (form, target_form):
+            if not other.is_bound:
+                other.initial.update({"records": min(assumed)} if assumed else {})
+        if by_accuracy:
+            form.initial["epsilon"] = f"{quote.epsilon.normalize():f}"
     is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
     cap = buyer_cap(listing=listing, buyer=request.user)
-    plan = listing_plan(listing)
     return render(
         request,
         "web/listing.html",

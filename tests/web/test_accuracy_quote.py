@@ -83,6 +83,11 @@ def test_buy_by_accuracy_fills_the_quote_card(client, listing, buyer):
     assert f'<input type="hidden" name="epsilon" value="{expected.epsilon}">' in html  # Confirm buys that level
     assert f"Confirm: pay {expected.price} credits" in html
     assert float(quote_rows(html)["mean(age) (if the cell holds 1,000 records)"].strip("± ")) <= 1
+    # the level form starts from the level found, so it can be adjusted from there
+    assert re.search(rf'name="epsilon" value="{re.escape(level)}"[^>]*id="id_epsilon"', html)
+    # the assumption made in one form carries to the other
+    assumed = client.get(f"/listings/{listing.pk}/", {"within": "1", "statistic": "mean(age)", "records": "4000"})
+    assert re.search(r'name="records" value="4000"[^>]*id="id_records"', assumed.content.decode())
     # one bound for every statistic
     every = client.get(f"/listings/{listing.pk}/", {"within": "20", "statistic": ""}).content.decode()
     assert "±20 for every statistic" in every
