@@ -108,3 +108,9 @@ def test_buy_by_accuracy_errors_are_shown(client, listing, buyer, query, message
     assert page.status_code == 400
     html = page.content.decode()
     assert message in html and 'id="quote-bounds"' not in html
+
+
+def test_a_visitor_who_is_not_signed_in_gets_a_quote_by_accuracy(client, listing):
+    page = client.get(f"/listings/{listing.pk}/", {"within": "2", "statistic": "mean(age)"})
+    html = page.content.decode()
+    assert page.status_code == 200 and "±2 for mean(age)" in html and "Log in to buy" in html
