@@ -269,10 +269,7 @@ PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.Ma
 # --- static files, auth, i18n
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-# the charting library comes from its Python package (plotly), never from a CDN
-import plotly  # noqa: E402
-
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
+STATICFILES_DIRS = [BASE_DIR / "static"]  # charts are SVG drawn by the server (market/web/svg.py): no chart library
 WHITENOISE_USE_FINDERS = not PRODUCTION  # serve from the source folders until collectstatic has run
 WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
