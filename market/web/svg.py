@@ -215,10 +215,10 @@ def bar_chart(labels: list[str], values: list, *, x_title: str, y_title: str, la
     shown = [(LEFT + slot * (i + 0.5), text) for i, text in enumerate(labels) if i % every == 0]
     parts = frame.axes(x_title, y_title, x_labels=shown)
     parts.append('<g class="series series-0 bars">')
-    base = frame.y(0.0)
+    base, bar = frame.y(0.0), min(slot * 0.7, 40.0)
     for i, (text, value) in enumerate(zip(labels, numbers)):
         top = frame.y(value)
-        parts.append(f'<rect x="{LEFT + slot * i + slot * 0.15:.1f}" y="{top:.1f}" width="{slot * 0.7:.1f}" '
+        parts.append(f'<rect x="{LEFT + slot * (i + 0.5) - bar / 2:.1f}" y="{top:.1f}" width="{bar:.1f}" '
                      f'height="{max(0.0, base - top):.1f}"><title>{escape(text)}: {escape(number(value))}</title></rect>')
     parts.append("</g>")
     return _svg(parts, label, width, height)
