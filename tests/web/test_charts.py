@@ -86,6 +86,8 @@ def test_missing_values_leave_gaps_and_nothing_drawable_draws_nothing():
     assert [len(line) for line in polylines(svg.line_chart(chart, label="gaps"))] == [2, 1]
     on_log = {"x_title": "x", "y_title": "y", "series": [{"name": "s", "x": [1, 2], "y": [0, -1]}]}
     assert svg.line_chart(on_log, label="nothing", y_log=True) is None
+    not_computed = {"x_title": "ε′", "y_title": "δ", "series": [{"name": "s", "x": [1, 2], "y": [None, None]}]}
+    assert svg.line_chart(not_computed, label="nothing") is None  # the page then shows no empty figure
     with pytest.raises(ValueError, match="unknown style"):
         svg.line_chart({**chart, "series": [{**chart["series"][0], "style": "wavy"}]}, label="x")
 
