@@ -61,6 +61,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "market.core.timing.ServerTimingMiddleware",  # first: its figure covers everything below it
     "django.middleware.security.SecurityMiddleware",
     "market.core.csp.ContentSecurityPolicyMiddleware",  # on every response, static files included
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -269,12 +270,14 @@ PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.Ma
 # --- static files, auth, i18n
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-# the charting library comes from its Python package (plotly), never from a CDN
-import plotly  # noqa: E402
-
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
-WHITENOISE_USE_FINDERS = not PRODUCTION  # serve from the source folders until collectstatic has run
-WHITENOISE_AUTOREFRESH = DEBUG
+STATICFILES_DIRS = [BASE_DIR / "static"]  # charts are SVG drawn by the server (market/web/svg.py): no chart library
+#: Static files as ``collectstatic`` leaves them: names with a hash of the content (cached for ten years,
+#: "immutable") and gzip copies (brotli too, with the brotli package) that WhiteNoise sends to browsers
+#: that take them. On in production; the demo (scripts/run.sh) collects them and turns it on. Off (the
+#: tests, a bare runserver), files are served from the source folders as they are.
+STATIC_COLLECTED = env_bool("STATIC_COLLECTED", PRODUCTION)
+WHITENOISE_USE_FINDERS = not STATIC_COLLECTED  # serve from the source folders until collectstatic has run
+WHITENOISE_AUTOREFRESH = DEBUG and not STATIC_COLLECTED
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
 MEDIA_URL = "/media-never-served/"  # datasets' sealed files are never served
 # Datasets' sealed files (market.catalog.files): the media folder, or any S3-compatible store when
@@ -303,8 +306,8 @@ STORAGES = {
     "default": _DEFAULT_STORAGE,
     "staticfiles": {
         "BACKEND": (
-            "whitenoise.storage.CompressedManifestStaticFilesStorage"
-            if PRODUCTION
+            "market.core.static.CollectedStaticFiles"
+            if STATIC_COLLECTED
             else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },

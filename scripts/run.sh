@@ -10,6 +10,9 @@ python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 export DEMO_MODE="${DEMO_MODE:-1}"
+# static files as production serves them: hashed names cached for a year, gzip copies (market/settings.py)
+export STATIC_COLLECTED="${STATIC_COLLECTED:-1}"
+[ "$STATIC_COLLECTED" = 0 ] || .venv/bin/python manage.py collectstatic --noinput --verbosity 0
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py seed_demo
 mkdir -p .broker
@@ -17,4 +20,5 @@ mkdir -p .broker
     --loglevel=INFO --concurrency=2 &
 worker=$!
 trap 'kill "$worker" 2>/dev/null || true; wait "$worker" 2>/dev/null || true' EXIT INT TERM
-.venv/bin/python manage.py runserver "${HOST:-127.0.0.1}:${PORT:-8000}"
+# --nostatic: WhiteNoise serves the collected files (runserver's own handler would serve the sources)
+.venv/bin/python manage.py runserver --nostatic "${HOST:-127.0.0.1}:${PORT:-8000}"

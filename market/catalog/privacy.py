@@ -149,20 +149,18 @@ def release_profile(listing, level, *, plan=None) -> dict:
 
 
 def profile_chart(profiles: list[dict]) -> dict | None:
-    """delta(eps') against eps' for each released level, as a plotly spec."""
+    """delta(eps') against eps' for each released level, as a chart's series (market/web/svg.py draws them)."""
     if not profiles:
         return None
     return {
-        "data": [
+        "x_title": "ε′",
+        "y_title": "δ(ε′): the release is (ε′, δ)-DP",
+        "series": [
             {
                 "x": [float(p["epsilon"]) for p in profile["points"]],
                 "y": [p["delta"] for p in profile["points"]],
-                "type": "scatter", "mode": "lines", "name": f"released at ε = {profile['level'].normalize()}",
+                "name": f"released at ε {profile['level'].normalize():f}",
             }
             for profile in profiles
         ],
-        "layout": {
-            "xaxis": {"title": {"text": "ε′"}, "rangemode": "tozero"},
-            "yaxis": {"title": {"text": "δ(ε′): the release is (ε′, δ)-DP"}, "rangemode": "tozero"},
-        },
     }

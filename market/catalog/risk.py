@@ -83,7 +83,8 @@ def stored_figures(figures: dict | None) -> dict | None:
 
 
 def budget_chart(listing, level) -> dict | None:
-    """Budget against the finer eps for a release at ``level`` (the paper's figure 8), as a plotly spec."""
+    """Budget against the finer eps for a release at ``level`` (the paper's figure 8), as a chart's series
+    (market/web/svg.py draws them)."""
     model = _model(listing)
     if model is None or Decimal(level) <= 0 or not applies(listing):
         return None
@@ -96,13 +97,12 @@ def budget_chart(listing, level) -> dict | None:
     best = level_at_risk(listing, level)
     dp = best["budget_dp"]
     return {
-        "data": [
-            {"x": xs.tolist(), "y": ys.tolist(), "type": "scatter", "mode": "lines", "name": "under privacy at risk"},
-            {"x": [xs[0], eps0], "y": [dp, dp], "type": "scatter", "mode": "lines", "name": f"under plain ε = {eps0:g} DP",
-             "line": {"dash": "dash"}},
-            {"x": [best["epsilon"]], "y": [best["budget_at_risk"]], "type": "scatter", "mode": "markers",
-             "name": f"optimum ε = {best['epsilon']:.3f}", "marker": {"size": 11}},
+        "x_title": "finer privacy level ε",
+        "y_title": "compensation budget (credits)",
+        "series": [
+            {"x": xs.tolist(), "y": ys.tolist(), "name": "under privacy at risk"},
+            {"x": [float(xs[0]), eps0], "y": [dp, dp], "name": f"under plain ε {eps0:g} DP", "style": "dash"},
+            {"x": [best["epsilon"]], "y": [best["budget_at_risk"]], "name": f"optimum ε {best['epsilon']:.3f}",
+             "style": "dots"},
         ],
-        "layout": {"xaxis": {"title": {"text": "finer privacy level ε"}},
-                   "yaxis": {"title": {"text": "compensation budget (credits)"}, "rangemode": "tozero"}},
     }

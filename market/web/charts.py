@@ -1,4 +1,4 @@
-"""Chart data for the pages (plotly specs as plain dicts) and the tables beside them.
+"""The listing page's charts (SVG drawn by :mod:`market.web.svg`) and the tables beside them.
 
 Everything here is public: prices, ceilings and the noise's error bounds,
 which depend on eps and the listing's declared bounds only, never on data.
@@ -6,17 +6,39 @@ which depend on eps and the listing's declared bounds only, never on data.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
-
 
 from market.catalog.accuracy import statistic_curves
 from market.catalog.pricing import price_at
 from market.catalog.selectors import listing_plan
 
+from . import svg
+from .templatetags.levels import level
 
-def level_grid(ceiling: Decimal, points: int = 40) -> list[Decimal]:
+STEP = Decimal("0.0001")  # levels are stored with four decimals
+
+
+def level_grid(ceiling: Decimal, points: int = 40, low: Decimal | None = None) -> list[Decimal]:
+    """``points`` levels evenly spread up to the ceiling: from ceiling/points, or from ``low``."""
     top = Decimal(ceiling)
-    return [(top * i / points).quantize(Decimal("0.0001")) for i in range(1, points + 1)]
+    if low is None:
+        return [(top * i / points).quantize(STEP) for i in range(1, points + 1)]
+    return [(low + (top - low) * i / (points - 1)).quantize(STEP) for i in range(points)]
+
+
+def table_levels(ceiling: Decimal) -> list[Decimal]:
+    """A few levels as people write them, cheap to dear: 1, 2 and 5 times a power of ten from the
+    one nearest ceiling/32 up to the ceiling, and the ceiling itself (ceiling 5: 0.2, 0.5, 1, 2, 5;
+    ceiling 3: 0.1, 0.2, 0.5, 1, 2, 3)."""
+    top = Decimal(ceiling)
+    if top <= 0:
+        return []
+    target = math.log10(top / 32)
+    nice = [Decimal(m) * Decimal(10) ** p for p in range(math.floor(target) - 1, math.ceil(math.log10(top)) + 1)
+            for m in (1, 2, 5)]
+    start = max(STEP, min(nice, key=lambda x: (abs(math.log10(x) - target), x)))
+    return [x.quantize(STEP) for x in nice if start <= x < top] + [top]
 
 
 def accuracy_curves(listing, records: int | None = None) -> list[dict]:
@@ -30,29 +52,29 @@ def accuracy_curves(listing, records: int | None = None) -> list[dict]:
 
 
 def listing_charts(listing, held: Decimal | None = None) -> dict:
-    """Price and 95% error bound against eps, as plotly specs and as table rows."""
-    grid = level_grid(listing.ceiling)
-    xs = [float(e) for e in grid]
+    """The price and, one chart per statistic, the 95% error bound against eps, drawn as SVG;
+    and the same figures at a few levels for the table beside them.
+
+    Each statistic has its own chart and scale (a logarithmic one: the bound falls like 1/eps),
+    so a sum's thousands never flatten a count's units."""
+    levels = table_levels(listing.ceiling)
     curves = accuracy_curves(listing)
-    price = {
-        "data": [{"x": xs, "y": [float(price_at(listing, e)) for e in grid], "type": "scatter", "mode": "lines",
-                  "name": "price of the whole path up to eps", "line": {"width": 3}}],
-        "layout": {"xaxis": {"title": {"text": "privacy level eps"}}, "yaxis": {"title": {"text": "credits"}, "rangemode": "tozero"}},
-    }
-    if held:
-        price["layout"]["shapes"] = [{"type": "line", "x0": float(held), "x1": float(held), "yref": "paper", "y0": 0, "y1": 1,
-                                      "line": {"dash": "dot", "color": "#1b7a43"}}]
-    error = {
-        "data": [{"x": xs, "y": [c["bound"](e) for e in grid], "type": "scatter", "mode": "lines", "name": c["name"]} for c in curves],
-        "layout": {"xaxis": {"title": {"text": "privacy level eps"}},
-                   "yaxis": {"title": {"text": "95% error bound (±)"}, "rangemode": "tozero"}},
-    }
-    table_levels = [e for e in grid if e * 4 % listing.ceiling == 0] or grid[-1:]
-    rows = [
-        {"eps": e, "price": price_at(listing, e), "bounds": [c["bound"](e) for c in curves]}
-        for e in table_levels
-    ]
-    return {"price": price, "error": error, "curve_names": [c["name"] for c in curves], "rows": rows}
+    marks = ((held, f"you hold ε {level(held)}"),) if held else ()
+    x_title = "privacy level ε"
+    grid = level_grid(listing.ceiling)
+    price = {"x_title": x_title, "y_title": "credits", "series": [
+        {"name": "price of the whole path up to ε", "x": grid, "y": [price_at(listing, e) for e in grid]}]}
+    price_svg = svg.line_chart(price, label="Price in credits against ε, rising to the ceiling", marks=marks)
+    fine = level_grid(listing.ceiling, 48, low=levels[0]) if levels else []
+    errors = []
+    for curve in curves:
+        chart = {"x_title": x_title, "y_title": "± at 95% (log scale)",
+                 "series": [{"name": curve["name"], "x": fine, "y": [curve["bound"](e) for e in fine]}]}
+        drawing = svg.line_chart(chart, y_log=True, marks=marks,
+                                 label=f"95% error bound of the {curve['name']} against ε, falling as ε grows")
+        errors.append({"name": curve["name"], "svg": drawing, "assumes": curve.get("assumes")})
+    rows = [{"eps": e, "price": price_at(listing, e), "bounds": [c["bound"](e) for c in curves]} for e in levels]
+    return {"price": price_svg, "errors": errors, "curve_names": [c["name"] for c in curves], "rows": rows}
 
 
 def bounds_at(listing, eps: Decimal, records: int | None = None) -> list[dict]:

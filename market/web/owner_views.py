@@ -46,6 +46,8 @@ from .owner_forms import (
     statistic_formset,
 )
 from .listing_builder import builder_kinds
+from . import svg
+from .templatetags.levels import level
 
 
 def owner_required(view):
@@ -322,40 +324,20 @@ def listing_new(request):
     return render(request, "owner/listing_new.html", context)
 
 
-def _revenue_chart(days: list[dict]) -> dict:
-    """Revenue per day as a plotly bar chart (the page has the same numbers in a table)."""
-    return {
-        "data": [
-            {
-                "type": "bar",
-                "x": [row["day"].isoformat() for row in days],
-                "y": [float(row["revenue"]) for row in days],
-                "name": "revenue",
-                "hovertemplate": "%{x}: %{y:.2f} credits<extra></extra>",
-            }
-        ],
-        "layout": {
-            "xaxis": {"title": {"text": "day"}, "type": "category"},
-            "yaxis": {"title": {"text": "credits"}, "rangemode": "tozero"},
-        },
-    }
+def _revenue_chart(days: list[dict]):
+    """Revenue per day as bars (the page has the same numbers in a table)."""
+    return svg.bar_chart([row["day"].strftime("%-d %b") for row in days], [row["revenue"] for row in days],
+                         x_title="day", y_title="credits", label="Revenue per day in credits; the table below has the same numbers")
 
 
-def _privacy_gauge(spent, ceiling) -> dict:
-    """The privacy spent against the ceiling, as a plotly gauge."""
-    return {
-        "data": [
-            {
-                "type": "indicator",
-                "mode": "gauge+number",
-                "value": float(spent),
-                "number": {"suffix": " ε", "valueformat": ".4~f"},
-                "gauge": {"axis": {"range": [0, float(ceiling)]}, "bar": {"color": "#2454d6"}},
-                "title": {"text": f"privacy spent (ceiling {ceiling} ε)"},
-            }
-        ],
-        "layout": {"height": 260, "margin": {"l": 30, "r": 30, "t": 60, "b": 10}},
-    }
+def _drawn(chart: dict | None, label: str):
+    return svg.line_chart(chart, label=label) if chart else None
+
+
+def _privacy_gauge(spent, ceiling):
+    """The privacy spent against the ceiling, as a filled bar."""
+    return svg.meter(spent, ceiling, text=f"ε {level(spent)} spent of ε {level(ceiling)}",
+                     label=f"Privacy spent: ε {level(spent)} of the ceiling ε {level(ceiling)}")
 
 
 @login_required
@@ -369,7 +351,8 @@ def listing_view(request, listing_id: int):
         **shown,
         "revenue_chart": _revenue_chart(shown["revenue_by_day"]),
         "gauge": _privacy_gauge(shown["spent"], shown["ceiling"]),
-        "budget_chart": budget_chart(visibility.owned_listings(request.user).get(pk=listing_id), shown["spent"]),
-        "profile_chart": profile_chart(shown["profiles"]),
+        "budget_chart": _drawn(budget_chart(visibility.owned_listings(request.user).get(pk=listing_id), shown["spent"]),
+                               "Compensation budget against the finer privacy level for the largest level released, with its minimum marked"),
+        "profile_chart": _drawn(profile_chart(shown["profiles"]), "δ against ε′ for each level released"),
     }
     return render(request, "owner/listing.html", context)

@@ -61,7 +61,7 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
     expect(page.get_by_text("Added 100.00 credits.")).to_be_visible()
 
     page.goto(f"/listings/{listing.pk}/")
-    expect(page.locator('[data-chart="error-chart"][data-drawn="true"]')).to_be_visible()
+    expect(page.locator(".error-chart svg.plot").first).to_be_visible()
     # whom a release protects and what it guarantees, in plain words
     expect(page.locator("#protects")).to_contain_text("Protects any one record, whether or not they are in the data")
     expect(page.locator("#engine")).to_contain_text("Exact integer noise, exactly ε-DP")
@@ -91,14 +91,14 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
     log_in(owner, "olivia")
     owner.goto(f"/owner/listings/{listing.pk}/")
     expect(owner.get_by_text(re.compile(r"ε 1\.5 spent of your ceiling ε 5"))).to_be_visible()
-    expect(owner.locator('[data-chart="privacy-gauge"][data-drawn="true"]')).to_be_visible()
+    expect(owner.locator("#privacy-gauge svg.plot")).to_be_visible()
     # privacy at risk: per released level, the finer eps, its risk and the budgets
     expect(owner.get_by_role("heading", name="Privacy at risk and compensation")).to_be_visible()
-    expect(owner.locator('[data-chart="budget-chart"][data-drawn="true"]')).to_be_visible()
+    expect(owner.locator("#budget-chart svg.plot")).to_be_visible()
     risk = owner.locator("section", has=owner.get_by_role("heading", name="Privacy at risk and compensation"))
     expect(risk.get_by_role("row").filter(has_text="credits")).to_have_count(2)  # levels 0.5 and 1.5, with budgets
     # the exact guarantee of each released level, charted and tabled
-    expect(owner.locator('[data-chart="profile-chart"][data-drawn="true"]')).to_be_visible()
+    expect(owner.locator("#profile-chart svg.plot")).to_be_visible()
     expect(owner.locator("#profile-table tbody tr")).to_have_count(2)
     shot(owner, "owner-listing")
 

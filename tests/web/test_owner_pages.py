@@ -49,10 +49,9 @@ def row_block(response, number: int) -> str:
     return blocks[number - 1].split("</fieldset>")[0]
 
 
-def chart_spec(page: str, chart_id: str) -> dict:
-    """The plotly spec a page embeds for one chart (``json_script``)."""
-    found = re.search(rf'<script id="{chart_id}" type="application/json">(.*?)</script>', page, re.S)
-    return json.loads(found.group(1))
+def figure(page: str, figure_id: str) -> str:
+    """The markup of one chart (an SVG the server drew) in its ``<figure>``."""
+    return re.search(rf'<figure class="plot-figure" id="{figure_id}">(.*?)</figure>', page, re.S).group(1)
 
 
 def buy(buyer, listing, eps, capture):
@@ -354,20 +353,21 @@ def test_a_listings_figures_buyers_and_privacy_spent(
     assert points == [(Decimal("0.5"), "initial"), (Decimal("2"), "relax")]
 
     page = text(answer)
-    gauge = chart_spec(page, "privacy-gauge")
-    trace = gauge["data"][0]
-    assert trace["type"] == "indicator" and trace["mode"] == "gauge+number"
-    assert trace["value"] == 2.0 and trace["gauge"]["axis"]["range"] == [0, 5.0]
-    revenue = chart_spec(page, "revenue-chart")
-    assert sum(revenue["data"][0]["y"]) == 25.0
+    gauge = figure(page, "privacy-gauge")
+    assert "ε 2 spent of ε 5" in gauge
+    track, fill = (float(w) for w in re.findall(r'class="meter-(?:track|fill)" x="8" y="26" width="([\d.]+)"', gauge))
+    assert fill == pytest.approx(track * 2 / 5, abs=0.1)  # 2 of the ceiling 5
+    revenue = figure(page, "revenue-chart")
+    assert [title.split(": ")[1] for title in re.findall(r"<rect [^>]*><title>(.*?)</title>", revenue)] == ["25"]
     assert "25.00 credits" in page
     sentence = " ".join(page.split())  # the template wraps lines
-    assert "2 buyers together learn no more than the one who bought the highest level (ε = 2)" in sentence
+    assert "2 buyers together learn no more than the one who bought the highest level (ε 2)" in sentence
     assert "although their levels add up to ε 2.5" in sentence
     assert "Your spent privacy is that largest level, 2 of your ceiling 5." in sentence
     for name in ("ann", "ben"):
         assert f"<td>{name}</td>" in page
-    assert "plotly.min.js" in page and 'data-chart="privacy-gauge"' in page
+    assert "<script" not in page.split("<main", 1)[1].split("</main>")[0]  # charts drawn by the server: no script
+    assert 'id="privacy-gauge"><svg class="plot"' in page
     assert "Mean of age (each value clamped to 0 … 100; derived from the released sum and count)" in page
     assert "Histogram of age in 50 bins from 0 to 100" in page
 
@@ -384,7 +384,8 @@ def test_failed_and_pending_purchases_are_not_sales(signed_in, owner, listing, b
     answer = signed_in(owner).get(owner_listing(listing.pk))
     assert answer.context["sales"] == 0 and answer.context["revenue"] == Decimal("0.00")
     assert answer.context["in_flight"] == {"count": 1, "amount": Decimal("5.00")}
-    assert answer.context["spent"] == 0 and answer.context["gauge"]["data"][0]["value"] == 0.0
+    assert answer.context["spent"] == 0 and "ε 0 spent of ε 5" in answer.context["gauge"]
+    assert re.search(r'class="meter-fill" x="8" y="26" width="0.0"', answer.context["gauge"])
     overview = dashboard.owner_overview(user=owner)
     assert overview["listings"][0]["sales"] == 0 and overview["totals"]["revenue"] == Decimal("0.00")
     assert Purchase.objects.filter(status="failed").count() == 1
