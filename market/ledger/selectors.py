@@ -12,7 +12,7 @@ from decimal import Decimal
 from django.db.models import F, Sum, Window
 
 from market.core import visibility
-from market.core.fields import MoneyField
+from market.core.fields import MONEY_QUANTUM, MoneyField
 from market.core.levels import level_text
 
 from .models import Account, Payout, Transfer
@@ -30,7 +30,7 @@ def earnings_balance(*, user) -> Decimal:
     if not getattr(user, "is_authenticated", False):
         return _ZERO
     total = Account.objects.filter(user=user, kind=Account.Kind.EARNINGS).aggregate(total=Sum("balance"))["total"]
-    return total if total is not None else _ZERO
+    return total.quantize(MONEY_QUANTUM) if total is not None else _ZERO
 
 
 def _with_running_balance(legs):
@@ -95,3 +95,11 @@ def ledger_is_balanced() -> bool:
         if account.balance != (account.total or Decimal("0")):
             return False
     return Leg.objects.aggregate(total=Sum("amount"))["total"] in (None, Decimal("0"), 0)
+
+
+def payout_totals(*, user) -> dict:
+    """``{"requested", "paid"}``: the owner's payouts waiting for staff, and those paid, in credits."""
+    totals = {status: _ZERO for status in Payout.Status.values}
+    for status, total in visibility.payouts(user).order_by().values_list("status").annotate(total=Sum("amount")):
+        totals[status] = total.quantize(MONEY_QUANTUM)
+    return totals

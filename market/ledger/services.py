@@ -133,7 +133,7 @@ def payout_create(*, user, amount, idempotency_key: str | None = None, paid: boo
             if amount > held:
                 raise InsufficientFunds(
                     f"not enough earnings: the payout asks for {amount} and your earnings hold {held}",
-                    fields={"amount": [f"At most {held}."]},
+                    fields={"amount": [f"Your earnings hold {held} credits: ask for at most that."]},
                 )
             legs, left = [], amount
             for account in sorted(accounts.values(), key=lambda a: (-a.balance, a.pk)):
