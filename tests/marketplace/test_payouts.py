@@ -162,3 +162,26 @@ def test_the_database_refuses_a_payout_of_nothing_or_an_earnings_account_below_z
                 Leg(transfer=t, account=earnings, amount=-(earnings.balance + 1)),
                 Leg(transfer=t, account=payouts, amount=earnings.balance + 1),
             ])
+
+
+def test_a_payout_only_goes_from_requested_to_paid(owner, sales):
+    from django.utils import timezone
+
+    payout, _ = payout_create(user=owner, amount=Decimal("3.00"))
+    for change in ({"amount": Decimal("30.00")}, {"idempotency_key": "other"}, {"transfer": Transfer.objects.exclude(pk=payout.transfer_id).first()}):
+        with pytest.raises((IntegrityError, InternalError), match="requested to paid"):
+            with transaction.atomic():
+                Payout.objects.filter(pk=payout.pk).update(**change)
+    payout_settle(payout_id=payout.pk)
+    with pytest.raises((IntegrityError, InternalError), match="requested to paid"):
+        with transaction.atomic():
+            Payout.objects.filter(pk=payout.pk).update(status="requested", paid_at=None)
+    with pytest.raises((IntegrityError, InternalError), match="requested to paid"):
+        with transaction.atomic():
+            Payout.objects.filter(pk=payout.pk).update(paid_at=timezone.now())
+    if connection.vendor == "postgresql":
+        with pytest.raises((IntegrityError, InternalError), match="requested to paid"):
+            with transaction.atomic():
+                Payout.objects.filter(pk=payout.pk).delete()
+    payout.refresh_from_db()
+    assert payout.amount == Decimal("3.00") and payout.status == "paid"

@@ -7,6 +7,45 @@ from django.db import migrations, models
 from market.core.migration_helpers import drop_sqlite_triggers_naming_accounts, reinstall_sqlite_triggers_if_installed
 
 
+#: a payout changes only from requested to paid (with its time); it is never deleted (PostgreSQL: at all;
+#: SQLite: no DELETE guard, as for the ledger, so that the test runner can empty its tables)
+_CHANGED = (
+    "NEW.amount <> OLD.amount OR NEW.user_id <> OLD.user_id OR NEW.transfer_id <> OLD.transfer_id"
+    " OR NEW.created_at <> OLD.created_at OR NEW.idempotency_key IS NOT OLD.idempotency_key"
+    " OR (OLD.status = 'paid' AND (NEW.status <> 'paid' OR NEW.paid_at IS NOT OLD.paid_at))"
+)
+POSTGRES = f"""
+    CREATE FUNCTION ledger_payout_guard() RETURNS trigger AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' OR {_CHANGED.replace(" IS NOT ", " IS DISTINCT FROM ")} THEN
+            RAISE EXCEPTION 'a payout only goes from requested to paid (% refused)', TG_OP
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        RETURN NEW;
+    END $$ LANGUAGE plpgsql;
+    CREATE TRIGGER ledger_payout_guard BEFORE UPDATE OR DELETE ON ledger_payout
+        FOR EACH ROW EXECUTE FUNCTION ledger_payout_guard();
+"""
+SQLITE = f"""CREATE TRIGGER ledger_payout_guard BEFORE UPDATE ON ledger_payout WHEN {_CHANGED}
+    BEGIN SELECT RAISE(ABORT, 'a payout only goes from requested to paid (UPDATE refused)'); END"""
+
+
+def install_guard(apps, schema_editor):
+    sql = {"postgresql": POSTGRES, "sqlite": SQLITE}.get(schema_editor.connection.vendor)
+    if sql:
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(sql)
+
+
+def drop_guard(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    with schema_editor.connection.cursor() as cursor:
+        if vendor in ("postgresql", "sqlite"):
+            cursor.execute("DROP TRIGGER IF EXISTS ledger_payout_guard" + (" ON ledger_payout" if vendor == "postgresql" else ""))
+        if vendor == "postgresql":
+            cursor.execute("DROP FUNCTION IF EXISTS ledger_payout_guard()")
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -75,4 +114,5 @@ class Migration(migrations.Migration):
             constraint=models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('user', 'idempotency_key'), name='payout_idempotency_key_unique'),
         ),
         migrations.RunPython(reinstall_sqlite_triggers_if_installed, drop_sqlite_triggers_naming_accounts),
-    ]
+        migrations.RunPython(install_guard, drop_guard),
+]
