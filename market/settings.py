@@ -266,6 +266,8 @@ API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
 DEMO_MODE = env_bool("DEMO_MODE", not PRODUCTION)
 #: how buyers' wallets are funded (see market/ledger/payments.py)
 PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.ManualFunding")
+#: how owners' earnings are paid out (see market/ledger/payments.py)
+PAYOUT_PROVIDER = os.environ.get("PAYOUT_PROVIDER", "market.ledger.payments.ManualPayout")
 
 # --- static files, auth, i18n
 STATIC_URL = "/static/"

@@ -163,6 +163,22 @@ class TopUpAmountField(_DecimalInput):
     }
 
 
+#: a payout's bounds: far above any earnings, and exact as a JSON number (a float holds 14 digits exactly)
+PAYOUT_MIN, PAYOUT_MAX = Decimal("0.01"), Decimal("999999999999.99")
+PAYOUT_PATTERN = r"^(?:0\.(?:[1-9][0-9]?|0[1-9])|[1-9][0-9]{0,11}(?:\.[0-9]{1,2})?)$"
+
+
+@extend_schema_field(_decimal_schema(PAYOUT_PATTERN, PAYOUT_MIN, PAYOUT_MAX, 2, False, "25.00"))
+class PayoutAmountField(_DecimalInput):
+    """An amount to pay out: from 0.01 credits, with at most 2 decimal places (at most the earnings held)."""
+
+    pattern, places, minimum, maximum = PAYOUT_PATTERN, 2, PAYOUT_MIN, PAYOUT_MAX
+    default_error_messages = {
+        **_DecimalInput.default_error_messages,
+        "invalid": f"Enter an amount from {PAYOUT_MIN} to {PAYOUT_MAX} credits, with at most 2 decimal places.",
+    }
+
+
 class TextField(serializers.CharField):
     """Text that is a JSON string: a number is not text (DRF's CharField would take 2 as "2")."""
 
@@ -827,9 +843,39 @@ class PurchaseAnswerSerializer(PurchaseSerializer):
 class LegSerializer(serializers.Serializer):
     transfer = serializers.CharField(source="transfer.public_id", help_text='opaque, e.g. "tr_7JbN1xQs4MvC8eRtUy2oPk"')
     kind = serializers.CharField(source="transfer.kind")
-    memo = serializers.CharField(source="transfer.memo")
+    memo = serializers.CharField(source="transfer.memo", help_text="the text stored with the transfer when it was made")
+    description = serializers.SerializerMethodField(
+        help_text='the line in words, from the transfer\'s own data, e.g. "Purchase: Clinic visits, ε 0.5 → 2"'
+    )
     amount = serializers.DecimalField(max_digits=18, decimal_places=2)
+    balance_after = serializers.DecimalField(
+        max_digits=18, decimal_places=2, help_text="the balance once this movement was made (the statement's running balance)"
+    )
     at = serializers.DateTimeField(source="transfer.created_at")
+
+    def get_description(self, leg) -> str:
+        from market.ledger.selectors import leg_description
+
+        return leg_description(leg)
+
+
+class EarningsSerializer(serializers.Serializer):
+    balance = serializers.DecimalField(max_digits=18, decimal_places=2, help_text="your earnings not yet paid out")
+    requested = serializers.DecimalField(max_digits=18, decimal_places=2, help_text="payouts asked for, waiting for staff")
+    paid = serializers.DecimalField(max_digits=18, decimal_places=2, help_text="payouts paid")
+    currency = serializers.CharField()
+
+
+class PayoutSerializer(serializers.Serializer):
+    amount = serializers.DecimalField(max_digits=18, decimal_places=2)
+    status = serializers.ChoiceField(choices=["requested", "paid"], help_text="requested: staff pay it; paid: paid out")
+    transfer = serializers.CharField(source="transfer.public_id", help_text="the ledger transfer that took it from your earnings")
+    created_at = serializers.DateTimeField()
+    paid_at = serializers.DateTimeField(allow_null=True)
+
+
+class PayoutCreateSerializer(StrictSerializer):
+    amount = PayoutAmountField(help_text="credits, from 0.01 to your earnings balance, e.g. \"25.00\"")
 
 
 class WalletSerializer(serializers.Serializer):

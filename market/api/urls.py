@@ -22,6 +22,9 @@ v1 = [
     path("wallet/", views.WalletView.as_view(), name="api-wallet"),
     path("wallet/statement/", views.StatementView.as_view(), name="api-statement"),
     path("wallet/top-up/", views.TopUpView.as_view(), name="api-top-up"),
+    path("earnings/", views.EarningsView.as_view(), name="api-earnings"),
+    path("earnings/statement/", views.EarningsStatementView.as_view(), name="api-earnings-statement"),
+    path("earnings/payouts/", views.PayoutListView.as_view(), name="api-payouts"),
 ]
 
 urlpatterns = [

@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from market.accounts.roles import require_role
 from market.accounts.signin import signin_authenticate
 from market.catalog import selectors as catalog
 from market.catalog.services import (
@@ -21,7 +22,7 @@ from market.catalog.services import (
 )
 from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
-from market.ledger.payments import provider
+from market.ledger.payments import payout_provider, provider
 from market.trading import selectors as trading
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trading.waits import MAX_WAIT, parse_prefer_wait
@@ -373,3 +374,68 @@ class TopUpView(APIView):
         form.is_valid(raise_exception=True)
         provider().fund(user=request.user, amount=form.validated_data["amount"], memo="demo top-up")
         return Response(s.WalletSerializer(_wallet(request.user)).data, status=status.HTTP_201_CREATED)
+
+
+def _earnings(user) -> dict:
+    return {"balance": ledger.earnings_balance(user=user), **ledger.payout_totals(user=user), "currency": "credits"}
+
+
+class EarningsView(APIView):
+    """Owners: your earnings not yet paid out, and your payouts' totals."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: s.EarningsSerializer, **documented(403)})
+    def get(self, request):
+        require_role(request.user, "owner")
+        return Response(s.EarningsSerializer(_earnings(request.user)).data)
+
+
+class EarningsStatementView(GenericAPIView):
+    """Owners: every movement of your earnings (sales, refunds, payouts), newest first, with the running balance."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.LegSerializer
+
+    @extend_schema(responses={200: s.LegSerializer(many=True), **documented(400, 403, 404)})
+    def get(self, request):
+        require_role(request.user, "owner")
+        page = self.paginate_queryset(ledger.earnings_statement(user=request.user))
+        return self.get_paginated_response(s.LegSerializer(page, many=True).data)
+
+
+class PayoutListView(GenericAPIView):
+    """Owners: your payouts; ask for one (paid at once in demo mode, else requested for staff)."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.PayoutSerializer
+
+    @extend_schema(responses={200: s.PayoutSerializer(many=True), **documented(400, 403, 404)})
+    def get(self, request):
+        require_role(request.user, "owner")
+        page = self.paginate_queryset(ledger.payout_list(user=request.user))
+        return self.get_paginated_response(s.PayoutSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=s.PayoutCreateSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
+                OpenApiParameter.HEADER,
+                description="repeat-safe key: a repeat answers 200 with the first payout and moves nothing",
+            ),
+        ],
+        responses={
+            201: OpenApiResponse(s.PayoutSerializer, description="recorded: paid (demo mode) or requested"),
+            200: OpenApiResponse(s.PayoutSerializer, description="a repeated Idempotency-Key: the first payout"),
+            **documented(400, 402, 403, 413, 415),
+        },
+    )
+    def post(self, request):
+        form = s.PayoutCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        payout, created = payout_provider().pay_out(
+            user=request.user, amount=form.validated_data["amount"], idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+        return Response(s.PayoutSerializer(payout).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -46,8 +46,18 @@ INVARIANTS: list[tuple[str, str, str]] = [
     ),
     (
         "every owner's earnings = the prices of the purchases of their listings",
-        "SELECT count(*) FROM (SELECT a.user_id, sum(a.balance) AS balance FROM ledger_account a WHERE a.kind = 'earnings' GROUP BY a.user_id) e WHERE e.balance <> coalesce(( SELECT sum(p.price) FROM trading_purchase p JOIN catalog_listing cl ON cl.id = p.listing_id JOIN catalog_dataset d ON d.id = cl.dataset_id WHERE d.owner_id = e.user_id AND p.status <> 'failed'), 0)",
-        "owners whose earnings (their accounts' sum: one per listing, and an older one per owner) do not match the sales",
+        "SELECT count(*) FROM (SELECT a.user_id, sum(a.balance) AS balance FROM ledger_account a WHERE a.kind = 'earnings' GROUP BY a.user_id) e WHERE e.balance <> coalesce(( SELECT sum(p.price) FROM trading_purchase p JOIN catalog_listing cl ON cl.id = p.listing_id JOIN catalog_dataset d ON d.id = cl.dataset_id WHERE d.owner_id = e.user_id AND p.status <> 'failed'), 0) - coalesce(( SELECT sum(po.amount) FROM ledger_payout po WHERE po.user_id = e.user_id), 0)",
+        "owners whose earnings (their accounts' sum: one per listing, and an older one per owner) do not match the sales less the payouts",
+    ),
+    (
+        "every payout is one payout transfer, its amount from its owner's earnings to the payouts account",
+        "SELECT count(*) FROM ledger_payout po JOIN ledger_transfer t ON t.id = po.transfer_id WHERE t.kind <> 'payout' OR po.amount <> coalesce((SELECT sum(l.amount) FROM ledger_leg l JOIN ledger_account a ON a.id = l.account_id WHERE l.transfer_id = t.id AND a.kind = 'payouts' AND a.user_id IS NULL), 0) OR -po.amount <> coalesce((SELECT sum(l.amount) FROM ledger_leg l JOIN ledger_account a ON a.id = l.account_id WHERE l.transfer_id = t.id AND a.kind = 'earnings' AND a.user_id = po.user_id), 0)",
+        "payouts whose transfer does not move exactly their amount from their owner's earnings to the payouts account",
+    ),
+    (
+        'no payout transfer without its payout',
+        "SELECT count(*) FROM ledger_transfer t WHERE t.kind = 'payout' AND NOT EXISTS (SELECT 1 FROM ledger_payout po WHERE po.transfer_id = t.id)",
+        'payout transfers that no payout request records',
     ),
     (
         "each buyer's steps on a listing chain (from = previous to)",

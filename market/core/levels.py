@@ -1,4 +1,4 @@
-"""Reading a privacy level eps from user input, exactly."""
+"""Reading a privacy level eps from user input, exactly, and writing one for people."""
 
 from __future__ import annotations
 
@@ -36,3 +36,15 @@ def parse_level(value, *, field: str = "epsilon") -> Decimal:
     if level != level.quantize(LEVEL_QUANTUM):
         raise bad(f"use at most {LEVEL_PLACES} decimal places.")
     return level.quantize(LEVEL_QUANTUM)
+
+
+def level_text(value) -> str:
+    """A level for people, exactly as stored but without trailing zeros or an exponent
+    (``10.0000`` -> ``10``, not ``1E+1``; ``0.5000`` -> ``0.5``); text that is not a number stays as it is."""
+    if value is None or value == "":
+        return ""
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return str(value)
+    return f"{number.normalize():f}" if number else "0"

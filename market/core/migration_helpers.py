@@ -36,6 +36,17 @@ def reinstall_sqlite_triggers_if_installed(apps, schema_editor):
         reinstall_sqlite_triggers(apps, schema_editor)
 
 
+def drop_sqlite_triggers_naming_accounts(apps, schema_editor):
+    """SQLite refuses to rebuild ledger_account while triggers of other tables name it: they are
+    dropped first and installed again at the end (PostgreSQL: nothing)."""
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%ledger_account%'")
+        for (name,) in cursor.fetchall():
+            cursor.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+
+
 def _has_trigger(connection, table: str, trigger: str) -> bool:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

@@ -80,6 +80,23 @@ def wallet_legs(user) -> QuerySet:
     )
 
 
+def earnings_legs(user) -> QuerySet:
+    """The legs of the user's earnings accounts (an owner's: one per listing, and an older one per owner)."""
+    from market.ledger.models import Account, Leg
+
+    if not _authenticated(user):
+        return Leg.objects.none()
+    return Leg.objects.select_related("transfer").filter(account__user=user, account__kind=Account.Kind.EARNINGS)
+
+
+def payouts(user) -> QuerySet:
+    from market.ledger.models import Payout
+
+    if not _authenticated(user):
+        return Payout.objects.none()
+    return Payout.objects.select_related("transfer").filter(user=user)
+
+
 # --- trust networks (market.trust): an owner edits only their own; a buyer's
 # caps are read through the networks of the listings they see
 

@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 
-from .models import Account, Leg, Transfer
+from .models import Account, Leg, Payout, Transfer
 from .payments import provider
 
 
@@ -82,3 +82,24 @@ class TransferAdmin(ReadOnlyAdmin):
 
     def save_related(self, request, form, formsets, change):
         pass
+
+
+@admin.register(Payout)
+class PayoutAdmin(ReadOnlyAdmin):
+    """Owners' payouts: staff pay a requested one outside the marketplace, then mark it paid here."""
+
+    list_display = ("user", "amount", "status", "created_at", "paid_at")
+    list_filter = ("status",)
+    search_fields = ("user__username",)
+    actions = ["mark_paid"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Mark the selected payouts paid (after paying them)")
+    def mark_paid(self, request, queryset):
+        from .services import payout_settle
+
+        for payout in queryset.filter(status=Payout.Status.REQUESTED):
+            payout_settle(payout_id=payout.pk)
+        messages.success(request, "Marked paid.")

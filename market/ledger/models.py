@@ -7,7 +7,9 @@ The database itself enforces (see the migration ``0002_ledger_triggers``):
 * a user's account balance is never negative (CHECK);
 * legs and transfers are never updated or deleted;
 * on PostgreSQL, at commit, every transfer's legs sum to zero and a transfer
-  has at least two legs.
+  has at least two legs;
+* a payout is positive and is one transfer (see :class:`Payout`), so an owner is
+  never paid more than their earnings (their accounts cannot go below zero).
 """
 
 from django.conf import settings
@@ -23,6 +25,7 @@ class Account(models.Model):
         WALLET = "wallet", "buyer wallet"
         EARNINGS = "earnings", "owner earnings"
         FUNDING = "funding", "funding (money entering the marketplace)"
+        PAYOUTS = "payouts", "payouts (money leaving the marketplace to owners)"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="accounts"
@@ -55,7 +58,8 @@ class Account(models.Model):
                 condition=Q(user__isnull=True) | Q(balance__gte=0), name="user_balance_never_negative"
             ),
             models.CheckConstraint(
-                condition=Q(user__isnull=False) | Q(kind="funding"), name="only_funding_is_a_system_account"
+                condition=Q(user__isnull=False) | Q(kind__in=["funding", "payouts"]),
+                name="only_funding_and_payouts_are_system_accounts",
             ),
         ]
 
@@ -68,6 +72,7 @@ class Transfer(models.Model):
         TOP_UP = "top_up", "top-up"
         PURCHASE = "purchase", "purchase"
         REFUND = "refund", "refund"
+        PAYOUT = "payout", "payout"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     public_id = models.CharField(
@@ -104,3 +109,43 @@ class Leg(models.Model):
     class Meta:
         ordering = ["-transfer__created_at", "-id"]
         constraints = [models.CheckConstraint(condition=~Q(amount=0), name="leg_amount_nonzero")]
+
+
+class Payout(models.Model):
+    """An owner's request to be paid their earnings, and its one ledger transfer.
+
+    The money leaves the owner's earnings accounts for the marketplace's payouts
+    account when the payout is asked for (so it cannot be asked for twice, and
+    never beyond the balance: earnings accounts never go below zero); ``status``
+    says whether it has been paid out of the marketplace yet (at once in demo
+    mode, by staff otherwise). Only ``status`` and ``paid_at`` ever change.
+    """
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", "requested (staff pay it)"
+        PAID = "paid", "paid"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="payouts")
+    amount = MoneyField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.REQUESTED)
+    transfer = models.OneToOneField(Transfer, on_delete=models.PROTECT, related_name="payout")
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="payout_amount_positive"),
+            models.CheckConstraint(
+                condition=Q(status="requested", paid_at__isnull=True) | Q(status="paid", paid_at__isnull=False),
+                name="payout_paid_when_and_only_when_paid_at",
+            ),
+            models.UniqueConstraint(
+                fields=["user", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                name="payout_idempotency_key_unique",
+            ),
+        ]
+
+    def __str__(self):
+        return f"payout of {self.amount} to {self.user} ({self.status})"

@@ -1,4 +1,4 @@
-"""How money enters a wallet: one small interface a card processor can replace.
+"""How money enters a wallet, and leaves as an owner's payout: small interfaces a processor can replace.
 
 There is no card processor yet. :class:`ManualFunding` moves credits from the
 marketplace's funding account; staff use it from the admin, and in demo mode
@@ -7,6 +7,12 @@ buyers use it through the "top up" button. A real processor implements
 processor's reference, which is unique so a retried webhook funds once) and is
 named in the ``PAYMENT_PROVIDER`` setting. Only a buyer's wallet is funded:
 a provider refuses any other account first (``require_role(user, "buyer")``).
+
+Money leaves the same way: :class:`ManualPayout` takes an owner's earnings into
+the marketplace's payouts account (``ledger.services.payout_create``): in demo
+mode the payout is recorded as paid at once; otherwise it waits, requested, for
+staff to pay it and mark it paid in the admin. A real processor implements
+:class:`PayoutProvider` and is named in ``PAYOUT_PROVIDER``. Only an owner is paid.
 """
 
 from __future__ import annotations
@@ -19,11 +25,15 @@ from django.utils.module_loading import import_string
 
 from market.core.errors import InvalidInput
 
-from .models import Account, Transfer
+from .models import Account, Payout, Transfer
 
 
 class PaymentProvider(Protocol):
     def fund(self, *, user, amount: Decimal, reference: str | None = None, memo: str = "") -> Transfer: ...
+
+
+class PayoutProvider(Protocol):
+    def pay_out(self, *, user, amount: Decimal, idempotency_key: str | None = None) -> tuple[Payout, bool]: ...
 
 
 class ManualFunding:
@@ -68,5 +78,21 @@ class ManualFunding:
             return Transfer.objects.get(reference=reference)  # the same payment, seen again
 
 
+class ManualPayout:
+    """Payouts paid by hand: recorded as paid at once in demo mode, else requested for staff."""
+
+    def pay_out(self, *, user, amount: Decimal, idempotency_key: str | None = None) -> tuple[Payout, bool]:
+        from market.accounts.roles import require_role
+
+        from .services import payout_create
+
+        require_role(user, "owner")
+        return payout_create(user=user, amount=amount, idempotency_key=idempotency_key, paid=settings.DEMO_MODE)
+
+
 def provider() -> PaymentProvider:
     return import_string(settings.PAYMENT_PROVIDER)()
+
+
+def payout_provider() -> PayoutProvider:
+    return import_string(settings.PAYOUT_PROVIDER)()

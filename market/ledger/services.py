@@ -13,7 +13,7 @@ from market.core.fields import MONEY_QUANTUM
 MAX_MONEY = Decimal(10) ** 16
 
 from .locks import account_lock_with_peer, accounts_lock
-from .models import Account, Leg, Transfer
+from .models import Account, Leg, Payout, Transfer
 
 
 def account_get(*, user=None, user_id=None, kind: str, listing_id=None) -> Account:
@@ -27,7 +27,7 @@ def account_get(*, user=None, user_id=None, kind: str, listing_id=None) -> Accou
             account, _ = Account.objects.get_or_create(user_id=user_id, kind=kind, listing_id=listing_id)
             return account
     except IntegrityError:  # created concurrently: it exists now
-        return Account.objects.get(user_id=user_id, kind=kind)
+        return Account.objects.get(user_id=user_id, kind=kind, listing_id=listing_id)
 
 
 def accounts_for_payment(*, debit: tuple, credit: tuple) -> tuple[Account, Account]:
@@ -94,3 +94,79 @@ def transfer_create(
         transfer = Transfer.objects.create(kind=kind, memo=memo, purchase=purchase, reference=reference)
         Leg.objects.bulk_create(Leg(transfer=transfer, account=account, amount=amount) for account, amount in legs)
     return transfer
+
+
+def payout_create(*, user, amount, idempotency_key: str | None = None, paid: bool = False) -> tuple[Payout, bool]:
+    """Take ``amount`` from the owner's earnings (their accounts, one per listing, largest first)
+    into the marketplace's payouts account, recorded as one payout: ``(payout, created)``.
+
+    ``paid``: the money has left the marketplace at once (demo mode); otherwise the payout waits
+    for staff (:func:`payout_settle`). Refuses (402) more than the earnings hold: the service checks
+    it under the accounts' locks, and the database refuses any user account below zero. A repeat
+    with the same ``idempotency_key`` answers the first payout and moves nothing.
+    """
+    from django.utils import timezone
+
+    from market.core.locks import retrying
+
+    amount = money(amount)
+    if amount <= 0:
+        raise InvalidInput("a payout must be at least 0.01 credits", fields={"amount": ["Enter at least 0.01."]})
+    if idempotency_key is not None:
+        idempotency_key = idempotency_key.strip()
+        if not idempotency_key or len(idempotency_key) > 255:
+            raise InvalidInput("Idempotency-Key must be 1 to 255 characters", fields={"idempotency_key": ["1 to 255 characters."]})
+
+    def earlier() -> Payout | None:
+        if idempotency_key is None:
+            return None
+        return Payout.objects.filter(user=user, idempotency_key=idempotency_key).first()
+
+    def take() -> tuple[Payout, bool]:
+        with transaction.atomic():
+            ids = list(Account.objects.filter(user=user, kind=Account.Kind.EARNINGS).values_list("pk", flat=True))
+            accounts = accounts_lock(ids=ids)  # every payout of this owner takes turns on these rows
+            found = earlier()
+            if found is not None:
+                return found, False
+            held = sum((a.balance for a in accounts.values()), Decimal(0))
+            if amount > held:
+                raise InsufficientFunds(
+                    f"not enough earnings: the payout asks for {amount} and your earnings hold {held}",
+                    fields={"amount": [f"Your earnings hold {held} credits: ask for at most that."]},
+                )
+            legs, left = [], amount
+            for account in sorted(accounts.values(), key=lambda a: (-a.balance, a.pk)):
+                part = min(left, account.balance)
+                if part > 0:
+                    legs.append((account, -part))
+                    left -= part
+            payouts = account_get(user=None, kind=Account.Kind.PAYOUTS)
+            transfer = transfer_create(
+                kind=Transfer.Kind.PAYOUT, legs=[*legs, (payouts, amount)], memo="payout", locked=True,
+            )
+            payout = Payout.objects.create(
+                user=user, amount=amount, transfer=transfer, idempotency_key=idempotency_key,
+                status=Payout.Status.PAID if paid else Payout.Status.REQUESTED, paid_at=timezone.now() if paid else None,
+            )
+            return payout, True
+
+    try:
+        return retrying(take, what="payout")
+    except IntegrityError:
+        found = earlier()  # the same key, committed by a concurrent request first
+        if found is None:
+            raise
+        return found, False
+
+
+def payout_settle(*, payout_id) -> Payout:
+    """Staff: a requested payout has been paid out of the marketplace (idempotent)."""
+    from django.utils import timezone
+
+    with transaction.atomic():
+        payout = Payout.objects.select_for_update().get(pk=payout_id)
+        if payout.status != Payout.Status.PAID:
+            payout.status, payout.paid_at = Payout.Status.PAID, timezone.now()
+            payout.save(update_fields=["status", "paid_at"])
+    return payout

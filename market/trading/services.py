@@ -36,7 +36,7 @@ from market.catalog.risk import level_at_risk, stored_figures
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound
 from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
-from market.core.levels import parse_level
+from market.core.levels import level_text, parse_level
 from market.ledger.models import Account, Leg, Transfer
 from market.ledger.services import accounts_for_payment, transfer_create
 from market.trust.selectors import Cap, buyer_cap
@@ -379,7 +379,8 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool 
             price=price,
             idempotency_key=idempotency_key,
         )
-        memo = f"{listing.title}: eps {holding.purchased} -> {eps}"
+        # what staff read in the admin; statements describe a purchase from its own fields
+        memo = f"{listing.title[:160]}: ε {level_text(holding.purchased)} → {level_text(eps)}"
         holding.purchased = eps
         holding.save(update_fields=["purchased", "updated_at"])
         # the money last: the buyer's wallet locked (its balance is checked), the owner's earnings on

@@ -10,6 +10,7 @@ messages next to the inputs that caused them.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from django import forms
 
@@ -363,3 +364,12 @@ def _input_of(form, message: str, condition: str | None) -> str | None:
     field = _SPEC_FIELD.match(message)
     name = SPEC_INPUTS.get(field.group(1)) if field else None
     return name if name in form.fields else None
+
+
+class PayoutForm(forms.Form):
+    """How much of their earnings an owner asks to be paid (the ledger decides whether they hold it)."""
+
+    amount = forms.DecimalField(
+        min_value=Decimal("0.01"), max_digits=18, decimal_places=2, label="Amount (credits)",
+        help_text="At most your earnings balance.",
+    )

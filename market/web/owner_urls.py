@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import owner_views, trust_views
+from . import earnings_views, owner_views, trust_views
 
 urlpatterns = [
     path("", owner_views.dashboard, name="owner"),
@@ -18,3 +18,6 @@ urlpatterns = [
     path("trust/graph/", trust_views.trust_edges, name="owner-trust-edges"),
     path("trust/graph/buyers/", trust_views.trust_node_members, name="owner-trust-node-members"),
 ]
+
+# an owner's earnings and payouts (market/web/earnings_views.py)
+urlpatterns.append(path("earnings/", earnings_views.earnings, name="owner-earnings"))

@@ -35,6 +35,7 @@ from market.catalog.services import (
 from market.catalog.statistics import MAX_STATISTICS
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
+from market.ledger import selectors as ledger
 
 from .owner_forms import (
     BudgetForm,
@@ -65,7 +66,8 @@ def owner_required(view):
 @login_required
 @owner_required
 def dashboard(request):
-    return render(request, "owner/dashboard.html", figures.owner_overview(user=request.user))
+    overview = figures.owner_overview(user=request.user)
+    return render(request, "owner/dashboard.html", {**overview, "earnings_balance": ledger.earnings_balance(user=request.user)})
 
 
 @login_required

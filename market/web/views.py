@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
@@ -20,7 +21,7 @@ from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
 from releases.engine.guarantee import engine_words, guarantee_statement
-from market.core.errors import DomainError
+from market.core.errors import DomainError, InsufficientFunds
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
@@ -95,7 +96,17 @@ def _quote(request, listing, form, field: str, **level):
         return None
 
 
+def _wallet_short(request, quote) -> Decimal | None:
+    """How many credits a signed-in buyer's wallet lacks for ``quote`` (None when it holds enough)."""
+    if quote is None or not request.user.is_authenticated or not request.user.is_buyer:
+        return None
+    short = quote.price - ledger.wallet_balance(user=request.user)
+    return short if short > 0 else None
+
+
 def listing_detail(request, listing_id, buy_form=None, status=200):
+    """The listing, with a quote when an ε is asked for; after a refused purchase (``buy_form``
+    carries the reason) the quote of the ε that was to be bought stays on the page beside it."""
     listing = catalog.listing_get(user=request.user, listing_id=listing_id)
     held = _held(request, listing)
     quote = None
@@ -121,6 +132,13 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
                 other.initial.update({"records": min(assumed)} if assumed else {})
         if by_accuracy:
             form.initial["epsilon"] = f"{quote.epsilon.normalize():f}"
+    if buy_form is not None and getattr(buy_form, "cleaned_data", {}).get("epsilon") is not None:
+        # a refused purchase: its reason is on the form, and the quote of the level it was for stays beside it
+        try:
+            quote = purchase_quote(buyer=request.user, listing=listing, epsilon=buy_form.cleaned_data["epsilon"],
+                                   records=buy_form.cleaned_data.get("records"))
+        except DomainError:
+            quote = None
     is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
     cap = buyer_cap(listing=listing, buyer=request.user)
     return render(
@@ -136,6 +154,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "quote": quote,
             "target_form": target_form,
             "assumes_records": any(c["assumes_records"] is not None for c in curves),
+            "wallet_short": _wallet_short(request, quote),
             "idempotency_key": uuid.uuid4().hex,
             "cap": cap,
             "next_step": _next_step(listing, held, cap.level),
@@ -163,7 +182,11 @@ def listing_buy(request, listing_id):
     except DomainError as exc:
         if exc.status == 404:
             raise Http404(exc.message) from None
-        form.add_error("epsilon" if "epsilon" in exc.fields else None, exc.fields.get("epsilon", [exc.message])[0])
+        if isinstance(exc, InsufficientFunds):
+            balance = ledger.wallet_balance(user=request.user)
+            form.add_error(None, f"Not enough credits: nothing was bought. Your wallet holds {balance:.2f} credits.")
+        else:
+            form.add_error("epsilon" if "epsilon" in exc.fields else None, exc.fields.get("epsilon", [exc.message])[0])
         return listing_detail(request, listing_id, buy_form=form, status=exc.status)
     purchase = result.purchase
     if result.created:
@@ -216,9 +239,15 @@ def library(request):
             "items": items,
             "purchases": trading.purchase_list(user=request.user).exclude(status="released")[:20],
             "statement": statement,
+            "statement_lines": statement_lines(statement),
             "top_up_form": TopUpForm(),
         },
     )
+
+
+def statement_lines(legs) -> list[dict]:
+    """A statement's legs for the page: ``[{"leg", "what"}]`` (what each line was, in words)."""
+    return [{"leg": leg, "what": ledger.leg_description(leg)} for leg in legs]
 
 
 def _text_cell(text: str) -> str:
@@ -275,4 +304,7 @@ def top_up(request):
             messages.error(request, exc.message)
     else:
         messages.error(request, "Enter an amount between 0.01 and 100000 credits.")
+    back = request.POST.get("next", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(back)  # the quote it was topped up for
     return redirect("web:library")

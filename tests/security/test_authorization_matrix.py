@@ -107,6 +107,11 @@ API = [
     api("GET",    "/api/v1/wallet/statement/",              "401  200   200   200   200   200"),
     api("POST",   "/api/v1/wallet/top-up/",                 "401  201   201   201   201   201", "top_up"),
     api("GET",    "/api/v1/wallet/top-up/",                 "401  405   405   405   405   405"),
+    # an owner's earnings and payouts: owners only (each reads their own)
+    api("GET",    "/api/v1/earnings/",                      "401  403   403   200   200   403"),
+    api("GET",    "/api/v1/earnings/statement/",            "401  403   403   200   200   403"),
+    api("GET",    "/api/v1/earnings/payouts/",              "401  403   403   200   200   403"),
+    api("POST",   "/api/v1/earnings/payouts/",              "401  403   403   201   201   403", "payout"),
     # API keys: {K} is the buyer's key; another user's key does not exist for them
     api("GET",    "/api/v1/keys/",                          "401  200   200   200   200   200"),
     api("POST",   "/api/v1/keys/",                          "401  201   201   201   201   201", "api_key"),
@@ -149,6 +154,8 @@ PAGES = [
     # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
     page("POST", "/owner/listings/new/",                    "302L 403   403   302   200   403", "listing_form"),
     page("GET",  "/owner/listings/{L}/",                    "302L 403   403   200   404   403"),
+    page("GET",  "/owner/earnings/",                        "302L 403   403   200   200   403"),
+    page("POST", "/owner/earnings/",                        "302L 403   403   302   302   403", "payout"),
     page("GET",  "/owner/trust/",                           "302L 403   403   200   200   403"),
     page("GET",  "/owner/trust/?listing={L}",               "302L 403   403   200   404   403"),
     page("POST", "/owner/trust/settings/",                  "302L 403   403   302   302   403", "trust_settings"),
@@ -181,6 +188,7 @@ PAGES = [
     page("GET",  "/admin/catalog/listing/{L}/change/",      "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/ledger/transfer/",                 "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/ledger/transfer/add/",             "302A 302A  302A  302A  302A  200"),
+    page("GET",  "/admin/ledger/payout/",                   "302A 302A  302A  302A  302A  200"),
     # noise points and releases have no admin: they are not reachable even by staff
     page("GET",  "/admin/releases/noisepoint/",             "302A 302A  302A  302A  302A  404"),
     page("GET",  "/admin/releases/release/",                "302A 302A  302A  302A  302A  404"),
@@ -225,6 +233,8 @@ def payload(name, world, actor):
         return {"epsilon": "2", "idempotency_key": uuid.uuid4().hex}
     if name == "top_up":
         return {"amount": "5"}
+    if name == "payout":
+        return {"amount": "0.01"}
     if name == "listing_form":
         return {
             "dataset": D, "title": "Again", "description": "", "ceiling": "1", "price_kind": "linear",

@@ -4,18 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from market.core.migration_helpers import reinstall_sqlite_triggers_if_installed
-
-
-def drop_sqlite_triggers_naming_accounts(apps, schema_editor):
-    """SQLite refuses to rebuild ledger_account while triggers of other tables name it: they are
-    dropped first and installed again at the end (PostgreSQL: nothing)."""
-    if schema_editor.connection.vendor != "sqlite":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%ledger_account%'")
-        for (name,) in cursor.fetchall():
-            cursor.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+from market.core.migration_helpers import drop_sqlite_triggers_naming_accounts, reinstall_sqlite_triggers_if_installed
 
 
 class Migration(migrations.Migration):
