@@ -178,6 +178,8 @@ PAGES = [
     page("GET",  "/accounts/password/done/",                "302L 200   200   200   200   200"),
     page("GET",  "/account/",                               "302L 200   200   200   200   200"),
     page("POST", "/account/roles/",                         "302L 302   302   302   302   302", "role"),
+    # refused or done, back to the account page with the reason (an only role, open listings)
+    page("POST", "/account/roles/drop/",                    "302L 302   302   302   302   302", "role"),
     page("POST", "/account/keys/",                          "302L 302   302   302   302   302", "key_form"),
     page("POST", "/account/keys/{K}/revoke/",               "302L 302   404   404   404   404"),
     page("POST", "/account/keys/{K}/rotate/",               "302L 302   404   404   404   404"),
