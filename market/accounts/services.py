@@ -15,7 +15,7 @@ from market.core.locks import lost_race
 from .keycache import keys_forget
 from . import keys
 from .locks import api_key_lock, user_lock
-from .roles import ROLES
+from .roles import ROLES, drop_guards
 from .models import ApiKey, User
 
 #: a rotated key may keep working this long at most, so that clients can switch over
@@ -164,4 +164,35 @@ def user_role_add(*, user: User, role: str) -> User:
         User.objects.filter(pk=user.pk).update(**{field: True})
         keys_forget(user_id=user.pk)  # a remembered key carries its user's roles
         setattr(user, field, True)
+    return user
+
+
+def user_role_drop(*, user: User, role: str) -> User:
+    """Take ``role`` from ``user``. Refused (409, with the reason) when it is their only role (an
+    account keeps at least one), or when an app's guard says what the role still holds (an owner
+    with open listings must close them first: ``market.catalog.roles``). What the account made
+    under the role stays theirs: an owner's datasets, closed listings and earnings wait for the
+    role to come back; a buyer's releases stay readable and their wallet keeps its credits,
+    although they can no longer buy or top up. Dropping a role the user lacks changes nothing."""
+    if role not in ROLES:
+        raise InvalidInput("unknown role", fields={"role": [f"One of: {', '.join(ROLES)}."]})
+    field, _ = ROLES[role]
+    with transaction.atomic():
+        user_lock(user=user)
+        current = User.objects.filter(pk=user.pk).values(*(flag for flag, _ in ROLES.values())).first()
+        if not current[field]:
+            setattr(user, field, False)
+            return user
+        if not any(has for flag, has in current.items() if flag != field):
+            raise Conflict(
+                f"the {role} role is this account's only role; an account keeps at least one "
+                f"(add the other role first)", code="last_role",
+            )
+        for guard in drop_guards(role):
+            reason = guard(user=user)
+            if reason:
+                raise Conflict(reason, code="role_in_use")
+        User.objects.filter(pk=user.pk).update(**{field: False})
+        keys_forget(user_id=user.pk)  # a remembered key carries its user's roles
+        setattr(user, field, False)
     return user

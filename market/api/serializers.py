@@ -508,6 +508,33 @@ class ListingCreateSerializer(StrictSerializer):
         return attrs
 
 
+class ListingUpdateSerializer(StrictSerializer):
+    title = text_field(max_length=200, required=False)
+    description = TextField(
+        max_length=5000, required=False, allow_blank=True, trim_whitespace=False,
+        validators=[RegexValidator(OPTIONAL_TEXT_PATTERN, "No NUL characters.")],
+        help_text="the new description (empty clears it)",
+    )
+    price_per_epsilon = MoneyTextField(required=False, help_text="a new linear curve P(eps) = c * eps, for purchases from now on")
+    price_curve = PriceCurveField(
+        required=False,
+        help_text='instead of price_per_epsilon: a new curve, {"kind": "linear", "c"}, {"kind": "power", "c", "p"} or '
+        '{"kind": "compensation", "margin"} (with the listing\'s compensation model), for purchases from now on',
+    )
+
+    def validate(self, attrs):
+        if "price_per_epsilon" in attrs and "price_curve" in attrs:
+            message = "Give either price_per_epsilon or price_curve, not both."
+            raise serializers.ValidationError({"price_per_epsilon": [message], "price_curve": [message]})
+        if not attrs:
+            raise serializers.ValidationError({"non_field_errors": ["Give at least one of title, description, price_per_epsilon, price_curve."]})
+        return attrs
+
+
+class ListingCloseSerializer(StrictSerializer):
+    reason = text_field(max_length=500, required=False, help_text="why, shown to the listing's buyers (optional)")
+
+
 class CategoryCountSerializer(serializers.Serializer):
     value = serializers.CharField()
     count = serializers.IntegerField()

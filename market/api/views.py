@@ -17,7 +17,10 @@ from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
     dataset_create,
+    listing_close,
     listing_create,
+    listing_reopen,
+    listing_update,
     same_content_notice,
 )
 from market.core.errors import Forbidden
@@ -131,6 +134,48 @@ class ListingDetailView(APIView):
         caps = buyer_caps(listings=[listing], buyer=request.user) if request.user.is_authenticated else None
         spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
         return Response(s.ListingSerializer(listing, context={"levels_held": held, "caps": caps, "spent": spent}).data)
+
+    @extend_schema(
+        request=s.ListingUpdateSerializer,
+        responses={200: s.ListingSerializer, **documented(400, 401, 403, 404, 413, 415)},
+        description="Your listing: change its title, description or price. A new price applies to purchases from "
+        "now on; what was sold keeps its recorded price, and a buyer holding level a pays P_new(b) - P_new(a) "
+        "to go on to b. Anyone else's listing is 404.",
+    )
+    def patch(self, request, listing_id: int):
+        form = s.ListingUpdateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        listing = listing_update(owner=request.user, listing_id=listing_id, **form.validated_data)
+        return _owner_listing(request, listing)
+
+
+def _owner_listing(request, listing) -> Response:
+    spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
+    return Response(s.ListingSerializer(listing, context={"spent": spent}).data)
+
+
+class ListingCloseView(APIView):
+    """Close your listing: nothing more is sold on it; its buyers keep their releases and see the reason.
+    Closing a closed listing keeps its reason."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=s.ListingCloseSerializer, responses={200: s.ListingSerializer, **documented(400, 401, 403, 404, 413, 415)})
+    def post(self, request, listing_id: int):
+        form = s.ListingCloseSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        return _owner_listing(request, listing_close(owner=request.user, listing_id=listing_id, **form.validated_data))
+
+
+class ListingReopenView(APIView):
+    """Open your closed listing again, as it was. 409 when it could not be created today (its statistics
+    are no longer offered on its dataset, or the dataset's budget does not cover its listings' ceilings)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: s.ListingSerializer, **documented(401, 403, 404, 409)})
+    def post(self, request, listing_id: int):
+        return _owner_listing(request, listing_reopen(owner=request.user, listing_id=listing_id))
 
 
 class QuoteView(APIView):

@@ -68,3 +68,23 @@ def listing_answer_lock(*, listing_id: int) -> Listing | None:
     (re-encrypting the answer under a new key); None if there is none."""
     taken(Rank.LISTING, f"listing {listing_id}")
     return Listing.objects.select_for_update(of=("self",)).only("pk", "answer").filter(pk=listing_id).first()
+
+
+def listing_lock(*, owner, listing_id: int) -> Listing | None:
+    """One of ``owner``'s listings (open or closed; without its true answer, with its dataset),
+    locked for update: an owner's change to it waits for the purchases that hold it (they take
+    a share lock) and they for the change. None if the owner has no such listing."""
+    taken(Rank.LISTING, f"listing {listing_id}")
+    return (
+        visibility.owned_listings(owner).select_for_update(of=("self",)).defer("answer")
+        .filter(pk=listing_id).first()
+    )
+
+
+def owned_datasets_lock(*, owner) -> list[int]:
+    """Every dataset of ``owner``, locked for update in id order: no listing is created or reopened
+    on them meanwhile (``listing_create`` and ``listing_reopen`` lock theirs). Returns their ids."""
+    taken(Rank.DATASET, f"datasets of owner {owner.pk}")
+    return list(
+        visibility.owned_datasets(owner).select_for_update().order_by("pk").values_list("pk", flat=True)
+    )

@@ -6,16 +6,18 @@ import dataclasses
 import io
 import logging
 import os
+import re
 import time
 import uuid
 from decimal import Decimal
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from market.accounts.roles import require_role
 from market.core import crypto, ids, visibility
-from market.core.errors import InvalidInput, NotFound
+from market.core.errors import Conflict, InvalidInput, NotFound
 from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
@@ -23,7 +25,7 @@ from market.ledger.services import MAX_MONEY, account_get, money
 
 from . import files, ingest
 from .budget import NOT_EPS_DP
-from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock
+from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock, listing_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
@@ -37,6 +39,13 @@ log = logging.getLogger(__name__)
 
 def _require_owner(user) -> None:
     require_role(user, "owner")
+
+
+def _require_owner_still(user) -> None:
+    """The owner role read again, under a lock on one of the user's datasets: dropping the role
+    (``market.catalog.roles``) locks them all first, so a listing cannot open meanwhile."""
+    if not get_user_model().objects.filter(pk=user.pk, is_owner=True).exists():
+        require_role(None, "owner")
 
 
 def _text(value, name: str, *, max_length: int, required: bool = True) -> str:
@@ -375,13 +384,15 @@ def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str) -> Datase
     return dataset
 
 
-def _price_curve(price_curve: dict, compensation, ceiling: Decimal, dataset: Dataset, *, linear: bool):
-    """The listing's price curve and compensation model, checked; a compensation
-    model counts the dataset's people only when their number is public."""
+def _price_curve(price_curve: dict, compensation, ceiling: Decimal | None, dataset: Dataset, *, linear: bool):
+    """The listing's price curve and compensation model, checked (at the ceiling too, unless it is
+    None); a compensation model counts the dataset's people only when their number is public."""
     model = CompensationModel.parse(compensation) if compensation not in (None, {}) else None
     if model is not None and dataset.size_is_public:
         model = dataclasses.replace(model, people=dataset.row_count)
     curve = PriceCurve.parse(price_curve, model.as_dict() if model else None)
+    if ceiling is None:
+        return curve, model
     if curve.price(ceiling) <= 0:
         raise InvalidInput(
             "this price gives every level away for 0.00 credits; releases are always paid for and recorded",
@@ -393,6 +404,110 @@ def _price_curve(price_curve: dict, compensation, ceiling: Decimal, dataset: Dat
             fields={"price_curve": ["The price at the ceiling is too large."]},
         )
     return curve, model
+
+
+class _Problems:
+    """What is wrong with a listing's inputs, gathered: each reason's message, and each input at
+    fault with its messages (``InvalidInput.fields``), so that one 400 names them all."""
+
+    def __init__(self):
+        self.messages: list[str] = []
+        self.fields: dict[str, list[str]] = {}
+
+    def add(self, message: str, fields: dict[str, list[str]] | None = None) -> None:
+        if message not in self.messages:
+            self.messages.append(message)
+        for name, texts in (fields or {}).items():
+            known = self.fields.setdefault(name, [])
+            known.extend(t for t in texts if t not in known)
+
+    def collect(self, check):
+        """``check()``, or None with its InvalidInput added."""
+        try:
+            return check()
+        except InvalidInput as exc:
+            self.add(exc.message, exc.fields)
+            return None
+
+    def error(self) -> InvalidInput:
+        return InvalidInput("; ".join(self.messages), fields=self.fields)
+
+
+def _statistics_plan(statistics, dataset: Dataset, problems: _Problems):
+    """The statistics laid out for the dataset (as ``listing_create`` lays them out), or None with
+    every reason it can find in ``problems``: each statistic is tried alone as well, so that an
+    owner sees what is wrong with every one of them at once, not one per attempt."""
+    columns, neighbours = columns_from(dataset.columns), dataset.neighbours()
+    try:
+        return build_plan(statistics, columns, neighbours=neighbours, engine=LATTICE)
+    except SpecError as whole:
+        reasons = []
+        if isinstance(statistics, list) and len(statistics) > 1:
+            for number, spec in enumerate(statistics, start=1):
+                try:
+                    build_plan([spec], columns, neighbours=neighbours, engine=LATTICE)
+                except SpecError as alone:  # numbered 1 alone: numbered as given
+                    reasons.append(re.sub(r"^statistic 1\b", f"statistic {number}", str(alone)))
+        if str(whole) not in reasons:
+            reasons.append(str(whole))
+        for reason in reasons:
+            problems.add(reason, {"statistics": [reason]})
+        return None
+
+
+def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceiling, price_curve, compensation,
+                      linear: bool) -> tuple:
+    """Judge a new listing's statistics, ceiling and price on ``dataset`` all at once (a part given
+    as None is not judged), adding what is wrong to ``problems``: ``(plan, curve, model)``."""
+    plan = curve = model = None
+    if price_curve is not None:
+        found = problems.collect(
+            lambda: _price_curve(price_curve, compensation, ceiling, dataset, linear=linear)
+        )
+        curve, model = found or (None, None)
+    if statistics is not None:
+        plan = _statistics_plan(statistics, dataset, problems)
+    kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + "," if plan else ","
+    if ceiling is not None and NOT_EPS_DP not in kinds:  # point listings are not eps-DP (market.catalog.budget)
+        used = ceilings_needed(dataset_pk=dataset.pk)
+        if used + ceiling > dataset.total_budget:
+            left = dataset.total_budget - used
+            problems.add(
+                f"the dataset's budget is {dataset.total_budget}; {used} is taken by its listings, "
+                f"so this ceiling can be at most {left}",
+                {"ceiling": [f"At most {left}."]},
+            )
+    return plan, curve, model
+
+
+def _linear_curve(price_per_epsilon, problems: _Problems) -> dict | None:
+    """The linear curve ``price_per_epsilon * eps`` as a curve spec, or None (the reason in ``problems``)."""
+    if price_per_epsilon is None:
+        problems.add("a price is required", {"price_per_epsilon": ["Enter a price per ε."]})
+        return None
+    price = problems.collect(lambda: money(price_per_epsilon))
+    if price is not None and price < 0:
+        problems.add("the price cannot be negative", {"price_per_epsilon": ["Enter 0 or more."]})
+        return None
+    return None if price is None else {"kind": "linear", "c": str(price)}
+
+
+def listing_check(*, owner, dataset_id: str, statistics=None, ceiling=None, price_curve=None, compensation=None) -> dict:
+    """What ``listing_create`` would say about these parts of a new listing on one of the owner's
+    datasets, all at once, creating nothing: ``{input: [messages]}`` (empty: nothing to say).
+    Parts left None are not judged (the page has already named what is wrong with them)."""
+    _require_owner(owner)
+    dataset = visibility.owned_datasets(owner).filter(public_id=str(dataset_id)).first()
+    if dataset is None or not dataset.is_ready:
+        return {}
+    problems = _Problems()
+    if ceiling is not None:
+        ceiling = problems.collect(lambda: parse_level(ceiling, field="ceiling"))
+    _listing_problems(
+        dataset, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve, compensation=compensation,
+        linear=False,
+    )
+    return problems.fields
 
 
 def listing_create(
@@ -417,22 +532,21 @@ def listing_create(
     it is for everyone in the data together. Statistics the dataset's relation
     does not allow (a count whose number is public, a centroid over a private
     number of records) are refused with the reason.
+    Every input at fault is named in one 400 (the title, the ceiling, the price,
+    each statistic, the budget), not one per attempt.
     The statistics' true answer and sensitivity are computed once, here; the
     listing's noise path is created with it.
     """
     from releases.models import NoisePath
 
     _require_owner(owner)
-    title = _text(title, "title", max_length=200)
-    description = _text(description, "description", max_length=5000, required=False)
-    ceiling = parse_level(ceiling, field="ceiling")
-    if price_curve is None:
-        if price_per_epsilon is None:
-            raise InvalidInput("a price is required", fields={"price_per_epsilon": ["Enter a price per ε."]})
-        price = money(price_per_epsilon)
-        if price < 0:
-            raise InvalidInput("the price cannot be negative", fields={"price_per_epsilon": ["Enter 0 or more."]})
-        price_curve = {"kind": "linear", "c": str(price)}
+    problems = _Problems()
+    title = problems.collect(lambda: _text(title, "title", max_length=200))
+    description = problems.collect(lambda: _text(description, "description", max_length=5000, required=False))
+    ceiling = problems.collect(lambda: parse_level(ceiling, field="ceiling"))
+    linear = price_curve is None
+    if linear:
+        price_curve = _linear_curve(price_per_epsilon, problems)
     with transaction.atomic():
         # locking the dataset serialises listings on it, so the budget check holds
         dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
@@ -443,21 +557,14 @@ def listing_create(
                 f"the dataset is {dataset.status}; only a ready dataset can be listed",
                 fields={"dataset": ["The dataset is not ready (still processing, or failed)."]},
             )
-        curve, model = _price_curve(price_curve, compensation, ceiling, dataset, linear=price_per_epsilon is not None)
-        try:
-            plan = build_plan(statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), engine=LATTICE)
-        except SpecError as exc:
-            raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
+        _require_owner_still(owner)
+        plan, curve, model = _listing_problems(
+            dataset, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve,
+            compensation=compensation, linear=linear,
+        )
+        if problems.messages:
+            raise problems.error()
         kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
-        if NOT_EPS_DP not in kinds:  # point listings are not eps-DP: not in the budget (market.catalog.budget)
-            used = ceilings_needed(dataset_pk=dataset.pk)
-            if used + ceiling > dataset.total_budget:
-                left = dataset.total_budget - used
-                raise InvalidInput(
-                    f"the dataset's budget is {dataset.total_budget}; {used} is taken by its listings, "
-                    f"so this ceiling can be at most {left}",
-                    fields={"ceiling": [f"At most {left}."]},
-                )
         try:
             with files.dataset_table_path(dataset) as path:
                 answer = compute(plan, ParquetTable(path))
@@ -488,6 +595,126 @@ def listing_create(
         listing.save(update_fields=["answer"])
         NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine=listing.engine)
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
+    return listing
+
+
+def _owned_listing_locked(owner, listing_id) -> Listing:
+    listing = listing_lock(owner=owner, listing_id=_listing_pk(listing_id))
+    if listing is None:
+        raise NotFound("no such listing among yours", fields={"listing": ["Choose one of your listings."]})
+    return listing
+
+
+def _listing_pk(listing_id) -> int:
+    try:
+        return int(listing_id)
+    except (TypeError, ValueError):
+        raise NotFound("no such listing among yours", fields={"listing": ["Choose one of your listings."]}) from None
+
+
+def listing_update(
+    *, owner, listing_id, title=None, description=None, price_curve: dict | None = None, price_per_epsilon=None,
+) -> Listing:
+    """Change one of the owner's listings: its title, its description, its price (each left None
+    stays as it is). A new price is ``price_curve`` (linear, power or compensation-derived, with the
+    listing's own compensation model) or the linear ``price_per_epsilon * eps``, checked as at
+    creation; it applies to purchases made from now on. What was sold keeps the price recorded
+    on its purchase (``Purchase.price``) and on the ledger; a buyer who holds level ``a`` pays
+    ``P_new(b) - P_new(a)`` to go on to ``b``, so a cheaper curve makes their next step cheaper
+    and a dearer one dearer, and nobody is charged or refunded for what they hold. Every input
+    at fault is named in one 400; another owner's listing is a 404. The row lock waits for the
+    purchases in progress on the listing, which priced their step with the old curve."""
+    _require_owner(owner)
+    problems = _Problems()
+    changes: dict = {}
+    if title is not None:
+        changes["title"] = problems.collect(lambda: _text(title, "title", max_length=200))
+    if description is not None:
+        changes["description"] = problems.collect(
+            lambda: _text(description, "description", max_length=5000, required=False)
+        )
+    linear = price_curve is None and price_per_epsilon is not None
+    if linear:
+        price_curve = _linear_curve(price_per_epsilon, problems)
+    with transaction.atomic():
+        listing = _owned_listing_locked(owner, listing_id)
+        if price_curve is not None:
+            own = {k: v for k, v in (listing.compensation or {}).items() if k != "people"}  # people: the dataset's
+            found = problems.collect(
+                lambda: _price_curve(price_curve, own or None, listing.ceiling, listing.dataset, linear=linear)
+            )
+            if found is not None:
+                curve = found[0]
+                changes["price_curve"] = curve.as_dict()
+                changes["price_per_epsilon"] = (curve.price(listing.ceiling) / listing.ceiling).quantize(Decimal("0.01"))
+        if problems.messages:
+            raise problems.error()
+        changes = {name: value for name, value in changes.items() if getattr(listing, name) != value}
+        for name, value in changes.items():
+            setattr(listing, name, value)
+        if changes:
+            listing.save(update_fields=list(changes))
+    return listing
+
+
+#: what buyers read on a listing its owner closed without saying why
+CLOSED_BY_OWNER = "Closed by its owner: nothing more is sold. Releases already bought stay readable."
+
+
+def listing_close(*, owner, listing_id, reason: str = "") -> Listing:
+    """Close one of the owner's listings: nothing more is sold on it (a purchase finds no open
+    listing: 404), while every release already bought stays readable to its buyer, who sees the
+    listing with ``reason`` (or a plain default). Purchases in progress finish first (the row lock
+    waits for them). Its ceiling stays counted in its dataset's budget, so reopening it never
+    needs more budget than there is. Closing a closed listing keeps its reason."""
+    _require_owner(owner)
+    reason = _text(reason, "reason", max_length=500, required=False)
+    with transaction.atomic():
+        listing = _owned_listing_locked(owner, listing_id)
+        if listing.is_open:
+            listing.is_open, listing.closed_reason = False, reason or CLOSED_BY_OWNER
+            listing.save(update_fields=["is_open", "closed_reason"])
+    return listing
+
+
+def listing_reopen(*, owner, listing_id) -> Listing:
+    """Open a closed listing of the owner's again, for sale as it was (same statistics, ceiling,
+    price and noise path: a buyer goes on from the level they hold).
+
+    Refused (409, with the reason) when the listing could not be created today: its statistics
+    are no longer offered for its dataset (a point, or a centroid over a private number of
+    records: the listings the platform itself closed), or its dataset's budget does not cover
+    the ceilings of its listings (a closed listing keeps its ceiling counted, so this holds unless
+    the budget was changed outside the services). Reopening an open listing changes nothing."""
+    _require_owner(owner)
+    found = visibility.owned_listings(owner).filter(pk=_listing_pk(listing_id)).values_list("dataset__public_id", flat=True)
+    dataset_id = next(iter(found), None)
+    if dataset_id is None:
+        raise NotFound("no such listing among yours", fields={"listing": ["Choose one of your listings."]})
+    with transaction.atomic():
+        dataset = dataset_lock(owner=owner, dataset_id=dataset_id)  # before the listing: the lock order
+        listing = _owned_listing_locked(owner, listing_id)
+        if listing.is_open:
+            return listing
+        _require_owner_still(owner)
+        try:
+            build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
+                       engine=listing.engine)
+        except SpecError as exc:
+            raise Conflict(
+                f"this listing cannot be reopened: {exc}", code="cannot_reopen",
+                fields={"listing": ["Its statistics are no longer offered on this dataset."]},
+            ) from None
+        if NOT_EPS_DP not in listing.kinds:
+            need = ceilings_needed(dataset_pk=dataset.pk)
+            if need > dataset.total_budget:
+                raise Conflict(
+                    f"this listing cannot be reopened: its dataset's listings have ceilings adding up to {need}, "
+                    f"above its budget {dataset.total_budget}; raise the budget first",
+                    code="cannot_reopen", fields={"listing": [f"The dataset's budget is below {need}."]},
+                )
+        listing.is_open, listing.closed_reason = True, ""
+        listing.save(update_fields=["is_open", "closed_reason"])
     return listing
 
 

@@ -191,8 +191,8 @@ def dataset_summary(*, user, dataset_id) -> dict:
 def listing_dashboard(*, user, listing_id) -> dict:
     """One of the owner's listings: sales, revenue, buyers, privacy spent.
 
-    ``{"listing": {"id", "title", "description", "dataset_id", "dataset", "is_open", "ceiling",
-    "price_per_epsilon", "statistics" (in words), "values" (per release), "engine" ("lattice" or "laplace"),
+    ``{"listing": {"id", "title", "description", "dataset_id", "dataset", "is_open", "closed_reason", "ceiling",
+    "price_per_epsilon", "price_curve", "statistics" (in words), "values" (per release), "engine" ("lattice" or "laplace"),
     "noise" (the engine in words), "guarantee" (what it guarantees), "created_at"},
     "spent", "ceiling", "spent_percent",
     "sales", "revenue", "in_flight": {"count", "amount"},
@@ -259,8 +259,10 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "dataset_id": listing.dataset.public_id,
             "dataset": listing.dataset.name,
             "is_open": listing.is_open,
+            "closed_reason": listing.closed_reason,
             "ceiling": ceiling,
             "price_per_epsilon": listing.price_per_epsilon,
+            "price_curve": listing.price_curve,
             "statistics": describe(plan),
             "values": len(listing.labels),
             "engine": listing.engine,

@@ -15,7 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from market.accounts import selectors
-from market.accounts.services import api_key_create, api_key_revoke, api_key_rotate, user_role_add
+from market.accounts.services import api_key_create, api_key_revoke, api_key_rotate, user_role_add, user_role_drop
 from market.core.errors import DomainError
 
 from .account_forms import ApiKeyForm, RoleForm, RotateForm
@@ -36,6 +36,7 @@ def _page(request, *, key_form=None, status=200):
             "keys": keys,
             "new_key": new_key,
             "missing_roles": [r for r, has in (("buyer", request.user.is_buyer), ("owner", request.user.is_owner)) if not has],
+            "held_roles": [r for r, has in (("buyer", request.user.is_buyer), ("owner", request.user.is_owner)) if has],
         },
         status=status,
     )
@@ -43,6 +44,15 @@ def _page(request, *, key_form=None, status=200):
 
 def _show_once(request, key, secret):
     request.session[NEW_SECRET] = {"name": key.name, "secret": secret}
+
+
+def _posted_role(request) -> str | None:
+    """The role a form posted, or None with "Choose buyer or owner." to show."""
+    form = RoleForm(request.POST)
+    if form.is_valid():
+        return form.cleaned_data["role"]
+    messages.error(request, "Choose buyer or owner.")
+    return None
 
 
 @never_cache
@@ -54,14 +64,31 @@ def account(request):
 @require_POST
 @login_required
 def role_add(request):
-    form = RoleForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose buyer or owner.")
+    role = _posted_role(request)
+    if role is None:
         return redirect("web:account")
-    role = form.cleaned_data["role"]
     user_role_add(user=request.user, role=role)
     messages.success(request, f"You are now also a{'n' if role == 'owner' else ''} {role}.")
     return redirect("web:owner" if role == "owner" else "web:account")  # a new owner starts on the dashboard
+
+
+@require_POST
+@login_required
+def role_drop(request):
+    """Stop being a buyer or an owner; refused with the reason (an only role, an owner's open listings)."""
+    role = _posted_role(request)
+    if role is None:
+        return redirect("web:account")
+    try:
+        user_role_drop(user=request.user, role=role)
+    except DomainError as error:
+        messages.error(request, f"You are still a{'n' if role == 'owner' else ''} {role}: {error.message}.")
+        return redirect("web:account")
+    kept = "your datasets, closed listings and earnings stay as they are" if role == "owner" else (
+        "your releases stay in your library and your wallet keeps its credits")
+    messages.success(request, f"You are no longer a{'n' if role == 'owner' else ''} {role}; {kept}. "
+                              "You can take the role back here at any time.")
+    return redirect("web:account")
 
 
 @never_cache

@@ -87,6 +87,9 @@ class DatasetUploadForm(forms.Form):
         self.fields["total_budget"].initial = default_budget()
 
 
+DatasetUploadForm.base_fields["relation"].has_default = True  # a choice already made (a private size)
+
+
 class BudgetForm(forms.Form):
     total_budget = forms.DecimalField(
         label="New budget (ε)", max_digits=9, decimal_places=4,
@@ -95,6 +98,29 @@ class BudgetForm(forms.Form):
         "same people: it is the most all the dataset's listings may ever reveal together.",
     )
     reason = forms.CharField(max_length=500, help_text="Why: it is kept with the change, for the dataset's record.")
+
+
+#: the inputs each kind of price curve needs (``price_curve_of``)
+CURVE_INPUTS = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin"]}
+
+
+def price_curve_of(form: forms.Form, data: dict, *, needs: dict | None = None) -> dict | None:
+    """The price curve the owner chose (``price_kind`` and its inputs), as the services read it; None,
+    with "Required for this price curve." at each missing input, when one is missing."""
+    kind = data.get("price_kind") or "linear"
+    for name in (needs or {}).get(kind, CURVE_INPUTS.get(kind, [])):
+        if data.get(name) is None and name not in form.errors:
+            form.add_error(name, "Required for this price curve.")
+    if any(name in form.errors for name in ("price_kind", *CURVE_INPUTS.get(kind, []))):
+        return None
+    curve = {"kind": kind}
+    if kind in ("linear", "power"):
+        curve["c"] = str(data["price_per_epsilon"])
+    if kind == "power":
+        curve["p"] = str(data["p"])
+    if kind == "compensation":
+        curve["margin"] = str(data["margin"])
+    return curve
 
 
 class ListingForm(forms.Form):
@@ -194,21 +220,9 @@ class ListingForm(forms.Form):
     def clean(self):
         data = super().clean()
         data["vector_spec"] = self._vector_spec(data)
-        kind = data.get("price_kind") or "linear"
-        needs = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin", "E"]}
-        for name in needs.get(kind, []):
-            if data.get(name) is None and name not in self.errors:
-                self.add_error(name, "Required for this price curve.")
+        data["price_curve"] = price_curve_of(self, data, needs={"compensation": ["margin", "E"]})
         if self.errors:
             return data
-        curve = {"kind": kind}
-        if kind in ("linear", "power"):
-            curve["c"] = str(data["price_per_epsilon"])
-        if kind == "power":
-            curve["p"] = str(data["p"])
-        if kind == "compensation":
-            curve["margin"] = str(data["margin"])
-        data["price_curve"] = curve
         data["compensation"] = (
             {
                 "E": str(data["E"]),
@@ -223,6 +237,21 @@ class ListingForm(forms.Form):
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk", "public_id")
+
+
+#: inputs that only some choices need: the page says when (``owner/_field.html``), not "(optional)"
+INPUT_NEEDED_WHEN = {
+    "price_per_epsilon": "for a linear or power price",
+    "p": "for a power price",
+    "margin": "for a compensation-derived price",
+    "E": "for a compensation-derived price; optional otherwise",
+    "vector_columns": "for a vector statistic",
+    "vector_center": "for a vector statistic",
+    "vector_radius": "for a vector statistic",
+}
+for _name, _when in INPUT_NEEDED_WHEN.items():
+    ListingForm.base_fields[_name].needed_when = _when
+ListingForm.base_fields["price_kind"].has_default = True  # a choice already made: never left out
 
 
 def _columns_of(columns) -> tuple[Column, ...]:
@@ -372,4 +401,32 @@ class PayoutForm(forms.Form):
     amount = forms.DecimalField(
         min_value=Decimal("0.01"), max_digits=18, decimal_places=2, label="Amount (credits)",
         help_text="At most your earnings balance.",
+    )
+
+
+class ListingEditForm(forms.Form):
+    """A listing's title and description, as buyers read them."""
+
+    title = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class ListingPriceForm(forms.Form):
+    """A listing's new price curve, for purchases from now on (the curves of ``ListingForm``)."""
+
+    price_kind = ListingForm.base_fields["price_kind"]
+    price_per_epsilon = ListingForm.base_fields["price_per_epsilon"]
+    p = ListingForm.base_fields["p"]
+    margin = ListingForm.base_fields["margin"]
+
+    def clean(self):
+        data = super().clean()
+        data["price_curve"] = price_curve_of(self, data)
+        return data
+
+
+class ListingCloseForm(forms.Form):
+    reason = forms.CharField(
+        max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Shown to the listing's buyers. Left empty: “Closed by its owner”.",
     )

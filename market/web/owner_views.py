@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from market.trading import dashboard as figures
 from market.catalog.privacy import profile_chart
@@ -29,7 +30,11 @@ from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
     dataset_create,
+    listing_check,
+    listing_close,
     listing_create,
+    listing_reopen,
+    listing_update,
     same_content_notice,
 )
 from market.catalog.statistics import MAX_STATISTICS
@@ -40,7 +45,10 @@ from market.ledger import selectors as ledger
 from .owner_forms import (
     BudgetForm,
     DatasetUploadForm,
+    ListingCloseForm,
+    ListingEditForm,
     ListingForm,
+    ListingPriceForm,
     StatisticForm,
     add_domain_errors,
     add_statistics_errors,
@@ -244,6 +252,33 @@ def _create_listing(request, form, formset) -> int | None:
     return listing.pk
 
 
+def _check_the_rest(request, form, formset) -> None:
+    """With some inputs wrong, what the service would say about the others (the ceiling against
+    the budget, the price, the statistics of the rows that are filled in well), so that the
+    page shows every error at once rather than one more on each attempt."""
+    d = form.cleaned_data
+    if d.get("dataset") is None:
+        return
+    statistics, rows = formset.specs()
+    if d.get("vector_spec") or "vector_kind" in form.errors:
+        statistics, rows = None, []
+    curve = d.get("price_curve")
+    problems = listing_check(
+        owner=request.user,
+        dataset_id=d["dataset"].public_id,
+        statistics=statistics or None,
+        ceiling=d.get("ceiling"),
+        price_curve=curve if curve and curve["kind"] != "compensation" else None,  # its model is judged with the rest
+    )
+    if "c" in problems:  # the curve's c is the form's price scale
+        problems["price_per_epsilon"] = problems.pop("c")
+    add_statistics_errors(formset, rows, problems.pop("statistics", []))
+    for name, texts in problems.items():
+        if name not in form.errors:
+            for text in texts:
+                form.add_error(name if name in form.fields else None, text)
+
+
 def _suggestions(summary: dict | None) -> dict[str, str]:
     """Per categorical column, its suggested categories as the categories input holds them (one per line)."""
     if not summary:
@@ -316,10 +351,13 @@ def listing_new(request):
         data = request.POST.copy()
         form = ListingForm(data, user=request.user)
         formset = statistic_formset(columns=columns, data=data)
-        if form.is_valid() and formset.is_valid():
+        form_valid, rows_valid = form.is_valid(), formset.is_valid()  # both: every input's errors at once
+        if form_valid and rows_valid:
             listing_id = _create_listing(request, form, formset)
             if listing_id is not None:
                 return redirect("web:owner-listing", listing_id=listing_id)
+        else:
+            _check_the_rest(request, form, formset)
         _suggest_categories(data, suggestions)  # shown with the errors, for the owner to check
     context = {"options": options, "summary": summary, "form": form, "formset": formset,
                "builder": _builder(columns, suggestions)}
@@ -342,13 +380,19 @@ def _privacy_gauge(spent, ceiling):
                      label=f"Privacy spent: ε {level(spent)} of the ceiling ε {level(ceiling)}")
 
 
-@login_required
-@owner_required
-def listing_view(request, listing_id: int):
+def _price_initial(curve: dict) -> dict:
+    """The price form's inputs as the listing's curve has them."""
+    return {"price_kind": curve.get("kind", "linear"), "price_per_epsilon": curve.get("c"), "p": curve.get("p"),
+            "margin": curve.get("margin")}
+
+
+def _listing_page(request, listing_id: int, *, status: int = 200, **forms):
+    """A listing's figures and the forms that manage it (``forms``: those posted, with their errors)."""
     try:
         shown = figures.listing_dashboard(user=request.user, listing_id=listing_id)
     except NotFound:
         raise Http404("no such listing among yours") from None
+    listing = shown["listing"]
     context = {
         **shown,
         "revenue_chart": _revenue_chart(shown["revenue_by_day"]),
@@ -356,5 +400,84 @@ def listing_view(request, listing_id: int):
         "budget_chart": _drawn(budget_chart(visibility.owned_listings(request.user).get(pk=listing_id), shown["spent"]),
                                "Compensation budget against the finer privacy level for the largest level released, with its minimum marked"),
         "profile_chart": _drawn(profile_chart(shown["profiles"]), "δ against ε′ for each level released"),
+        "edit_form": forms.get("edit_form")
+        or ListingEditForm(initial={"title": listing["title"], "description": listing["description"]}),
+        "price_form": forms.get("price_form") or ListingPriceForm(initial=_price_initial(listing["price_curve"])),
+        "close_form": forms.get("close_form") or ListingCloseForm(),
+        "reopen_error": forms.get("reopen_error"),
     }
-    return render(request, "owner/listing.html", context)
+    return render(request, "owner/listing.html", context, status=status)
+
+
+@login_required
+@owner_required
+def listing_view(request, listing_id: int):
+    return _listing_page(request, listing_id)
+
+
+def _managed(request, listing_id: int, form_name: str, form, action, done: str):
+    """Run ``action(form.cleaned_data)`` (a service) for a valid ``form``, then back to the listing
+    with ``done``; else the listing's page again with the form's errors (400), nothing changed."""
+    if form.is_valid():
+        try:
+            action(form.cleaned_data)
+        except NotFound:
+            raise Http404("no such listing among yours") from None
+        except DomainError as exc:
+            add_domain_errors(form, exc)
+        else:
+            messages.success(request, done)
+            return redirect("web:owner-listing", listing_id=listing_id)
+    return _listing_page(request, listing_id, status=400, **{form_name: form})
+
+
+@require_POST
+@login_required
+@owner_required
+def listing_edit(request, listing_id: int):
+    """Change the listing's title and description."""
+    return _managed(
+        request, listing_id, "edit_form", ListingEditForm(request.POST),
+        lambda d: listing_update(owner=request.user, listing_id=listing_id, title=d["title"],
+                                 description=d["description"]),
+        "Saved: buyers see the new title and description.",
+    )
+
+
+@require_POST
+@login_required
+@owner_required
+def listing_price(request, listing_id: int):
+    """Change the listing's price curve, for purchases from now on."""
+    return _managed(
+        request, listing_id, "price_form", ListingPriceForm(request.POST),
+        lambda d: listing_update(owner=request.user, listing_id=listing_id, price_curve=d["price_curve"]),
+        "The new price applies to purchases from now on; what was sold keeps its price.",
+    )
+
+
+@require_POST
+@login_required
+@owner_required
+def listing_close_view(request, listing_id: int):
+    """Close the listing: nothing more is sold; its buyers keep their releases."""
+    return _managed(
+        request, listing_id, "close_form", ListingCloseForm(request.POST),
+        lambda d: listing_close(owner=request.user, listing_id=listing_id, reason=d["reason"]),
+        "Listing closed: nothing more is sold on it. Its buyers keep their releases.",
+    )
+
+
+@require_POST
+@login_required
+@owner_required
+def listing_reopen_view(request, listing_id: int):
+    """Open the listing again, as it was; the page says why when it cannot be."""
+    try:
+        listing_reopen(owner=request.user, listing_id=listing_id)
+    except NotFound:
+        raise Http404("no such listing among yours") from None
+    except DomainError as exc:
+        return _listing_page(request, listing_id, status=exc.status, reopen_error=exc.message)
+    messages.success(request, "Listing reopened: buyers can buy it again, from the level they hold.")
+    return redirect("web:owner-listing", listing_id=listing_id)

@@ -17,6 +17,7 @@ urlpatterns = [
     path("owner/", include("market.web.owner_urls")),
     path("account/", account_views.account, name="account"),
     path("account/roles/", account_views.role_add, name="account-role-add"),
+    path("account/roles/drop/", account_views.role_drop, name="account-role-drop"),
     path("account/keys/", account_views.key_create, name="account-key-create"),
     path("account/keys/<str:key_id>/revoke/", account_views.key_revoke, name="account-key-revoke"),
     path("account/keys/<str:key_id>/rotate/", account_views.key_rotate, name="account-key-rotate"),

@@ -85,6 +85,10 @@ API = [
     api("GET",    "/api/v1/listings/{L}/privacy-profile/?epsilon=2", "200  200   200   200   200   200"),
     # creating a listing on D: non-owners 403 (role_required), the other owner 404 (not his)
     api("POST",   "/api/v1/listings/",                      "401  403   403   201   404   403", "listing"),
+    # an owner manages their listing: non-owners 403 (role_required), the other owner 404 (not his)
+    api("PATCH",  "/api/v1/listings/{L}/",                  "401  403   403   200   404   403", "listing_edit"),
+    api("POST",   "/api/v1/listings/{L}/close/",            "401  403   403   200   404   403", "close"),
+    api("POST",   "/api/v1/listings/{L}/reopen/",           "401  403   403   200   404   403"),
     api("PUT",    "/api/v1/listings/{L}/",                  "401  405   405   405   405   405", "listing"),
     api("DELETE", "/api/v1/listings/{L}/",                  "401  405   405   405   405   405"),
     api("GET",    "/api/v1/datasets/",                      "401  200   200   200   200   200"),
@@ -156,6 +160,11 @@ PAGES = [
     page("GET",  "/owner/listings/{L}/",                    "302L 403   403   200   404   403"),
     page("GET",  "/owner/earnings/",                        "302L 403   403   200   200   403"),
     page("POST", "/owner/earnings/",                        "302L 403   403   302   302   403", "payout"),
+    page("POST", "/owner/listings/{L}/edit/",               "302L 403   403   302   404   403", "listing_edit"),
+    page("POST", "/owner/listings/{L}/price/",              "302L 403   403   302   404   403", "price_form"),
+    page("POST", "/owner/listings/{L}/close/",              "302L 403   403   302   404   403", "close"),
+    page("POST", "/owner/listings/{L}/reopen/",             "302L 403   403   302   404   403"),
+    page("GET",  "/owner/listings/{L}/close/",              "405  405   405   405   405   405"),
     page("GET",  "/owner/trust/",                           "302L 403   403   200   200   403"),
     page("GET",  "/owner/trust/?listing={L}",               "302L 403   403   200   404   403"),
     page("POST", "/owner/trust/settings/",                  "302L 403   403   302   302   403", "trust_settings"),
@@ -176,6 +185,8 @@ PAGES = [
     page("GET",  "/accounts/password/done/",                "302L 200   200   200   200   200"),
     page("GET",  "/account/",                               "302L 200   200   200   200   200"),
     page("POST", "/account/roles/",                         "302L 302   302   302   302   302", "role"),
+    # refused or done, back to the account page with the reason (an only role, open listings)
+    page("POST", "/account/roles/drop/",                    "302L 302   302   302   302   302", "role"),
     page("POST", "/account/keys/",                          "302L 302   302   302   302   302", "key_form"),
     page("POST", "/account/keys/{K}/revoke/",               "302L 302   404   404   404   404"),
     page("POST", "/account/keys/{K}/rotate/",               "302L 302   404   404   404   404"),
@@ -242,6 +253,12 @@ def payload(name, world, actor):
             "stats-MIN_NUM_FORMS": "0", "stats-MAX_NUM_FORMS": "20",
             "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
         }
+    if name == "listing_edit":
+        return {"title": "Renamed", "description": "Now described."}
+    if name == "price_form":
+        return {"price_kind": "linear", "price_per_epsilon": "2.00"}
+    if name == "close":
+        return {"reason": "matrix"}
     if name == "api_key":
         return {"name": "matrix"}
     if name == "rotate":
