@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 
 from market.api.errors import not_found
 from market.web.signin import AdminSignInForm, SignInView
+from market.web.site_views import favicon
 
 admin.site.login_form = AdminSignInForm  # password sign-ins are limited per account (market/accounts/signin.py)
 
@@ -15,5 +16,11 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("favicon.ico", favicon),  # browsers ask for it by themselves; pages link the SVG
     path("", include("market.web.urls")),
 ]
+
+# the site's error pages (templates/404.html, 500.html), never Django's debug pages: DEBUG is off in
+# production and in the demo (scripts/run.sh)
+handler404 = "django.views.defaults.page_not_found"
+handler500 = "market.web.error_views.server_error"

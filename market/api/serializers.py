@@ -766,18 +766,19 @@ class PrivacyAtRiskSerializer(serializers.Serializer):
     epsilon0 = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the level released")
     epsilon = serializers.DecimalField(
         max_digits=12, decimal_places=6,
-        help_text="the finer level that minimises the paper's compensation budget (its equation 9)",
+        help_text="the finer level that minimises the paper's compensation budget",
     )
     gamma = serializers.FloatField(
-        help_text="the paper's privacy at risk of epsilon (Theorem 12): P(T <= eps) / P(T <= eps0) for the norm T "
-        "of k-dimensional Laplace noise, an average under the paper's model. It is NOT the probability that this "
+        help_text="the paper's privacy at risk of epsilon: P(T <= eps) / P(T <= eps0), T the size of the noise on "
+        "all `dimension` released values together (its norm, in units of the sensitivity), as the paper's model "
+        "draws it (one Laplace scale for all); an average over the noise. It is NOT the probability that this "
         "release is epsilon-DP; privacy_profile states the release's guarantee exactly"
     )
     dimension = serializers.IntegerField(help_text="k, the number of released values, as the paper's model counts them")
     rate = serializers.DecimalField(
         max_digits=12, decimal_places=6, help_text="c of the cost model E_min + E e^(-c/eps) whose budget epsilon minimises"
     )
-    definition = serializers.CharField(help_text="what gamma is, in one sentence")
+    definition = serializers.CharField(help_text="what gamma (privacy at risk) is, in one sentence")
 
 
 class ProfilePointSerializer(serializers.Serializer):

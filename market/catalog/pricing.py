@@ -131,7 +131,7 @@ class PriceCurve:
                     f"power p = {p} is refused: a price growing faster than ε² invites arbitrage. Two independent "
                     f"answers at ε/√2 average to the accuracy of one at ε, and would cost 2^(1-p/2) = "
                     f"{2 ** (1 - float(p) / 2):.2f} times its price. Use p <= 2.",
-                    fields={"p": ["At most 2: higher powers invite arbitrage (docs/mathematics.md section 8)."]},
+                    fields={"p": ["At most 2: with a higher power, averaging several cheaper answers would beat buying one."]},
                 )
             return cls(kind, c=c, p=p)
         margin = _number(curve, "margin", low=Decimal(0), low_open=True, high=Decimal(1000), label="margin")

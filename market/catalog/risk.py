@@ -42,11 +42,12 @@ def _model(listing) -> CompensationModel | None:
     return CompensationModel.parse(listing.compensation, stored=True) if listing.compensation else None
 
 
-#: What gamma is, in one sentence, wherever it is shown.
+#: What gamma (privacy at risk) is, in one sentence and without symbols, wherever it is shown.
 DEFINITION = (
-    "the paper's privacy at risk (Dandekar, Basu and Bressan, Theorem 12): gamma = P(T <= eps) / P(T <= eps0) "
-    "for the norm T of k-dimensional Laplace noise, an average under the paper's model; it is not the "
-    "probability that the release is eps-DP (the privacy-loss profile states that exactly)"
+    "the paper's “privacy at risk” (Dandekar, Basu and Bressan): a ratio of two probabilities about the size of "
+    "the noise, computed under the paper's model, which treats all the released values as one query with a single "
+    "noise scale; it is not the probability that the release is ε-private at the finer level (the privacy-loss "
+    "profile states that exactly)"
 )
 
 

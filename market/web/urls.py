@@ -1,12 +1,13 @@
 from django.urls import include, path
 
-from . import account_views, views
+from . import account_views, site_views, views
 
 app_name = "web"
 
 urlpatterns = [
     path("", views.catalogue, name="catalogue"),
     path("signup/", views.signup, name="signup"),
+    path("how-it-works/", site_views.how_it_works, name="how-it-works"),
     path("listings/<int:listing_id>/", views.listing_detail, name="listing"),
     path("listings/<int:listing_id>/buy/", views.listing_buy, name="listing-buy"),
     path("purchases/<uuid:purchase_id>/", views.purchase_detail, name="purchase"),

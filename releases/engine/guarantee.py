@@ -27,6 +27,8 @@ imports Django.
 
 from __future__ import annotations
 
+from decimal import ROUND_CEILING, Decimal
+
 __all__ = ["FLOAT_PATH_DELTA", "MEASURED_DELTAS", "MEASURED_LEVELS", "engine_words", "float_path_statement",
            "lattice_statement", "guarantee_statement"]
 
@@ -45,21 +47,24 @@ def float_path_statement(values: int = 1) -> str:
     """One line for people: what the float path guarantees for a release of ``values`` numbers."""
     if isinstance(values, bool) or not isinstance(values, int) or values < 1:
         raise ValueError(f"values must be a positive integer, got {values!r}")
-    bound = FLOAT_PATH_DELTA * values
+    # rounded up to one digit: 53 values make 5.3e-10, stated as below 6e-10 (never below 5e-10)
+    exact = Decimal(repr(FLOAT_PATH_DELTA)) * values
+    bound = float(exact.quantize(Decimal(1).scaleb(exact.adjusted()), rounding=ROUND_CEILING))
     lo, hi = MEASURED_LEVELS
     return (
-        f"Floating-point noise: this release is (eps, delta)-DP with delta below {bound:.0e} "
-        f"(measured exactly for a directly drawn count at levels {lo:g} to {hi:g}; "
-        f"not measured for values reached by relaxing, tightening or bridging)."
+        f"Floating-point noise: each release is (ε, δ)-differentially private with δ below {bound:.0e}: "
+        f"the probability of any outcome may exceed what the guarantee at ε allows by at most δ "
+        f"(measured exactly for one count drawn directly, at levels {lo:g} to {hi:g}; not measured for levels "
+        f"reached by going up from, down from or between levels already released)."
     )
 
 
 def lattice_statement() -> str:
     """One line for people: what the exact lattice path guarantees."""
     return (
-        "Exact integer noise: this release is exactly eps-DP (pure, no delta). Its noise is discrete Laplace, "
-        "drawn with exact integer arithmetic from the operating system's random bits; no floating-point "
-        "number enters any step."
+        "Exact integer noise: each release is exactly ε-differentially private, with no exception (δ = 0). "
+        "Its noise is drawn with whole-number arithmetic from the operating system's random bits; no rounded "
+        "(floating-point) number enters any step."
     )
 
 
@@ -77,11 +82,11 @@ def engine_words(engine: str, vector: bool = False) -> str:
     exact integer path of every new count, histogram, table and sum) or ``laplace`` (floats:
     listings made before the lattice path, and vector statistics, which have no lattice path)."""
     if engine == "lattice":
-        return ("Exact integer noise, exactly ε-DP: counts and bins are released as whole numbers, "
-                "each sum as a whole number of steps of its rounding grid.")
+        return ("Exact integer noise, exactly ε-differentially private: counts and bins are released as whole "
+                "numbers, each sum as a whole number of steps of its rounding grid.")
     if engine != "laplace":
         raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
     if vector:
-        return "Floating-point noise on the whole vector, (ε, δ)-DP with a tiny δ (stated below)."
-    return ("Floating-point Laplace noise, (ε, δ)-DP with a tiny δ (stated below): this listing was made "
-            "before exact integer noise, and keeps the noise path its buyers already read.")
+        return "Floating-point noise on the whole vector: ε-differentially private up to a tiny δ (stated below)."
+    return ("Floating-point noise: ε-differentially private up to a tiny δ (stated below). This listing was made "
+            "before exact integer noise, and keeps the noise its buyers have already read.")

@@ -64,8 +64,8 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
     expect(page.locator(".error-chart svg.plot").first).to_be_visible()
     # whom a release protects and what it guarantees, in plain words
     expect(page.locator("#protects")).to_contain_text("Protects any one record, whether or not they are in the data")
-    expect(page.locator("#engine")).to_contain_text("Exact integer noise, exactly ε-DP")
-    expect(page.locator("#guarantee")).to_contain_text("exactly eps-DP (pure, no delta)")
+    expect(page.locator("#engine")).to_contain_text("Exact integer noise, exactly ε-differentially private")
+    expect(page.locator("#guarantee")).to_contain_text("exactly ε-differentially private, with no exception (δ = 0)")
     page.get_by_label("Buy up to ε").fill("0.5")
     page.get_by_role("button", name="See the price").click()
     expect(page.get_by_text("5.00 credits", exact=True)).to_be_visible()

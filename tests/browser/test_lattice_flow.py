@@ -66,7 +66,7 @@ def test_an_owner_lists_a_sum_on_a_grid_and_a_buyer_reads_whole_numbers_and_cent
     page.get_by_role("button", name="Create the listing").click()
 
     expect(page.get_by_role("heading", name="Exact clinic")).to_be_visible()
-    expect(page.locator("#engine")).to_contain_text("Exact integer noise, exactly ε-DP")
+    expect(page.locator("#engine")).to_contain_text("Exact integer noise, exactly ε-differentially private")
     expect(page.locator("#offered-title").locator("..")).to_contain_text("each value rounded to a multiple of 0.01")
     listing = Listing.objects.get(title="Exact clinic")
     assert listing.engine == "lattice" and listing.statistics[2]["grid"] == "0.01"

@@ -60,7 +60,9 @@ def test_recorded_constant_covers_the_computation(eps):
 
 def test_statement():
     line = float_path_statement()
-    assert "delta below 1e-11" in line and "(eps, delta)-DP" in line
-    assert "below 3e-11" in float_path_statement(3)
+    assert "δ below 1e-11" in line and "(ε, δ)-differentially private" in line
+    assert "δ below 3e-11" in float_path_statement(3)
+    assert "δ below 6e-10" in float_path_statement(53)  # 5.3e-10 rounded up, never down to 5e-10
+    assert "δ below 1e-09" in float_path_statement(95)
     with pytest.raises(ValueError):
         float_path_statement(0)

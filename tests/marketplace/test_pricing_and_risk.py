@@ -80,7 +80,7 @@ def test_the_papers_example_on_a_release_and_the_dashboard(
     assert float(risk["epsilon"]) == pytest.approx(0.2741, abs=1e-3)  # figure 10: (0.27, 0.61)
     assert risk["epsilon"] == "0.274115"  # an exact decimal, to six places
     assert risk["gamma"] == pytest.approx(0.6093, abs=1e-3)
-    assert "not the probability that the release is eps-DP" in risk["definition"]
+    assert "not the probability that the release is ε-private" in risk["definition"]
     # the release's exact guarantee: one count with integer noise at 0.5 has loss +-0.5 only (probabilities
     # 1/(1+a) and a/(1+a), a = e^-0.5), so below 0.5 it is (eps', (1 - e^(eps' - 0.5))/(1 + e^-0.5))-DP
     link = body["release"]["privacy_profile"]
@@ -137,7 +137,7 @@ def test_the_owner_form_offers_every_curve(client, owner):
         "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0", "stats-0-kind": "count",
     }
     refused = client.post("/owner/listings/new/", post)
-    assert refused.status_code == 200 and "higher powers invite arbitrage" in refused.content.decode()
+    assert refused.status_code == 200 and "averaging several cheaper answers would beat buying one" in refused.content.decode()
     assert not Listing.objects.exists()
     made = client.post("/owner/listings/new/", {**post, "price_kind": "compensation", "margin": "1.5", "E": "5500"})
     assert made.status_code == 302

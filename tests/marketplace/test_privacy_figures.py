@@ -88,7 +88,7 @@ def test_the_profile_endpoint_is_the_exact_curve_of_the_listing_under_its_relati
     assert body["summary"]["delta"] == pytest.approx(_lattice_delta(coords, 0.5), abs=2e-3)
     deltas = [p["delta"] for p in body["points"]]
     assert deltas[-1] == 0.0 and all(x >= y for x, y in zip(deltas, deltas[1:]))
-    assert "exactly eps-DP (pure, no delta)" in body["guarantee"]
+    assert "exactly ε-differentially private, with no exception (δ = 0)" in body["guarantee"]
     # default level: the ceiling; above the ceiling: a clear 400
     assert api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/").json()["level"] == "2.0000"
     refused = api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=3")
@@ -182,7 +182,7 @@ def test_a_lattice_profile_is_the_largest_over_the_worst_cases_with_its_error_bo
     stated = float(got["method"].rsplit("below ", 1)[1].rstrip(")"))
     assert bound <= stated < 10 * bound
     assert got["summary"]["epsilon"] == Decimal("0.75") and got["points"][-1]["delta"] == 0.0
-    assert "exactly eps-DP" in got["guarantee"] and "delta below" not in got["guarantee"]
+    assert "exactly ε-differentially private" in got["guarantee"] and "δ below" not in got["guarantee"]
 
 
 def test_a_lattice_profile_too_large_to_sum_is_not_computed():
@@ -191,4 +191,4 @@ def test_a_lattice_profile_too_large_to_sum_is_not_computed():
     got = release_profile(_SOMEONE, Decimal("2"), plan=plan)
     assert got["method"].startswith("not computed: ")
     assert got["summary"]["delta"] is None and all(p["delta"] is None for p in got["points"])
-    assert "exactly eps-DP" in got["guarantee"]
+    assert "exactly ε-differentially private" in got["guarantee"]

@@ -62,7 +62,8 @@ def test_a_count_histogram_and_sum_on_a_grid_are_released_as_whole_numbers_and_c
     assert len(wholes) == 4 and {grids[label] for label in wholes} == {"1"} and grids[total] == "0.01"
 
     for page in (text(client.get(created["Location"])), text(client.get(reverse("web:listing", args=[listing.pk])))):
-        assert "Exact integer noise, exactly ε-DP" in page and "exactly eps-DP (pure, no delta)" in page
+        assert "Exact integer noise, exactly ε-differentially private" in page
+        assert "exactly ε-differentially private, with no exception (δ = 0)" in page
         assert "each value rounded to a multiple of 0.01" in page
         assert "Floating-point" not in page
 
