@@ -1336,12 +1336,12 @@ class _Vector(Kind):
     def aggregate(self, stat: dict):
         """What the vector is on the data (``compute.Centroid`` or ``compute.Row``)."""
 
-    def statistic_name(self, stat, where, labels):
-        return f"{self.name}({', '.join(stat['columns'])})"
+    def curve_name(self, stat):
+        return f"error radius of the {self.name}"
 
     def curve(self, stat, where, plan, records=None):
         dim, w = len(where), float(plan.weights[where[0]])
-        return {"name": f"error radius of the {self.name}", "bound": lambda eps: l2_error_radius(dim, w / float(eps)),
+        return {"name": self.curve_name(stat), "bound": lambda eps: l2_error_radius(dim, w / float(eps)),
                 "assumes_records": None}
 
     def read(self, stat, labels, where, r):

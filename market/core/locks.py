@@ -20,6 +20,7 @@ PATH       a listing's noise path                      FOR UPDATE
 HOLDING    a buyer's holding on a listing              FOR UPDATE
 PURCHASE   a purchase                                  FOR UPDATE
 ACCOUNT    ledger accounts, in id order                FOR UPDATE
+PAYOUT     an owner's payout (staff mark it paid)      FOR UPDATE
 =========  ==========================================  =====================
 
 A purchase locks only the account it takes from (the buyer's wallet: its
@@ -73,6 +74,7 @@ class Rank(enum.IntEnum):
     HOLDING = 50
     PURCHASE = 60
     ACCOUNT = 70
+    PAYOUT = 80
 
 
 class LockOrderError(AssertionError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from market.core.locks import Rank, taken
 
-from .models import Account
+from .models import Account, Payout
 
 
 def accounts_lock(*, ids) -> dict[int, Account]:
@@ -29,3 +29,9 @@ def account_lock_with_peer(*, debit: tuple, credit: tuple) -> Account | None:
         Account.objects.select_for_update(of=("self",)).filter(user_id=user_id, kind=kind, listing_id=listing_id)
         .annotate(credit_id=Subquery(peer)).first()
     )
+
+
+def payout_lock(*, payout_id) -> Payout:
+    """The payout ``payout_id``, locked for update (staff marking it paid take turns on it)."""
+    taken(Rank.PAYOUT, f"payout {payout_id}")
+    return Payout.objects.select_for_update().get(pk=payout_id)

@@ -12,7 +12,7 @@ from market.core.fields import MONEY_QUANTUM
 #: what the NUMERIC(18, 2) money columns hold
 MAX_MONEY = Decimal(10) ** 16
 
-from .locks import account_lock_with_peer, accounts_lock
+from .locks import account_lock_with_peer, accounts_lock, payout_lock
 from .models import Account, Leg, Payout, Transfer
 
 
@@ -165,7 +165,7 @@ def payout_settle(*, payout_id) -> Payout:
     from django.utils import timezone
 
     with transaction.atomic():
-        payout = Payout.objects.select_for_update().get(pk=payout_id)
+        payout = payout_lock(payout_id=payout_id)
         if payout.status != Payout.Status.PAID:
             payout.status, payout.paid_at = Payout.Status.PAID, timezone.now()
             payout.save(update_fields=["status", "paid_at"])

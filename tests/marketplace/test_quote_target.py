@@ -184,3 +184,30 @@ def test_the_schema_documents_the_target_syntax(api):
     assert "mean(age):1" in target["description"] and "either" not in target.get("required", "")
     assert not next(p for p in parameters if p["name"] == "epsilon").get("required", False)
     assert next(p for p in parameters if p["name"] == "records")["schema"]["minimum"] == 1
+
+
+def test_every_kind_has_a_statable_named_bound_and_the_search_is_minimal():
+    from market.catalog.columns import columns_from
+    from market.catalog.statistics import LATTICE, PUBLIC_SIZE, Neighbours, build_plan
+
+    columns = columns_from([{"name": "x", "type": "decimal", "missing": "none"},
+                            {"name": "y", "type": "decimal", "missing": "none"},
+                            {"name": "g", "type": "categorical", "missing": "none"}])
+    sized = Neighbours(PUBLIC_SIZE, size=400)
+    centroid = build_plan([{"kind": "centroid", "columns": ["x", "y"], "center": [0, 0], "radius": 10}], columns,
+                          neighbours=sized)
+    grouped = build_plan([{"kind": "mean", "column": "x", "lower": 0, "upper": 10, "by": "g", "categories": ["a"]},
+                          {"kind": "sum", "column": "x", "lower": 0, "upper": 10, "where": [{"column": "g", "op": "=", "value": "a"}]},
+                          {"kind": "count", "by": "g", "categories": ["a"]}],
+                         columns, neighbours=sized, engine=LATTICE)
+    [radius] = accuracy.statistic_curves(centroid)
+    assert radius["name"] == "error radius of the centroid" and radius["assumes_records"] is None
+    curves = accuracy.statistic_curves(grouped)
+    assert [(c["name"], c["assumes_records"]) for c in curves] == [
+        ("mean of x (each group)", 400), ("sum(x; 0..10) | g = a (statistic 2)", None), ("count of records (each group)", None)]
+    assert curves[0]["shown"] == "mean of x (each group), if each cell holds 400 records"  # at most the public size
+    for plan, target in ((centroid, [(None, Decimal("1"))]), (grouped, [("mean of x (each group)", Decimal("0.5"))])):
+        found = accuracy.statistic_curves(plan)
+        level = accuracy.cheapest_level(found, target, above=Decimal(0), cap=Decimal(100))
+        assert level is not None and not accuracy.misses(found, target, level)
+        assert accuracy.misses(found, target, level - STEP)
