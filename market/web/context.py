@@ -1,5 +1,6 @@
 def marketplace(request):
-    """What every page's header needs: demo mode and the signed-in user's wallet."""
+    """What every page's header needs: demo mode and, for a buyer, their wallet's balance (an
+    owner-only account has no wallet to show: its header links to its earnings instead)."""
     from django.conf import settings
 
     from market.ledger.selectors import wallet_balance
@@ -8,5 +9,5 @@ def marketplace(request):
     signed_in = bool(user and user.is_authenticated)
     return {
         "demo_mode": settings.DEMO_MODE,
-        "wallet_balance": wallet_balance(user=user) if signed_in else None,
+        "wallet_balance": wallet_balance(user=user) if signed_in and user.is_buyer else None,
     }

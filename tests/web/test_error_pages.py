@@ -99,3 +99,31 @@ def test_the_favicon_is_linked_and_answers(client, demo):
     assert icon.status_code == 200 and icon["Content-Type"].startswith("image/svg+xml")
     body = b"".join(icon.streaming_content) if icon.streaming else icon.content
     assert body.lstrip().startswith(b"<svg") and b"<script" not in body and b"style=" not in body
+
+
+def test_a_form_sent_without_its_token_gets_the_styled_403_that_says_nothing_changed(demo, buyer):
+    """A stale or forged form (no CSRF token): the site's page, in its layout, saying nothing was changed."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(buyer)
+    answer = browser.post("/wallet/top-up/", {"amount": "5"})
+    page = answer.content.decode()
+    assert answer.status_code == 403
+    assert "<h1>This form has expired</h1>" in page and "Nothing was changed" in page
+    assert '<nav class="bar" aria-label="Main">' in page and "/static/css/site.css" in page
+    from market.ledger.selectors import wallet_balance
+
+    assert wallet_balance(user=buyer) == 0
+
+
+def test_the_header_shows_a_buyer_their_wallet_and_an_owner_only_account_its_earnings(client, demo, users):
+    buyer_only = users("bea")
+    owner_only = users("oona", owner=True)
+    owner_only.is_buyer = False
+    owner_only.save(update_fields=["is_buyer"])
+    client.force_login(buyer_only)
+    page = client.get("/how-it-works/").content.decode()
+    assert 'title="Your wallet"' in page and "0.00 credits" in page and "/owner/earnings/" not in page
+    client.force_login(owner_only)
+    page = client.get("/how-it-works/").content.decode()
+    assert 'title="Your wallet"' not in page and "credits</a>" not in page
+    assert 'href="/owner/earnings/">Earnings</a>' in page
