@@ -36,15 +36,25 @@ def reinstall_sqlite_triggers_if_installed(apps, schema_editor):
         reinstall_sqlite_triggers(apps, schema_editor)
 
 
-def drop_sqlite_triggers_naming_accounts(apps, schema_editor):
-    """SQLite refuses to rebuild ledger_account while triggers of other tables name it: they are
-    dropped first and installed again at the end (PostgreSQL: nothing)."""
-    if schema_editor.connection.vendor != "sqlite":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%ledger_account%'")
-        for (name,) in cursor.fetchall():
-            cursor.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+def drop_sqlite_triggers_naming(*tables: str):
+    """A RunPython step: SQLite refuses to rebuild a table while triggers of other tables name it
+    (renaming the rebuilt table fails inside them), so every trigger whose text names one of
+    ``tables`` is dropped first; a later step installs them again (PostgreSQL: nothing)."""
+
+    def drop(apps, schema_editor):
+        if schema_editor.connection.vendor != "sqlite":
+            return
+        with schema_editor.connection.cursor() as cursor:
+            for table in tables:
+                cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE %s", [f"%{table}%"])
+                for (name,) in cursor.fetchall():
+                    cursor.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+
+    return drop
+
+
+#: the ledger's migrations rebuild ledger_account
+drop_sqlite_triggers_naming_accounts = drop_sqlite_triggers_naming("ledger_account")
 
 
 def _has_trigger(connection, table: str, trigger: str) -> bool:

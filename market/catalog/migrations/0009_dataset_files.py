@@ -12,7 +12,7 @@ import os
 import numpy as np
 from django.db import migrations, models
 
-from market.core.migration_helpers import reinstall_sqlite_triggers_if_installed
+from market.core.migration_helpers import drop_sqlite_triggers_naming, reinstall_sqlite_triggers_if_installed
 
 
 def to_files(apps, schema_editor):
@@ -72,6 +72,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # SQLite rebuilds catalog_listing and catalog_dataset, which it refuses while triggers of other
+        # tables name them (trading_holding's ceiling check reads the listing): they are dropped first and
+        # installed again at the end, whichever way this runs
+        migrations.RunPython(drop_sqlite_triggers_naming("catalog_listing", "catalog_dataset"),
+                             reinstall_sqlite_triggers_if_installed),
         migrations.AddField(
             model_name="dataset", name="status",
             field=models.CharField(
@@ -133,5 +138,6 @@ class Migration(migrations.Migration):
         ),
         migrations.RunPython(to_files, to_matrix),
         migrations.RemoveField(model_name="dataset", name="data"),
-        migrations.RunPython(reinstall_sqlite_triggers_if_installed, reinstall_sqlite_triggers_if_installed),
+        migrations.RunPython(reinstall_sqlite_triggers_if_installed,
+                             drop_sqlite_triggers_naming("catalog_listing", "catalog_dataset")),
     ]

@@ -2,6 +2,8 @@
 
 from django.db import migrations, models
 
+from market.core.migration_helpers import drop_sqlite_triggers_naming, reinstall_sqlite_triggers_if_installed
+
 
 class Migration(migrations.Migration):
 
@@ -10,6 +12,9 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # SQLite rebuilds catalog_listing for the constraints, which it refuses while triggers of other
+        # tables name it (trading_holding's ceiling check): dropped first, installed again at the end
+        migrations.RunPython(drop_sqlite_triggers_naming("catalog_listing"), reinstall_sqlite_triggers_if_installed),
         migrations.AddField(
             model_name='listing',
             name='engine',
@@ -39,4 +44,5 @@ class Migration(migrations.Migration):
             model_name='listing',
             constraint=models.CheckConstraint(condition=models.Q(('engine', 'laplace'), ('grids__isnull', False), _connector='OR'), name='listing_lattice_has_grids'),
         ),
+        migrations.RunPython(reinstall_sqlite_triggers_if_installed, drop_sqlite_triggers_naming("catalog_listing")),
     ]
