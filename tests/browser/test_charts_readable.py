@@ -84,7 +84,7 @@ def test_each_statistic_has_a_chart_of_its_own_that_fits_the_screen(open_as, sho
     expect(section.locator("#charts-note")).to_contain_text("they need no JavaScript")
     charts = page.evaluate(GEOMETRY)
     captions = [c["caption"] for c in charts]
-    assert captions == ["Price of the whole path up to ε", "± count of records", "± sum of age",
+    assert captions == ["Price of the whole path up to ε", "± count", "± sum(age)",
                         "± each bin of the age histogram"]
     width = SIZES[size][0]
     for chart in charts:

@@ -156,7 +156,7 @@ def test_each_statistic_gets_its_own_readable_chart(make_listing):
     """A sum's bound is a hundred times a count's: on one chart the count would lie flat on zero."""
     listing = make_listing(statistics=[{"kind": "count"}, {"kind": "sum", "column": "age", "lower": 0, "upper": 100}])
     charts = listing_charts(listing, Decimal("1"))
-    assert [chart["name"] for chart in charts["errors"]] == charts["curve_names"] == ["count of records", "sum of age"]
+    assert [chart["name"] for chart in charts["errors"]] == charts["curve_names"] == ["count", "sum(age)"]
     count, total = (chart["svg"] for chart in charts["errors"])
     for drawing in (count, total):
         assert plot_span(drawing) > 0.6  # each curve fills most of its own chart's height
