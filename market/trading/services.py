@@ -176,25 +176,20 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
                                fields={"target": ["An error bound is a positive number, such as 0.5."]})
     cap = min(buyer_cap(listing=listing, buyer=buyer).level, listing.ceiling)
     if current >= cap:
-        raise InvalidInput(f"target: you already hold level {_plain(current)}, your highest on this listing",
-                           fields={"target": [f"You hold your highest level, {_plain(current)}."]})
+        raise InvalidInput(f"target: you already hold level {level_text(current)}, your highest on this listing",
+                           fields={"target": [f"You hold your highest level, {level_text(current)}."]})
     if current > 0 and not accuracy.misses(curves, target, current):
-        raise InvalidInput(f"target: the level you hold, {_plain(current)}, already meets every target",
-                           fields={"target": [f"Your level {_plain(current)} already meets it."]})
+        raise InvalidInput(f"target: the level you hold, {level_text(current)}, already meets every target",
+                           fields={"target": [f"Your level {level_text(current)} already meets it."]})
     level = accuracy.cheapest_level(curves, target, above=current, cap=cap)
     if level is None:
-        short = [f"{c['shown']}: ±{bound:,.4g} at best (target ±{_plain(t)})"
+        short = [f"{c['shown']}: ±{bound:,.4g} at best (target ±{level_text(t)})"
                  for c, t, bound in accuracy.misses(curves, target, cap)]
         raise InvalidInput(
-            f"target: not reachable up to your cap of ε {_plain(cap)}: " + "; ".join(short),
-            fields={"target": [f"Not reachable up to ε {_plain(cap)}: " + "; ".join(short) + "."]},
+            f"target: not reachable up to your cap of ε {level_text(cap)}: " + "; ".join(short),
+            fields={"target": [f"Not reachable up to ε {level_text(cap)}: " + "; ".join(short) + "."]},
         )
     return _smallest_paid(listing, current, level) or level
-
-
-def _plain(level: Decimal) -> str:
-    """A level as people write it: 5, 0.5 (not 5.0000)."""
-    return format(level.normalize(), "f")
 
 
 def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:

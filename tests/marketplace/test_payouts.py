@@ -1,5 +1,6 @@
 """Owners' earnings, their statement with a running balance, and payouts (issue 15)."""
 
+import os
 from decimal import Decimal
 
 import pytest
@@ -135,9 +136,9 @@ def test_the_statement_pages_keep_the_running_balance(buyer, fund):
     assert [leg.balance_after for leg in page] == [Decimal("10.00"), Decimal("6.00"), Decimal("3.00")]
 
 
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                    reason="the invariants' SQL is PostgreSQL's (CI runs this on PostgreSQL)")
 def test_the_invariants_hold_with_payouts(owner, sales):
-    if connection.vendor != "postgresql":
-        pytest.skip("the invariants' SQL is PostgreSQL's")
     payout_create(user=owner, amount=Decimal("12.00"))
     payout_create(user=owner, amount=Decimal("1.00"), paid=True)
     with connection.cursor() as cursor:
