@@ -1,0 +1,417 @@
+"""The client: one object per marketplace and API key, methods for what a buyer (and an owner) does."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from . import __version__
+from .config import resolve
+from .errors import ConflictError, GradualError, NetworkError, PurchaseFailed, RateLimitError, ReleaseTimeout, error_from_response
+from .models import Dataset, Listing, Purchase, Quote, Release, StatementLine, Wallet, releases_to_frame
+
+Number = Decimal | int | float | str
+#: a listing as an argument: its id, or the Listing itself
+ListingRef = int | Listing
+#: an accuracy target: a bound for every statistic (0.5), {statistic name: bound}, or the API's own
+#: strings ("0.5", "mean(age):1"), several of them in a list
+Target = Number | Mapping[str, Number] | Sequence[str | tuple[str, Number]]
+
+#: the API's longest ``Prefer: wait`` (seconds)
+MAX_PREFER_WAIT = 30
+
+
+def decimal_text(value: Number) -> str:
+    """A number as the API's decimal text, exactly: 1.5 -> "1.5", Decimal("2.50") -> "2.50", never "1E+1"."""
+    if isinstance(value, bool):
+        raise TypeError("a number was expected, not a bool")
+    try:
+        number = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"not a number: {value!r}") from None
+    if not number.is_finite():
+        raise ValueError(f"not a finite number: {value!r}")
+    return format(number, "f")
+
+
+def _listing_id(listing: ListingRef) -> int:
+    if isinstance(listing, Listing):
+        return listing.id
+    if isinstance(listing, bool) or not isinstance(listing, int):
+        try:
+            return int(str(listing))
+        except ValueError:
+            raise ValueError(f"a listing is its id (a whole number) or a Listing, not {listing!r}") from None
+    return listing
+
+
+def _targets(target: Target) -> list[str]:
+    if isinstance(target, Mapping):
+        return [f"{name}:{decimal_text(bound)}" for name, bound in target.items()]
+    if isinstance(target, (Decimal, int, float)) and not isinstance(target, bool):
+        return [decimal_text(target)]
+    if isinstance(target, str):
+        return [target]
+    out: list[str] = []
+    for item in target:
+        if isinstance(item, tuple):
+            name, bound = item
+            out.append(f"{name}:{decimal_text(bound)}")
+        else:
+            out.append(str(item))
+    return out
+
+
+class Client:
+    """A client of one Gradual marketplace.
+
+    >>> client = Client("https://gradual.example.org", "gradual_...")
+    >>> listing = client.listings(search="clinic")[0]
+    >>> client.quote(listing, epsilon=1).price
+    >>> purchase = client.buy(listing, epsilon=1)          # waits for the release
+    >>> purchase.release.to_frame()                          # with pandas
+
+    ``url`` is the site's address (``/api/v1/`` is added). ``key`` is an API key (``gradual_...``); without
+    one only public reads work. Requests that are safe to repeat (reads, and purchases, which carry an
+    idempotency key) are tried again on a lost connection, ``429`` and ``409 busy``, at most ``retries``
+    times, after the ``Retry-After`` the API gives (at most ``max_retry_wait`` seconds).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        retries: int = 2,
+        max_retry_wait: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        base = url.rstrip("/")
+        for suffix in ("/api/v1", "/api"):
+            if base.endswith(suffix):
+                base = base[: -len(suffix)]
+                break
+        self.url = base
+        self.api = f"{base}/api/v1/"
+        self.key = key
+        self.timeout = timeout
+        self.retries = retries
+        self.max_retry_wait = max_retry_wait
+        headers = {"Accept": "application/json", "User-Agent": f"gradual-client/{__version__}"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport, follow_redirects=False)
+
+    # -- making one ----------------------------------------------------------------------------------
+
+    @classmethod
+    def from_env(
+        cls, *, url: str | None = None, key: str | None = None, config: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client from ``GRADUAL_URL`` and ``GRADUAL_API_KEY``, or the config file (see :mod:`gradual_client.config`);
+        ``url`` and ``key`` given here win."""
+        settings = resolve(url=url, key=key, config=config)
+        return cls(settings.url, settings.key, **options)
+
+    @classmethod
+    def sign_in(cls, url: str, username: str, password: str, **options: Any) -> Client:
+        """A client with a new API key made from a username and password (``POST auth/token/``; the key expires
+        as the marketplace says). The key is ``client.key``: keep it to avoid making a new one each time."""
+        with cls(url, None, **options) as anonymous:
+            answer = anonymous._request("POST", "auth/token/", json={"username": username, "password": password})
+        return cls(url, str(answer.json()["token"]), **options)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r}, key={'…' + self.key[-4:] if self.key else None})"
+
+    # -- HTTP ----------------------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        if path.startswith(("http://", "https://")):
+            return path
+        if path.startswith("/"):
+            return urljoin(self.url + "/", path)
+        return self.api + path
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Any = None,
+        json: Any = None,
+        data: Mapping[str, str] | None = None,
+        files: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        repeatable: bool | None = None,
+    ) -> httpx.Response:
+        """One call, its error answer raised as the exception for its status. ``repeatable`` (default: GET)
+        says the call may be sent again on a lost connection, 429 or 409 busy."""
+        repeatable = method == "GET" if repeatable is None else repeatable
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(
+                    method, self._url(path), params=params, json=json, data=data, files=files, headers=headers,
+                    timeout=self.timeout if timeout is None else timeout,
+                )
+            except httpx.TransportError as exc:
+                if repeatable and attempt < self.retries and files is None:
+                    attempt += 1
+                    time.sleep(min(self.max_retry_wait, 0.5 * 2**attempt))
+                    continue
+                raise NetworkError(f"could not reach {self.url}: {exc}", code="network") from exc
+            if response.is_success:
+                return response
+            error = error_from_response(response)
+            again = isinstance(error, RateLimitError) or (isinstance(error, ConflictError) and error.code == "busy")
+            if again and repeatable and attempt < self.retries and files is None:
+                attempt += 1
+                time.sleep(min(self.max_retry_wait, error.retry_after if error.retry_after is not None else 1.0))
+                continue
+            raise error
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._request(method, path, **kwargs)
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise GradualError(f"the answer of {method} {path} is not JSON", status=response.status_code,
+                               code="bad_answer") from exc
+
+    def pages(self, path: str, params: Any = None) -> Iterator[Mapping[str, Any]]:
+        """Every item of a list, page after page, following each answer's ``next`` link."""
+        url: str | None = path
+        while url:
+            page = self._json("GET", url, params=params)
+            params = None  # the next link carries the query
+            if isinstance(page, list):  # a list answered without pagination
+                yield from page
+                return
+            yield from page.get("results") or ()
+            url = page.get("next")
+
+    # -- buyers --------------------------------------------------------------------------------------
+
+    def listings(self, search: str | None = None) -> list[Listing]:
+        """Every open listing (all pages), optionally those whose title or description has ``search``."""
+        params = {"search": search} if search else None
+        return [Listing.from_json(item) for item in self.pages("listings/", params)]
+
+    def listing(self, listing: ListingRef) -> Listing:
+        return Listing.from_json(self._json("GET", f"listings/{_listing_id(listing)}/"))
+
+    def quote(
+        self,
+        listing: ListingRef,
+        epsilon: Number | None = None,
+        *,
+        target: Target | None = None,
+        records: int | None = None,
+    ) -> Quote:
+        """What going up to ``epsilon`` costs you now, with its accuracy; or, with ``target`` instead, the cheapest
+        level meeting your 95% error bounds: ``target=0.5`` (every statistic), ``target={"mean(age)": 1}``,
+        or the API's strings ``["mean(age):1", "count:20"]``. ``records``: the cell size assumed for means over a
+        private count (default 1000)."""
+        if (epsilon is None) == (target is None):
+            raise ValueError("give either epsilon or target")
+        params: list[tuple[str, str]] = []
+        if epsilon is not None:
+            params.append(("epsilon", decimal_text(epsilon)))
+        else:
+            assert target is not None
+            params += [("target", t) for t in _targets(target)]
+        if records is not None:
+            params.append(("records", str(int(records))))
+        return Quote.from_json(self._json("GET", f"listings/{_listing_id(listing)}/quote/", params=params))
+
+    def buy(
+        self,
+        listing: ListingRef,
+        epsilon: Number,
+        *,
+        wait: bool = True,
+        timeout: float = 300.0,
+        idempotency_key: str | None = None,
+    ) -> Purchase:
+        """Buy ``listing`` up to level ``epsilon``. Sent with an idempotency key (a new one each call, or yours:
+        a repeat of a key answers the first purchase and charges nothing). With ``wait`` the call returns once
+        the release is made (``purchase.release``), waiting on the server (``Prefer: wait``) for at most
+        ``timeout`` seconds: :class:`ReleaseTimeout` if it is still in flight then, :class:`PurchaseFailed` if
+        it failed (refunded)."""
+        key = idempotency_key or f"gradual-client-{uuid.uuid4()}"
+        headers = {"Idempotency-Key": key}
+        started = time.monotonic()
+        seconds = 0
+        if wait:
+            seconds = max(1, min(MAX_PREFER_WAIT, math.ceil(timeout)))
+            headers["Prefer"] = f"wait={seconds}"
+        answer = self._json(
+            "POST", "purchases/", json={"listing": _listing_id(listing), "epsilon": decimal_text(epsilon)},
+            headers=headers, timeout=self.timeout + seconds, repeatable=True,
+        )
+        purchase = Purchase.from_json(answer)
+        if not wait:
+            return purchase
+        return self.wait(purchase, timeout=max(0.0, timeout - (time.monotonic() - started)))
+
+    def wait(self, purchase: Purchase | str, *, timeout: float = 300.0) -> Purchase:
+        """The purchase once released; :class:`PurchaseFailed` if it failed, :class:`ReleaseTimeout` if it is still
+        in flight after ``timeout`` seconds. The server holds each request until the release (``Prefer: wait``)."""
+        deadline = time.monotonic() + timeout
+        current = purchase if isinstance(purchase, Purchase) else self.purchase(purchase)
+        while current.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ReleaseTimeout(current, timeout)
+            seconds = max(1, min(MAX_PREFER_WAIT, math.ceil(remaining)))
+            current = Purchase.from_json(self._json(
+                "GET", f"purchases/{current.id}/", headers={"Prefer": f"wait={seconds}"}, timeout=self.timeout + seconds,
+            ))
+        if current.failed:
+            raise PurchaseFailed(current)
+        return current
+
+    def purchases(self) -> list[Purchase]:
+        return [Purchase.from_json(item) for item in self.pages("purchases/")]
+
+    def purchase(self, purchase_id: str) -> Purchase:
+        return Purchase.from_json(self._json("GET", f"purchases/{purchase_id}/"))
+
+    def releases(self) -> list[Release]:
+        return [Release.from_json(item) for item in self.pages("releases/")]
+
+    def release(self, release_id: str) -> Release:
+        return Release.from_json(self._json("GET", f"releases/{release_id}/"))
+
+    def releases_frame(self, releases: Iterable[Release] | None = None) -> Any:
+        """All your releases (or those given) as one pandas DataFrame, one row per released value: release,
+        listing, level, label, kind, value, error_bound, noise_scale. Needs pandas."""
+        return releases_to_frame(self.releases() if releases is None else releases)
+
+    def wallet(self) -> Wallet:
+        return Wallet.from_json(self._json("GET", "wallet/"))
+
+    def statement(self) -> list[StatementLine]:
+        """Every movement of your wallet, newest first, with the balance after each."""
+        return [StatementLine.from_json(item) for item in self.pages("wallet/statement/")]
+
+    def top_up(self, amount: Number) -> Wallet:
+        """Demo marketplaces only: add credits to your own wallet."""
+        return Wallet.from_json(self._json("POST", "wallet/top-up/", json={"amount": decimal_text(amount)}))
+
+    # -- owners --------------------------------------------------------------------------------------
+
+    def upload(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        budget: Number,
+        name: str | None = None,
+        relation: str | None = None,
+        description: str | None = None,
+        source: str | None = None,
+        licence: str | None = None,
+        record_name: str | None = None,
+        record_name_plural: str | None = None,
+        wait: bool = False,
+        timeout: float = 300.0,
+    ) -> Dataset:
+        """Upload a CSV or Parquet file as a new dataset with a privacy ``budget``; it is read in the background
+        (``status`` processing). With ``wait``, returns once it is ready or failed (see :meth:`wait_dataset`)."""
+        file = Path(path)
+        fields = {
+            "name": name or file.stem, "budget": decimal_text(budget), "relation": relation,
+            "description": description, "source": source, "licence": licence,
+            "record_name": record_name, "record_name_plural": record_name_plural,
+        }
+        data = {k: v for k, v in fields.items() if v is not None}
+        with file.open("rb") as handle:
+            answer = self._json("POST", "datasets/", data=data, files={"file": (file.name, handle)},
+                                timeout=max(self.timeout, 600.0))
+        dataset = Dataset.from_json(answer)
+        return self.wait_dataset(dataset, timeout=timeout) if wait else dataset
+
+    def datasets(self) -> list[Dataset]:
+        return [Dataset.from_json(item) for item in self.pages("datasets/")]
+
+    def dataset(self, dataset_id: str) -> Dataset:
+        return Dataset.from_json(self._json("GET", f"datasets/{dataset_id}/"))
+
+    def wait_dataset(self, dataset: Dataset | str, *, timeout: float = 300.0, every: float = 0.5) -> Dataset:
+        """The dataset once it is no longer processing (ready, or failed with ``failure``); :class:`GradualError`
+        with code ``timeout`` if it is still processing after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        current = dataset if isinstance(dataset, Dataset) else self.dataset(dataset)
+        while current.status == "processing":
+            if time.monotonic() >= deadline:
+                raise GradualError(f"dataset {current.id} was still processing after {timeout:g} s", code="timeout")
+            time.sleep(every)
+            current = self.dataset(current.id)
+        return current
+
+    def confirm_columns(
+        self, dataset: Dataset | str, columns: Mapping[str, str] | Sequence[Mapping[str, str]]
+    ) -> Dataset:
+        """Confirm or change column types and missing-value policies: ``{"age": "integer"}`` or
+        ``[{"name": "age", "type": "integer", "missing": "exclude"}]`` (``ignored`` drops a column)."""
+        dataset_id = dataset.id if isinstance(dataset, Dataset) else dataset
+        if isinstance(columns, Mapping):
+            body = [{"name": name, "type": kind} for name, kind in columns.items()]
+        else:
+            body = [dict(column) for column in columns]
+        return Dataset.from_json(self._json("PATCH", f"datasets/{dataset_id}/", json={"columns": body}))
+
+    def create_listing(
+        self,
+        dataset: Dataset | str,
+        *,
+        title: str,
+        statistics: Sequence[Mapping[str, Any]],
+        ceiling: Number,
+        price_per_epsilon: Number | None = None,
+        price_curve: Mapping[str, Any] | None = None,
+        compensation: Mapping[str, Any] | None = None,
+        description: str | None = None,
+    ) -> Listing:
+        """List statistics of your dataset up to ``ceiling``, priced ``price_per_epsilon`` (linear) or by a
+        ``price_curve`` (``{"kind": "power", "c": "10.00", "p": "1.5"}``, ...)."""
+        body: dict[str, Any] = {
+            "dataset": dataset.id if isinstance(dataset, Dataset) else dataset,
+            "title": title,
+            "statistics": [dict(s) for s in statistics],
+            "ceiling": decimal_text(ceiling),
+        }
+        if price_per_epsilon is not None:
+            body["price_per_epsilon"] = decimal_text(price_per_epsilon)
+        if price_curve is not None:
+            body["price_curve"] = dict(price_curve)
+        if compensation is not None:
+            body["compensation"] = dict(compensation)
+        if description is not None:
+            body["description"] = description
+        return Listing.from_json(self._json("POST", "listings/", json=body))
