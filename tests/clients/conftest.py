@@ -14,7 +14,7 @@ SOURCE = PACKAGE / "src"
 if str(SOURCE) not in sys.path:
     sys.path.insert(0, str(SOURCE))
 
-from tests.browser.conftest import worker  # noqa: E402,F401 - the real Celery worker fixture
+from tests.browser.conftest import late_worker, worker  # noqa: E402,F401 - the real Celery worker fixtures
 from tests.marketplace.conftest import fund, listing, make_listing, owner, seeded_noise, users  # noqa: E402,F401
 
 

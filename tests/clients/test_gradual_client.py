@@ -18,11 +18,13 @@ from django.utils.module_loading import import_string
 from gradual_client import (
     AuthenticationError,
     Client,
+    ConflictError,
     GradualError,
     InsufficientFundsError,
     NetworkError,
     NotFoundError,
     Purchase,
+    ReleaseTimeout,
     ValidationError,
 )
 from market.accounts.models import User
@@ -172,6 +174,23 @@ def test_errors_carry_the_api_code_and_fields(connect, live_server, users, fund,
 
     with pytest.raises(NetworkError):
         Client("http://127.0.0.1:9", "gradual_x", retries=0, timeout=5).listings()
+
+
+def test_a_slow_release_a_busy_listing_and_waiting_again(late_worker, connect, buyer_key, listing):
+    """No worker yet: the wait ends with ReleaseTimeout (the purchase in it), the next step is 409 busy with
+    Retry-After; once the worker runs, waiting again returns the release."""
+    client = connect(buyer_key, retries=0)
+    with pytest.raises(ReleaseTimeout) as slow:
+        client.buy(listing.pk, "0.5", timeout=1)
+    pending = slow.value.purchase
+    assert pending.status == "queued" and pending.release is None and pending.price == Decimal("5.00")
+    with pytest.raises(ConflictError) as busy:
+        client.buy(listing.pk, 1, wait=False)
+    assert (busy.value.status, busy.value.code) == (409, "busy") and busy.value.retry_after >= 1
+    late_worker()
+    released = client.wait(pending.id, timeout=60)
+    assert released.id == pending.id and released.release is not None and released.release.level == Decimal("0.5000")
+    assert client.wallet().balance == Decimal("95.00")  # the busy step changed nothing
 
 
 # -- the command line --------------------------------------------------------------------------------
