@@ -56,9 +56,11 @@ def _listing_id(listing: ListingRef) -> int:
 
 
 def _targets(target: Target) -> list[str]:
+    if isinstance(target, bool):
+        raise TypeError("a target is a bound, {statistic: bound} or the API's strings, not a bool")
     if isinstance(target, Mapping):
         return [f"{name}:{decimal_text(bound)}" for name, bound in target.items()]
-    if isinstance(target, (Decimal, int, float)) and not isinstance(target, bool):
+    if isinstance(target, (Decimal, int, float)):
         return [decimal_text(target)]
     if isinstance(target, str):
         return [target]

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    import pandas
+    import pandas  # type: ignore[import-untyped, unused-ignore]
 
 Json = Mapping[str, Any]
 
@@ -219,7 +219,7 @@ def releases_to_frame(releases: Iterable[Release]) -> pandas.DataFrame:
     """One DataFrame for many releases, one row per released value (columns: ``FRAME_COLUMNS``; ``level`` as a
     float, the exact Decimal stays on the Release)."""
     try:
-        import pandas
+        import pandas  # type: ignore[import-untyped, unused-ignore]
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("DataFrames need pandas: pip install 'gradual-client[pandas]'") from exc
     rows = [row for release in releases for row in release.rows()]
