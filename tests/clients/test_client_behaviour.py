@@ -171,3 +171,13 @@ def test_settings_come_from_arguments_then_environment_then_the_config_file(tmp_
         resolve(environ=home)
     with pytest.raises(ConfigError):
         resolve(environ={"GRADUAL_URL": "http://x", "XDG_CONFIG_HOME": str(tmp_path / "none")}, require_key=True)
+
+
+def test_a_client_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("GRADUAL_URL", "http://gradual.test/")
+    monkeypatch.setenv("GRADUAL_API_KEY", "gradual_env")
+    with Client.from_env() as client:
+        assert (client.api, client.key) == ("http://gradual.test/api/v1/", "gradual_env")
+    with Client.from_env(key="gradual_given") as client:
+        assert client.key == "gradual_given" and "gradual_given" not in repr(client)

@@ -176,6 +176,15 @@ def test_errors_carry_the_api_code_and_fields(connect, live_server, users, fund,
         Client("http://127.0.0.1:9", "gradual_x", retries=0, timeout=5).listings()
 
 
+def test_signing_in_with_a_password_makes_a_key(live_server, users, fund):
+    fund(users("bea"), 12)
+    with Client.sign_in(live_server.url, "bea", "a-long-password-1") as client:
+        assert client.key.startswith("gradual_") and client.wallet().balance == Decimal("12.00")
+    with pytest.raises(ValidationError) as wrong:
+        Client.sign_in(live_server.url, "bea", "not-the-password")
+    assert wrong.value.status == 400 and "credentials" in wrong.value.message
+
+
 def test_a_slow_release_a_busy_listing_and_waiting_again(late_worker, connect, buyer_key, listing):
     """No worker yet: the wait ends with ReleaseTimeout (the purchase in it), the next step is 409 busy with
     Retry-After; once the worker runs, waiting again returns the release."""
