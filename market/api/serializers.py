@@ -502,7 +502,7 @@ class ListingSerializer(serializers.Serializer):
     protects = serializers.CharField(source="dataset.protects", help_text="whom a release protects, in one sentence")
     created_at = serializers.DateTimeField()
 
-    @extend_schema_field(PRICE_CURVE_SHOWN, component_name="PriceCurve")
+    @extend_schema_field(PRICE_CURVE_SHOWN)
     def get_price_curve(self, listing) -> dict:
         """The curve's parameters, its formula, and P at a few levels (a purchase from
         level a to b costs P(b) - P(a))."""
@@ -774,9 +774,14 @@ class StatisticAccuracySerializer(serializers.Serializer):
         "assumes (the true number is private): the request's records, default 1000")
 
 
+@extend_schema_field({"type": "string", "format": "decimal", "pattern": DECIMAL_TEXT_PATTERN})
+class DecimalTextField(serializers.DecimalField):
+    """A decimal without a bound on its digits, shown as text (its schema says which text)."""
+
+
 class TargetEchoSerializer(serializers.Serializer):
     name = serializers.CharField(allow_null=True, help_text="the statistic, or null for every statistic")
-    error_bound = serializers.DecimalField(max_digits=None, decimal_places=None)
+    error_bound = DecimalTextField(max_digits=None, decimal_places=None)
 
 
 class QuoteSerializer(serializers.Serializer):
@@ -789,7 +794,7 @@ class QuoteSerializer(serializers.Serializer):
     )
     cap_reason = serializers.CharField(help_text="why the cap is what it is, in plain words")
     # not bounded by the ledger's 18 digits: a quote may name a price no wallet can pay
-    price = serializers.DecimalField(max_digits=None, decimal_places=2)
+    price = DecimalTextField(max_digits=None, decimal_places=2)
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
     statistics = StatisticAccuracySerializer(
         many=True, help_text="per statistic you get (a mean once, though it is released as a sum and a count), "
