@@ -23,8 +23,7 @@ import pytest
 
 from market.accounts.models import User
 from market.catalog.models import Listing
-from tests.browser.conftest import worker  # noqa: F401 - fixture: a real Celery worker
-from tests.marketplace.conftest import fund, listing, make_csv, make_listing, owner, seeded_noise, users  # noqa: F401
+from tests.marketplace.conftest import make_csv
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.queued_datasets]
 
@@ -44,10 +43,11 @@ def _generate(schema: Path, into: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def generated(live_server, tmp_path_factory):
+def generated(live_server, tmp_path_factory, django_db_blocker):
     """The package generated from ``/api/schema/`` as served, imported; and what the tool printed."""
     folder = tmp_path_factory.mktemp("generated")
-    answer = httpx.get(f"{live_server.url}/api/schema/?format=json", timeout=60)
+    with django_db_blocker.unblock():  # the request opens (and checks) the server's connection
+        answer = httpx.get(f"{live_server.url}/api/schema/?format=json", timeout=60)
     assert answer.status_code == 200
     schema = folder / "schema.json"
     schema.write_bytes(answer.content)
@@ -99,7 +99,7 @@ def test_the_served_schema_generates_a_client_without_warnings(generated):
     assert not [name for name in dir(m) if "Type0" in name or "Item" in name], dir(m)
 
 
-def test_a_bad_key_is_an_error_the_client_reads(generated, live_server, users):
+def test_a_bad_key_is_an_error_the_client_reads(generated, live_server):
     client_module = importlib.import_module(f"{PACKAGE}.client")
     bad = client_module.AuthenticatedClient(base_url=live_server.url, token="gradual_" + "x" * 46)
     answer = _api("v1_wallet_retrieve").sync_detailed(client=bad)
@@ -107,11 +107,22 @@ def test_a_bad_key_is_an_error_the_client_reads(generated, live_server, users):
     assert answer.parsed.error.code == "invalid_key" and answer.parsed.error.status == 401
 
 
-def test_the_buyer_flow(generated, live_server, worker, listing, users, fund):  # noqa: F811
+def test_the_buyer_flow(generated, live_server, worker, listing, users, fund):
     m = _models()
     bea = users("bea")
     fund(bea, 100)
-    client = _signed_in(live_server, "bea")
+    signed_in = _signed_in(live_server, "bea")
+    # a key of its own for the notebook, made with the sign-in's key, and used from here on as the
+    # generated client sends it (Authorization: Bearer <key>), or as older clients do (Token <key>)
+    made = _api("keys_create").sync_detailed(client=signed_in, body=m.ApiKeyCreateRequest(name="notebook",
+                                                                                         expires_in_days=30))
+    assert made.status_code == 201, made.content
+    assert made.parsed.status == m.ApiKeyStatusEnum.ACTIVE and made.parsed.secret.startswith(made.parsed.prefix)
+    client_module = importlib.import_module(f"{PACKAGE}.client")
+    client = client_module.AuthenticatedClient(base_url=live_server.url, token=made.parsed.secret,
+                                               timeout=httpx.Timeout(WAIT + 30.0))
+    older = client_module.AuthenticatedClient(base_url=live_server.url, token=made.parsed.secret, prefix="Token")
+    assert _api("v1_wallet_retrieve").sync_detailed(client=older).parsed.balance == "100.00"
 
     found = _api("v1_listings_list").sync_detailed(client=client, search="Clinic")
     assert found.status_code == 200
@@ -173,7 +184,7 @@ def _until_ready(client, dataset_id: str, m):
         time.sleep(0.2)
 
 
-def test_the_owner_flow(generated, live_server, worker, users):  # noqa: F811
+def test_the_owner_flow(generated, live_server, worker, users):
     m = _models()
     types = importlib.import_module(f"{PACKAGE}.types")
     users("olivia", owner=True)
