@@ -7,6 +7,7 @@ import re
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.settings import spectacular_settings
 
+
 def named_schemas(result, generator, request, public):
     """Every titled schema nested in a component becomes a component of its own, named by its
     title, and a ``$ref`` where it was: one class per kind of statistic and price curve in a
