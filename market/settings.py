@@ -220,6 +220,7 @@ SPECTACULAR_SETTINGS = {
         "MissingPolicyEnum": "market.catalog.columns.MISSING",
     },
     "POSTPROCESSING_HOOKS": [
+        "market.api.schema.named_schemas",  # one component per kind of statistic and price curve
         "drf_spectacular.hooks.postprocess_schema_enums",
         "market.api.schema.strict_inputs",
         "market.api.schema.one_blank",

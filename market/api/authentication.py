@@ -67,6 +67,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
+            "bearerFormat": "gradual_ API key",
             "description": "An API key (gradual_…) from POST /api/v1/keys/ or /api/v1/auth/token/, "
             "sent as 'Authorization: Bearer <key>' ('Token <key>' is accepted too).",
         }

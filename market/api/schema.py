@@ -4,6 +4,79 @@ from __future__ import annotations
 
 import re
 
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.settings import spectacular_settings
+
+
+def named_schemas(result, generator, request, public):
+    """Every titled schema nested in a component becomes a component of its own, named by its
+    title, and a ``$ref`` where it was: one class per kind of statistic and price curve in a
+    generated client (``CountStatistic``, ``LinearPriceCurve``), one per plain one-value ``kind``
+    enum (``CountStatisticKind``), never an inline model named by its position
+    (``Statistics_item_type_0``). A ``oneOf`` of components told apart by distinct one-value
+    ``kind`` enums gets its ``discriminator``. Two different schemas under one title are a bug.
+
+    Runs before drf-spectacular's enum hook, which rebuilds the components from the generator's
+    registry: the new components are registered there. The schemas come from module constants
+    (``statistic_schema()``, ``PRICE_CURVE_SCHEMA``) that also validate inputs, so nothing is
+    changed in place: lifting builds new dicts and lists."""
+    registry = generator.registry
+    lifted: dict[str, dict] = {}
+
+    def lift(node):
+        if isinstance(node, list):
+            return [lift(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {key: lift(value) for key, value in node.items()}
+        title = node.get("title")
+        if not isinstance(title, str) or "type" not in node:  # a property named "title", or not a schema
+            return node
+        if lifted.setdefault(title, node) != node:
+            raise ValueError(f"two different schemas are titled {title!r}")
+        return {"$ref": f"#/components/schemas/{title}"}
+
+    components = [c for c in registry._components.values() if c.type == ResolvedComponent.SCHEMA]
+    for component in components:
+        component.schema = {key: lift(value) for key, value in component.schema.items()}
+    for title, schema in lifted.items():
+        if (title, ResolvedComponent.SCHEMA) in registry._components:
+            raise ValueError(f"the title {title!r} is already a component's name")
+        registry.register(ResolvedComponent(title, ResolvedComponent.SCHEMA, schema=schema, object=title))
+    schemas = {c.name: c.schema for c in registry._components.values() if c.type == ResolvedComponent.SCHEMA}
+    for schema in schemas.values():
+        _discriminate(schema, schemas)
+    result["components"] = registry.build(spectacular_settings.APPEND_COMPONENTS)
+    return result
+
+
+def _one_kind(ref: dict, schemas: dict) -> str | None:
+    """The one value of a referenced component's required ``kind`` (None if it has no such kind)."""
+    target = schemas.get(str(ref.get("$ref", "")).rsplit("/", 1)[-1], {})
+    kind = (target.get("properties") or {}).get("kind", {})
+    kind = schemas.get(str(kind.get("$ref", "")).rsplit("/", 1)[-1], kind)
+    values = kind.get("enum") or []
+    return values[0] if len(values) == 1 and "kind" in target.get("required", []) else None
+
+
+def _discriminate(node, schemas: dict) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _discriminate(item, schemas)
+        return
+    if not isinstance(node, dict):
+        return
+    variants = node.get("oneOf")
+    if isinstance(variants, list) and variants and all(isinstance(v, dict) and "$ref" in v for v in variants):
+        kinds = [_one_kind(v, schemas) for v in variants]
+        if None not in kinds and len(set(kinds)) == len(kinds):
+            node["discriminator"] = {
+                "propertyName": "kind", "mapping": {kind: v["$ref"] for kind, v in zip(kinds, variants)},
+            }
+    for value in node.values():
+        _discriminate(value, schemas)
+
+
 #: the branch drf-spectacular adds beside a blank-allowing text field that has a pattern
 _BLANK = {"type": "string", "maxLength": 0}
 
@@ -42,7 +115,9 @@ def strict_inputs(result, generator, request, public):
     listing = result.get("components", {}).get("schemas", {}).get("ListingCreateRequest")
     if listing is not None:  # one price: price_per_epsilon or price_curve, never both
         listing["not"] = {"required": ["price_per_epsilon", "price_curve"]}
-        listing["anyOf"] = [{"required": ["price_per_epsilon"]}, {"required": ["price_curve"]}]
+        # (and at least one, which is said in words: an ``anyOf`` beside the properties makes a
+        # generated client (openapi-python-client) take the body as untyped)
+        listing["description"] = "A new listing: give its price as price_per_epsilon or as price_curve (one of them)."
     key = result.get("components", {}).get("schemas", {}).get("ApiKeyCreateRequest")
     if key is not None:  # one expiry at most: in days or at a moment
         key["not"] = {"required": ["expires_in_days", "expires_at"]}

@@ -228,14 +228,20 @@ def text_field(*, max_length: int, required: bool = True, **kwargs) -> TextField
     )
 
 
-def _object(kinds: list[str], required: dict, description: str) -> dict:
-    """An object schema of one kind of input, with no other properties."""
-    # (the enum inside allOf: drf-spectacular's enum hook would merge the variants' kinds into one)
-    properties = {"kind": {"allOf": [{"type": "string", "enum": kinds}]}, **required}
+def _kind(kind: str) -> dict:
+    """A price curve's ``kind``: a plain one-value enum, one component (``LinearPriceCurveKind``)
+    shared by the curve as sent and as shown (``market.api.schema.named_schemas``)."""
+    return {"title": f"{kind.capitalize()}PriceCurveKind", "type": "string", "enum": [kind]}
+
+
+def _object(kind: str, required: dict, description: str) -> dict:
+    """An object schema of one kind of price curve as sent, with no other properties; its title
+    (``LinearPriceCurveRequest``) names its component in the API's schema."""
     return {
+        "title": f"{kind.capitalize()}PriceCurveRequest",
         "type": "object",
         "description": description,
-        "properties": properties,
+        "properties": {"kind": _kind(kind), **required},
         "required": ["kind", *required],
         "additionalProperties": False,
     }
@@ -260,14 +266,14 @@ _PRICE_SCALE = {"type": "string", "pattern": MONEY_PATTERN}  # c: credits, at mo
 _UP_TO_1000 = _positive(r"[1-9][0-9]{0,2}", top="1000")
 PRICE_CURVE_SCHEMA = {
     "oneOf": [
-        _object(["linear"], {"c": _PRICE_SCALE}, description="P(eps) = c * eps"),
+        _object("linear", {"c": _PRICE_SCALE}, description="P(eps) = c * eps"),
         _object(
-            ["power"],
+            "power",
             {"c": _PRICE_SCALE, "p": _positive("1", top="2")},
             description="P(eps) = c * eps^p, 0 < p <= 2",
         ),
         _object(
-            ["compensation"],
+            "compensation",
             {"margin": _UP_TO_1000},
             description="margin * (E_min + E e^(-rate/eps)), times the public size when the dataset's size is public; 0 < margin <= 1000; needs compensation",
         ),
@@ -282,6 +288,56 @@ COMPENSATION_SCHEMA = {
     },
     "required": ["E"],
     "additionalProperties": False,
+}
+
+#: a decimal as the API shows it: text, exact (``str`` of a Decimal), e.g. "12.50" or "0.5000"
+DECIMAL_TEXT_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
+_DECIMAL_TEXT = {"type": "string", "pattern": DECIMAL_TEXT_PATTERN}
+_PRICE_POINT = {
+    "title": "PricePoint",
+    "type": "object",
+    "properties": {
+        "epsilon": {**_DECIMAL_TEXT, "description": "a level"},
+        "price": {"type": "string", "pattern": MONEY_PATTERN, "description": "P at that level, in credits"},
+    },
+    "required": ["epsilon", "price"],
+}
+_COMPENSATION_SHOWN = {
+    "title": "CompensationModel",
+    "type": "object",
+    "description": "the cost model E_min + E e^(-rate/eps), per person times people when the size is public",
+    "properties": {
+        "E": _DECIMAL_TEXT, "rate": _DECIMAL_TEXT, "E_min": _DECIMAL_TEXT,
+        "people": {"type": "integer", "description": "the public number of records (only when it is public)"},
+    },
+    "required": ["E", "rate", "E_min"],
+}
+
+
+def _shown(kind: str, parameters: dict, description: str) -> dict:
+    """A price curve of one kind as the API shows it (``LinearPriceCurve``): its parameters, its
+    formula in words, P at a quarter, half, three quarters and all of the ceiling, and its cost model."""
+    return {
+        "title": f"{kind.capitalize()}PriceCurve",
+        "type": "object",
+        "description": description,
+        "properties": {
+            "kind": _kind(kind), **parameters,
+            "formula": {"type": "string", "description": 'e.g. "P(ε) = 10.00 × ε credits"'},
+            "points": {"type": "array", "items": _PRICE_POINT, "description": "a purchase from a to b costs P(b) - P(a)"},
+            "compensation": _COMPENSATION_SHOWN,
+        },
+        "required": ["kind", *parameters, "formula", "points"],
+    }
+
+
+#: the price curve of a listing as the API shows it: one schema per kind
+PRICE_CURVE_SHOWN = {
+    "oneOf": [
+        _shown("linear", {"c": _DECIMAL_TEXT}, "P(eps) = c * eps"),
+        _shown("power", {"c": _DECIMAL_TEXT, "p": _DECIMAL_TEXT}, "P(eps) = c * eps^p"),
+        _shown("compensation", {"margin": _DECIMAL_TEXT}, "margin * (E_min + E e^(-rate/eps)), times people when public"),
+    ]
 }
 
 #: JSON Schema as OpenAPI 3.0 reads it (draft 4: a boolean exclusiveMinimum, 1.0 is no integer)
@@ -446,6 +502,7 @@ class ListingSerializer(serializers.Serializer):
     protects = serializers.CharField(source="dataset.protects", help_text="whom a release protects, in one sentence")
     created_at = serializers.DateTimeField()
 
+    @extend_schema_field(PRICE_CURVE_SHOWN)
     def get_price_curve(self, listing) -> dict:
         """The curve's parameters, its formula, and P at a few levels (a purchase from
         level a to b costs P(b) - P(a))."""
@@ -458,12 +515,14 @@ class ListingSerializer(serializers.Serializer):
             "points": [{"epsilon": str(e.quantize(Decimal("0.0001"))), "price": str(curve.price(e))} for e in points],
         }
 
+    @extend_schema_field({**_DECIMAL_TEXT, "nullable": True})
     def get_your_level(self, listing) -> str | None:
         held = self.context.get("levels_held")
         if held is None:
             return None
         return str(held.get(listing.pk, "0.0000"))
 
+    @extend_schema_field({**_DECIMAL_TEXT, "nullable": True})
     def get_your_cap(self, listing) -> str | None:
         """The highest level you may buy on this listing (signed in; null otherwise):
         the ceiling, unless the owner caps it by how far you stand from them."""
@@ -472,6 +531,7 @@ class ListingSerializer(serializers.Serializer):
             return None
         return str(caps[listing.pk].level)
 
+    @extend_schema_field({**_DECIMAL_TEXT, "nullable": True})
     def get_spent(self, listing) -> str | None:
         """Your listings only (null on others'): the privacy spent on it, its largest released level;
         the dataset has spent the sum of these over its listings."""
@@ -714,9 +774,14 @@ class StatisticAccuracySerializer(serializers.Serializer):
         "assumes (the true number is private): the request's records, default 1000")
 
 
+@extend_schema_field({"type": "string", "format": "decimal", "pattern": DECIMAL_TEXT_PATTERN})
+class DecimalTextField(serializers.DecimalField):
+    """A decimal without a bound on its digits, shown as text (its schema says which text)."""
+
+
 class TargetEchoSerializer(serializers.Serializer):
     name = serializers.CharField(allow_null=True, help_text="the statistic, or null for every statistic")
-    error_bound = serializers.DecimalField(max_digits=None, decimal_places=None)
+    error_bound = DecimalTextField(max_digits=None, decimal_places=None)
 
 
 class QuoteSerializer(serializers.Serializer):
@@ -729,7 +794,7 @@ class QuoteSerializer(serializers.Serializer):
     )
     cap_reason = serializers.CharField(help_text="why the cap is what it is, in plain words")
     # not bounded by the ledger's 18 digits: a quote may name a price no wallet can pay
-    price = serializers.DecimalField(max_digits=None, decimal_places=2)
+    price = DecimalTextField(max_digits=None, decimal_places=2)
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")
     statistics = StatisticAccuracySerializer(
         many=True, help_text="per statistic you get (a mean once, though it is released as a sum and a count), "

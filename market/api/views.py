@@ -34,7 +34,7 @@ from market.trust.selectors import buyer_caps
 from . import serializers as s
 from .errors import documented
 from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
-from .parsers import LimitedFormParser, LimitedMultiPartParser, StrictJSONParser
+from .parsers import LimitedMultiPartParser, StrictJSONParser
 
 #: ``Prefer: wait=N`` (RFC 7240): answer once the purchase is released or failed, or after N seconds.
 #: Any text: the RFC has a server ignore the preferences it does not honour, and so this one does
@@ -57,7 +57,7 @@ class TokenView(APIView):
 
     permission_classes = [AllowAny]
     throttle_scope = "auth"
-    parser_classes = [StrictJSONParser, LimitedFormParser]
+    parser_classes = [StrictJSONParser]  # JSON only, as every body but the upload: one content type each
 
     @extend_schema(request=s.TokenRequestSerializer, responses={200: SignInSerializer, **documented(400, 403, 413, 415)})
     def post(self, request):

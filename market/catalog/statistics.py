@@ -913,10 +913,12 @@ _S_WHERE = {
     "description": "conditions all records read must meet; constants are typed to the column "
                    "(numbers, text, true/false, ISO dates); a missing value meets only 'is missing'",
     "items": {
+        "title": "Condition",
         "type": "object",
         "properties": {
             "column": _S_NAME,
-            "op": {"type": "string", "enum": list(("=", "in", "<", "<=", ">", ">=", "between", "is missing"))},
+            "op": {"title": "ConditionOp", "type": "string",
+                   "enum": list(("=", "in", "<", "<=", ">", ">=", "between", "is missing"))},
             "value": _S_CONSTANT,
             "values": {"type": "array", "items": _S_CONSTANT, "minItems": 1, "maxItems": 100},
         },
@@ -930,7 +932,7 @@ _S_GRID = {"oneOf": [{"type": "number"}, {"type": "string", "pattern": r"^\d+(\.
                           "steps in the bounds (1 at least for an integer column)"}
 _S_CATEGORIES = {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "boolean"}]},
                  "minItems": 1, "maxItems": 100}
-_S_BIN = {"type": "string", "enum": ["month", "year"]}
+_S_BIN = {"title": "DateBin", "type": "string", "enum": ["month", "year"]}
 _S_PERIOD = {"type": "string", "description": "YYYY-MM for months, YYYY for years; both ends included"}
 _S_BY = {
     "by": {"type": "string", "description": "group by this categorical, boolean or date column"},
@@ -939,13 +941,16 @@ _S_BY = {
 }
 
 
-def _object(kind: str, properties: dict, required: tuple[str, ...], description: str) -> dict:
-    """An object schema of one kind, with no other properties."""
-    # (the enum inside allOf: drf-spectacular's enum hook would merge the variants' kinds into one)
+def _object(kind: str, properties: dict, required: tuple[str, ...], description: str, title: str = "") -> dict:
+    """An object schema of one kind, with no other properties. Its ``title`` (by default
+    ``CountStatistic`` for "count") names it in the API's schema: ``market.api.schema.named_schemas``
+    makes each titled schema one component, its plain one-value ``kind`` enum another."""
+    title = title or f"{kind.capitalize()}Statistic"
     return {
+        "title": title,
         "type": "object",
         "description": description,
-        "properties": {"kind": {"allOf": [{"type": "string", "enum": [kind]}]}, **properties},
+        "properties": {"kind": {"title": f"{title}Kind", "type": "string", "enum": [kind]}, **properties},
         "required": ["kind", *required],
         "additionalProperties": False,
     }
@@ -1222,7 +1227,8 @@ class Histogram(Kind):
                                   "where": _S_WHERE},
                     ("column", "bins"), "counts per bin of a number column; bins lists 2 to 51 increasing edges"),
             _object("histogram", {"column": _S_NAME, "bin": _S_BIN, "from": _S_PERIOD, "to": _S_PERIOD, "where": _S_WHERE},
-                    ("column", "bin", "from", "to"), "counts per month or year of a date column over a declared range"),
+                    ("column", "bin", "from", "to"), "counts per month or year of a date column over a declared range",
+                    title="DateHistogramStatistic"),
         ]}
 
     def curve_name(self, stat):
