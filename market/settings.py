@@ -183,7 +183,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_PAGINATION_CLASS": "market.api.pagination.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "market.api.pagination.CursorPagination",
     "PAGE_SIZE": 20,
     # every limit of a request (user or client address, and the view's scope) in one Redis round trip
     "DEFAULT_THROTTLE_CLASSES": ["market.api.throttling.RateLimits"],
