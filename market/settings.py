@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "market.web.middleware.NotFoundMiddleware",
+    "market.api.middleware.ApiHeadersMiddleware",  # RateLimit-*, Deprecation/Sunset on API answers
 ]
 
 ROOT_URLCONF = "market.urls"
@@ -224,6 +225,7 @@ SPECTACULAR_SETTINGS = {
         "market.api.schema.strict_inputs",
         "market.api.schema.one_blank",
         "market.api.schema.operation_links",  # stateful fuzzing follows these
+        "market.api.throttling.schema_headers",  # RateLimit-* and Retry-After on the answers
     ],
 }
 
