@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "market.web.middleware.NotFoundMiddleware",
+    "market.api.middleware.ApiHeadersMiddleware",  # RateLimit-*, Deprecation/Sunset on API answers
 ]
 
 ROOT_URLCONF = "market.urls"
@@ -183,7 +184,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_PAGINATION_CLASS": "market.api.pagination.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "market.api.pagination.CursorPagination",
     "PAGE_SIZE": 20,
     # every limit of a request (user or client address, and the view's scope) in one Redis round trip
     "DEFAULT_THROTTLE_CLASSES": ["market.api.throttling.RateLimits"],
@@ -225,6 +226,7 @@ SPECTACULAR_SETTINGS = {
         "market.api.schema.strict_inputs",
         "market.api.schema.one_blank",
         "market.api.schema.operation_links",  # stateful fuzzing follows these
+        "market.api.throttling.schema_headers",  # RateLimit-* and Retry-After on the answers
     ],
 }
 

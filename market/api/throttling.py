@@ -9,7 +9,9 @@ to Redis in one pipeline; a request signed in with an API key has its limits
 counted by the same Redis script that looks its key up
 (:func:`key_and_counts`), so signing in and counting cost one round trip
 together. Over a limit, the answer is 429 in the API's error
-shape with ``Retry-After`` the seconds left in the window. A fixed window lets a
+shape with ``Retry-After`` the seconds left in the window; every counted answer
+carries ``RateLimit-Limit``, ``-Remaining``, ``-Reset`` and ``-Policy`` from the same
+counts (:func:`rate_limit_headers`). A fixed window lets a
 client send up to twice the rate across a window's edge; the limits are there
 to stop floods, not to meter. Without Redis (the embedded default) the
 process's own cache counts the same way.
@@ -66,6 +68,7 @@ class RateLimits(BaseThrottle):
         else:
             now = time.time()
             counts = _count([(_counter(scope, ident, period, now), period) for scope, _, period in limits])
+        _remember(request, limits, counts, now)
         over = [period - now % period for (_, allowed, period), n in zip(limits, counts) if n > allowed]
         if over:
             self._wait = max(over)
@@ -74,6 +77,63 @@ class RateLimits(BaseThrottle):
 
     def wait(self) -> float | None:
         return math.ceil(self._wait) if self._wait is not None else None
+
+
+def _remember(request, limits, counts, now: float) -> None:
+    """Keep on the request what its ``RateLimit-*`` headers say (:func:`rate_limit_headers`):
+    the limit closest to exhaustion (least left; on a tie, the one whose window ends last) and
+    every limit's policy, from the counts just made (no further round trip)."""
+    windows = [
+        (allowed, max(0, allowed - n), math.ceil(period - now % period), period)
+        for (_, allowed, period), n in zip(limits, counts)
+    ]
+    allowed, remaining, reset, _ = min(windows, key=lambda w: (w[1], -w[2]))
+    getattr(request, "_request", request).gradual_rate_limit = {
+        "RateLimit-Limit": str(allowed),
+        "RateLimit-Remaining": str(remaining),
+        "RateLimit-Reset": str(reset),
+        "RateLimit-Policy": ", ".join(f"{a};w={p}" for a, _, _, p in windows),
+    }
+
+
+def rate_limit_headers(request, response) -> None:
+    """The ``RateLimit-*`` headers (draft-ietf-httpapi-ratelimit-headers-06) on the answer to a
+    request that was counted against a limit: ``Limit``, ``Remaining`` and ``Reset`` (seconds to
+    its window's end) of the tightest limit, and ``Policy`` listing each (``600;w=60``)."""
+    for name, value in (getattr(request, "gradual_rate_limit", None) or {}).items():
+        response[name] = value
+
+
+#: the headers in the schema (a component each, on every answer of the API)
+SCHEMA_HEADERS = {
+    "RateLimit-Limit": "the requests allowed in the window of the limit closest to exhaustion",
+    "RateLimit-Remaining": "the requests left in that window",
+    "RateLimit-Reset": "seconds until that window ends",
+    "RateLimit-Policy": "every limit counted on this request: requests;w=window seconds, e.g. 600;w=60, 120;w=60",
+}
+
+
+def schema_headers(result, generator, request, public):
+    """drf-spectacular hook: the ``RateLimit-*`` headers as components, named on every answer
+    (but 401s: a request refused before it is counted); ``Retry-After`` on 429s."""
+    headers = result.setdefault("components", {}).setdefault("headers", {})
+    for name, description in SCHEMA_HEADERS.items():
+        headers[name] = {"description": description, "schema": {"type": "integer", "minimum": 0}}
+    headers["RateLimit-Policy"]["schema"] = {"type": "string"}
+    headers["Retry-After"] = {"description": "seconds to wait before trying again", "schema": {"type": "integer", "minimum": 1}}
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            for status, response in operation.get("responses", {}).items():
+                if status == "401" or "$ref" in response:
+                    continue
+                named = response.setdefault("headers", {})
+                for name in SCHEMA_HEADERS:
+                    named.setdefault(name, {"$ref": f"#/components/headers/{name}"})
+                if status == "429":
+                    named.setdefault("Retry-After", {"$ref": "#/components/headers/Retry-After"})
+    return result
 
 
 def _counter(scope: str, ident: str, period: int, now: float) -> str:
