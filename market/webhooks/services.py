@@ -44,6 +44,11 @@ DESCRIPTION_MAX = 200
 SWEEP_BATCH = 500
 
 
+def _now():
+    """The time (one place, so tests can move it)."""
+    return timezone.now()
+
+
 def retry_delay(attempts: int) -> timedelta:
     """The wait after ``attempts`` failed attempts, with ±10% jitter (so receivers back from an
     outage are not hit by every delivery at once)."""
@@ -159,7 +164,7 @@ def endpoint_ping(*, user, endpoint_id) -> Delivery:
             id=event_id, type=event_types.PING, object_id=event_id, user=user,
             payload=_envelope(event_id, event_types.PING, {"object": "ping", "endpoint": endpoint.pk}),
         )
-        delivery = Delivery.objects.create(event=event, endpoint=endpoint, next_attempt_at=timezone.now())
+        delivery = Delivery.objects.create(event=event, endpoint=endpoint, next_attempt_at=_now())
         _queue_on_commit([delivery.pk])
     return delivery
 
@@ -168,7 +173,7 @@ def endpoint_ping(*, user, endpoint_id) -> Delivery:
 
 
 def _envelope(event_id: str, kind: str, data: dict) -> dict:
-    return {"id": event_id, "type": kind, "created": timezone.now().isoformat(), "data": data}
+    return {"id": event_id, "type": kind, "created": _now().isoformat(), "data": data}
 
 
 def _subscribed(user_id: int, kind: str) -> list[Endpoint]:
@@ -216,7 +221,7 @@ def _fan_out(event: Event) -> list[str]:
     with transaction.atomic():
         endpoints = _subscribed(event.user_id, event.type)
         have = set(Delivery.objects.filter(event=event).values_list("endpoint_id", flat=True))
-        now = timezone.now()
+        now = _now()
         new = [Delivery(event=event, endpoint=e, next_attempt_at=now) for e in endpoints if e.pk not in have]
         Delivery.objects.bulk_create(new, ignore_conflicts=True)
         ids = [d.pk for d in new]
@@ -254,7 +259,7 @@ def body_of(event: Event) -> bytes:
 def _claim(delivery_id) -> Delivery | None:
     with transaction.atomic():
         delivery = delivery_lock(delivery_id=delivery_id)
-        now = timezone.now()
+        now = _now()
         if delivery is None or delivery.status != Delivery.Status.PENDING:
             return None  # gone, already delivered, or given up
         if delivery.next_attempt_at is not None and delivery.next_attempt_at > now:
@@ -302,7 +307,7 @@ def _record(*, delivery_id, number: int, outcome) -> Delivery | None:
 
     if outcome is None:
         outcome = Outcome(None, "", 0, "the endpoint's secret cannot be opened (roll it)")
-    now = timezone.now()
+    now = _now()
     with transaction.atomic():
         delivery = delivery_lock(delivery_id=delivery_id)
         if delivery is None:  # its endpoint was deleted meanwhile
@@ -340,7 +345,7 @@ def delivery_replay(*, user, delivery_id) -> Delivery:
         if delivery is None:
             raise NotFound("no such webhook delivery")
         delivery.status = Delivery.Status.PENDING
-        delivery.next_attempt_at = timezone.now()
+        delivery.next_attempt_at = _now()
         delivery.attempts = min(delivery.attempts, MAX_ATTEMPTS - 1)
         delivery.save(update_fields=["status", "next_attempt_at", "attempts", "updated_at"])
         _queue_on_commit([delivery.pk])
@@ -349,7 +354,7 @@ def delivery_replay(*, user, delivery_id) -> Delivery:
 
 def deliveries_sweep(*, now=None) -> int:
     """Queue every pending delivery that is due (a retry's time has come, or a task was lost)."""
-    now = now or timezone.now()
+    now = now or _now()
     due = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now).order_by("next_attempt_at")
     return deliveries_queue(delivery_ids=list(due.values_list("pk", flat=True)[:SWEEP_BATCH]))
 
