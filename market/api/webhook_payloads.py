@@ -13,6 +13,7 @@ from market.catalog import selectors as catalog
 from market.core import visibility
 from market.core.errors import NotFound
 from market.trading import selectors as trading
+from market.trust.selectors import buyer_caps
 from market.webhooks.events import register_payload
 
 from . import serializers as s
@@ -45,10 +46,14 @@ def sale_payload(*, object_id: str, user) -> dict | None:
     if purchase is None:
         return None
     listing = catalog.listing_get(user=user, listing_id=purchase.listing_id)
-    spent = catalog.listing_spent(user=user, listing_ids=[listing.pk])
+    context = {  # as GET listings/{id}/ answers its owner
+        "levels_held": catalog.levels_held(user=user, listing_ids=[listing.pk]),
+        "caps": buyer_caps(listings=[listing], buyer=user),
+        "spent": catalog.listing_spent(user=user, listing_ids=[listing.pk]),
+    }
     return {
         "object": "sale",
-        "listing": _plain(s.ListingSerializer(listing, context={"spent": spent}).data),
+        "listing": _plain(s.ListingSerializer(listing, context=context).data),
         "level_from": str(purchase.level_from),
         "epsilon": str(purchase.level_to),
         "price": str(purchase.price),

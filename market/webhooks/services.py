@@ -32,8 +32,9 @@ from .transport import RefusedAddress, check_url, post, resolve
 
 log = logging.getLogger(__name__)
 
-#: seconds to wait after the 1st, 2nd, ... failed attempt (then the delivery has failed): ~17.6 hours
-RETRY_DELAYS = (60, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600)
+#: seconds to wait after the 1st, 2nd, ... failed attempt (1 m, 5 m, 30 m, 1 h, 2 h, 4 h, 8 h, 8 h:
+#: about a day in all, 9 attempts), then the delivery has failed
+RETRY_DELAYS = (60, 5 * 60, 30 * 60, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 8 * 3600)
 MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
 #: a claimed delivery is left alone this long (more than a send can take)
 CLAIM_LEASE = timedelta(seconds=60)
