@@ -361,3 +361,23 @@ def test_account_page_adds_an_endpoint_and_shows_its_secret_once(client, buyer, 
     assert endpoint.signing_secret() != Endpoint.objects.get(pk=endpoint.pk).signing_secret()
     client.post(f"/account/webhooks/{endpoint.pk}/delete/")
     assert not Endpoint.objects.exists()
+
+
+def test_the_documented_verification_snippet_checks_a_real_delivery(api, buyer, bought, receiver):
+    """The ten lines in docs/webhooks.md, run as written, on a delivery the receiver got."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    [snippet] = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "def verify" in block]
+    assert len(snippet.strip().splitlines()) <= 10
+    namespace: dict = {}
+    exec(snippet, namespace)  # noqa: S102 - our own documentation
+    documented = namespace["verify"]
+    created = add_endpoint(api(buyer), receiver.url(), ["purchase.released"])
+    send([("purchase.released", str(bought.pk), buyer.pk)])
+    [request] = receiver.requests
+    signature = request.headers["gradual-signature"]
+    assert documented(created["secret"], signature, request.body)
+    assert not documented(created["secret"], signature, request.body + b" ")
+    assert not documented("whsec_wrong", signature, request.body)
