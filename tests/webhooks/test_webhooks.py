@@ -381,3 +381,25 @@ def test_the_documented_verification_snippet_checks_a_real_delivery(api, buyer, 
     assert documented(created["secret"], signature, request.body)
     assert not documented(created["secret"], signature, request.body + b" ")
     assert not documented("whsec_wrong", signature, request.body)
+
+
+def test_a_dataset_ready_event_to_its_owner(api, owner, users, receiver, monkeypatch, django_capture_on_commit_callbacks):
+    from tests.datasets import ready_dataset
+    from tests.marketplace.conftest import make_csv
+
+    sent = []
+    monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: sent.extend(tuple(i) for i in items))
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset = ready_dataset(owner=owner, name="visits", data=make_csv(50), total_budget="10")
+    assert sent == [("dataset.ready", dataset.public_id, owner.pk)]
+
+    owner_client = api(owner)
+    add_endpoint(owner_client, receiver.url(), ["dataset.ready"])
+    add_endpoint(api(users("eve", owner=True)), receiver.url("/eve"), ["dataset.ready"])
+    send(sent)
+    [request] = receiver.requests
+    assert request.path == "/hook"
+    body = json.loads(request.body)
+    assert body["data"] == {"object": "dataset", **owner_client.get(f"/api/v1/datasets/{dataset.public_id}/").json()}
+    # a re-run of the same task makes no second event and no second delivery
+    assert send(sent) == [] and Event.objects.count() == 1 and len(receiver.requests) == 1
