@@ -13,6 +13,12 @@ def endpoint_lock(*, owner_id, endpoint_id) -> Endpoint | None:
     return Endpoint.objects.select_for_update().filter(pk=endpoint_id, owner_id=owner_id).first()
 
 
+def endpoint_lock_any(*, endpoint_id) -> Endpoint | None:
+    """An endpoint whoever owns it, locked for update (re-encrypting its secret)."""
+    taken(Rank.WEBHOOK, f"webhook endpoint {endpoint_id}")
+    return Endpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+
+
 def delivery_lock(*, delivery_id) -> Delivery | None:
     """A delivery, locked for update while it is claimed or its attempt recorded (never during the request)."""
     taken(Rank.WEBHOOK, f"webhook delivery {delivery_id}")

@@ -20,13 +20,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from market.core import visibility
+from market.core import crypto, visibility
 from market.core.errors import InvalidInput, NotFound
 
 from . import events as event_types
 from .ids import new_secret
-from .locks import delivery_lock, endpoint_lock
-from .models import Attempt, Delivery, Endpoint, Event
+from .locks import delivery_lock, endpoint_lock, endpoint_lock_any
+from .models import Attempt, Delivery, Endpoint, Event, secret_context
 from .signing import HEADER, header
 from .transport import RefusedAddress, check_url, post, resolve
 
@@ -362,3 +362,26 @@ def deliveries_sweep(*, now=None) -> int:
 
 def allow_private() -> bool:
     return bool(getattr(settings, "WEBHOOKS_ALLOW_PRIVATE", False))
+
+
+@crypto.register_rotator("webhook secrets")
+def secrets_rotate() -> crypto.Rotated:
+    """Re-encrypt every endpoint's signing secret under the current key, one endpoint at a time
+    under its row lock (``manage.py rotate_encryption_keys``); idempotent."""
+    done = crypto.Rotated()
+    for endpoint_id in Endpoint.objects.order_by("pk").values_list("pk", flat=True).iterator():
+        with transaction.atomic():
+            endpoint = endpoint_lock_any(endpoint_id=endpoint_id)
+            if endpoint is None:
+                continue
+            try:
+                new = crypto.reseal(endpoint.secret, context=secret_context(endpoint.pk))
+            except crypto.CryptoError:
+                done.damaged += 1
+                continue
+            if new is None:
+                done.unchanged += 1
+            else:
+                Endpoint.objects.filter(pk=endpoint.pk).update(secret=new)
+                done.resealed += 1
+    return done

@@ -403,3 +403,23 @@ def test_a_dataset_ready_event_to_its_owner(api, owner, users, receiver, monkeyp
     assert body["data"] == {"object": "dataset", **owner_client.get(f"/api/v1/datasets/{dataset.public_id}/").json()}
     # a re-run of the same task makes no second event and no second delivery
     assert send(sent) == [] and Event.objects.count() == 1 and len(receiver.requests) == 1
+
+
+def test_secrets_move_to_a_new_encryption_key(settings, api, buyer, receiver):
+    import io
+
+    from django.core.management import call_command
+
+    from market.core import crypto
+
+    old, new = crypto.new_key_entry("old"), crypto.new_key_entry("new")
+    settings.GRADUAL_ENCRYPTION_KEYS = old
+    created = add_endpoint(api(buyer), receiver.url(), ["purchase.released"])
+    settings.GRADUAL_ENCRYPTION_KEYS = f"{new},{old}"
+    out = io.StringIO()
+    call_command("rotate_encryption_keys", stdout=out)
+    assert "webhook secrets: 1 re-encrypted" in out.getvalue()
+    settings.GRADUAL_ENCRYPTION_KEYS = new  # the old key removed
+    endpoint = Endpoint.objects.get(pk=created["id"])
+    assert crypto.key_id_of(bytes(endpoint.secret)) == "new"
+    assert endpoint.signing_secret() == created["secret"]
