@@ -59,7 +59,7 @@ class EndpointCreatedSerializer(EndpointSerializer):
 class EndpointCreateSerializer(StrictSerializer):
     url = TextField(max_length=URL_MAX, help_text="an https:// (or http://) address that accepts POST")
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_CHOICES), allow_empty=False, max_length=len(EVENT_CHOICES),
+        child=serializers.ChoiceField(choices=EVENT_CHOICES), allow_empty=False, min_length=1, max_length=len(EVENT_CHOICES),
         help_text="buyers: purchase.released, purchase.failed; owners: listing.sold, dataset.ready",
     )
     description = TextField(max_length=DESCRIPTION_MAX, required=False, allow_blank=True)
@@ -68,7 +68,7 @@ class EndpointCreateSerializer(StrictSerializer):
 class EndpointUpdateSerializer(StrictSerializer):
     url = TextField(max_length=URL_MAX, required=False)
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_CHOICES), allow_empty=False, max_length=len(EVENT_CHOICES),
+        child=serializers.ChoiceField(choices=EVENT_CHOICES), allow_empty=False, min_length=1, max_length=len(EVENT_CHOICES),
         required=False,
     )
     description = TextField(max_length=DESCRIPTION_MAX, required=False, allow_blank=True)
