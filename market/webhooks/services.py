@@ -16,7 +16,6 @@ import logging
 import random
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -358,10 +357,6 @@ def deliveries_sweep(*, now=None) -> int:
     now = now or _now()
     due = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now).order_by("next_attempt_at")
     return deliveries_queue(delivery_ids=list(due.values_list("pk", flat=True)[:SWEEP_BATCH]))
-
-
-def allow_private() -> bool:
-    return bool(getattr(settings, "WEBHOOKS_ALLOW_PRIVATE", False))
 
 
 @crypto.register_rotator("webhook secrets")

@@ -423,3 +423,12 @@ def test_secrets_move_to_a_new_encryption_key(settings, api, buyer, receiver):
     endpoint = Endpoint.objects.get(pk=created["id"])
     assert crypto.key_id_of(bytes(endpoint.secret)) == "new"
     assert endpoint.signing_secret() == created["secret"]
+
+
+def test_webhook_tasks_have_their_own_queue_and_a_scheduled_sweeper():
+    from market.celery import app
+
+    for name in ("webhooks.events_record", "webhooks.delivery_attempt", "webhooks.sweep"):
+        assert app.amqp.router.route({}, name)["queue"].name == "webhooks", name
+    assert app.amqp.router.route({}, "trading.release_purchase")["queue"].name == "celery"
+    assert any(entry["task"] == "webhooks.sweep" for entry in app.conf.beat_schedule.values())
