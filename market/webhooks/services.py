@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-import random
+import secrets
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
@@ -53,7 +53,7 @@ def retry_delay(attempts: int) -> timedelta:
     """The wait after ``attempts`` failed attempts, with ±10% jitter (so receivers back from an
     outage are not hit by every delivery at once)."""
     base = RETRY_DELAYS[min(attempts, len(RETRY_DELAYS)) - 1]
-    return timedelta(seconds=base * random.uniform(0.9, 1.1))
+    return timedelta(seconds=base * (0.9 + secrets.randbelow(2001) / 10000))  # 0.9 to 1.1
 
 
 # --- endpoints
