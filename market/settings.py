@@ -57,7 +57,9 @@ INSTALLED_APPS = [
     "market.trading",
     "market.trust",
     "releases",
+    "market.webhooks",
     "market.web",
+    "market.api",
 ]
 
 MIDDLEWARE = [
@@ -153,7 +155,10 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 RELEASE_SWEEP_AFTER = int(os.environ.get("RELEASE_SWEEP_AFTER", "120"))
 CELERY_BEAT_SCHEDULE = {
     "sweep-pending-releases": {"task": "trading.sweep_pending", "schedule": 60.0},
+    "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
 }
+# webhooks go through their own queue and worker: a slow receiver never holds up a release
+CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}}
 
 # --- cache (throttling): Redis when available so all processes share it
 CACHES = {
@@ -219,6 +224,7 @@ SPECTACULAR_SETTINGS = {
         "DatasetStatusEnum": ["processing", "ready", "failed"],
         "ColumnTypeEnum": "market.catalog.columns.TYPES",
         "MissingPolicyEnum": "market.catalog.columns.MISSING",
+        "WebhookDeliveryStatusEnum": "market.webhooks.models.Delivery.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "market.api.schema.named_schemas",  # one component per kind of statistic and price curve
@@ -267,6 +273,9 @@ API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
 API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
 #: the demo "top up" button exists only when this is on
 DEMO_MODE = env_bool("DEMO_MODE", not PRODUCTION)
+#: webhook endpoints may be on private, loopback or link-local addresses (development, the demo and
+#: tests); off in production, where such an address is refused (market/webhooks/transport.py)
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", DEBUG or DEMO_MODE)
 #: how buyers' wallets are funded (see market/ledger/payments.py)
 PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.ManualFunding")
 #: how owners' earnings are paid out (see market/ledger/payments.py)

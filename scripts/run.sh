@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed into .venv, prepares the database with demo data, and
 # runs the marketplace: the web server on http://$HOST:$PORT (default
-# http://127.0.0.1:8000) and a Celery worker (with the sweeper's schedule), then
-# prints the address to open once the server answers. Ctrl-C stops both.
+# http://127.0.0.1:8000), a Celery worker for releases (with the sweepers' schedule) and one
+# for webhooks, then prints the address to open once the server answers. Ctrl-C stops them all.
 # With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis; without,
 # SQLite and a broker on the file system. The demo runs with DEBUG off (its
 # visitors see the site's own 404 and 500 pages, never Django's debug pages);
@@ -23,14 +23,17 @@ export STATIC_COLLECTED="${STATIC_COLLECTED:-1}"
 .venv/bin/python manage.py seed_demo
 mkdir -p .broker
 .venv/bin/celery -A market.celery:app worker --beat --schedule .broker/beat-schedule \
-    --loglevel=INFO --concurrency=2 &
+    --loglevel=INFO --concurrency=2 --queues=celery --hostname=releases@%h &
 worker=$!
+# webhooks on a worker of their own: a slow or failing receiver never holds up a release
+.venv/bin/celery -A market.celery:app worker --loglevel=INFO --concurrency=2 --queues=webhooks --hostname=webhooks@%h &
+hooks=$!
 server=
 stop() {
     trap - EXIT INT TERM
-    kill $server "$worker" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$worker" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$worker" 2>/dev/null || true  # a worker stuck in its warm shutdown after 10 s
+    kill $server "$worker" "$hooks" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$worker" 2>/dev/null || kill -0 "$hooks" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$worker" "$hooks" 2>/dev/null || true  # a worker stuck in its warm shutdown after 10 s
     wait 2>/dev/null || true
 }
 trap stop EXIT INT TERM

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from . import keys, views
+from . import keys, views, webhooks
 
 v1 = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
@@ -27,6 +27,15 @@ v1 = [
     path("earnings/", views.EarningsView.as_view(), name="api-earnings"),
     path("earnings/statement/", views.EarningsStatementView.as_view(), name="api-earnings-statement"),
     path("earnings/payouts/", views.PayoutListView.as_view(), name="api-payouts"),
+    path("webhooks/endpoints/", webhooks.EndpointListView.as_view(), name="api-webhook-endpoints"),
+    path("webhooks/endpoints/<str:endpoint_id>/", webhooks.EndpointDetailView.as_view(), name="api-webhook-endpoint"),
+    path("webhooks/endpoints/<str:endpoint_id>/roll-secret/", webhooks.EndpointRollSecretView.as_view(),
+         name="api-webhook-endpoint-roll-secret"),
+    path("webhooks/endpoints/<str:endpoint_id>/test/", webhooks.EndpointTestView.as_view(), name="api-webhook-endpoint-test"),
+    path("webhooks/deliveries/", webhooks.DeliveryListView.as_view(), name="api-webhook-deliveries"),
+    path("webhooks/deliveries/<str:delivery_id>/", webhooks.DeliveryDetailView.as_view(), name="api-webhook-delivery"),
+    path("webhooks/deliveries/<str:delivery_id>/replay/", webhooks.DeliveryReplayView.as_view(),
+         name="api-webhook-delivery-replay"),
 ]
 
 urlpatterns = [

@@ -22,6 +22,7 @@ from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
+from market.webhooks.events import emit as webhook_emit
 
 from . import files, ingest
 from .budget import NOT_EPS_DP
@@ -285,6 +286,7 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
             "raw_file", "upload_file", "typed_file", "columns", "row_count", "format", "status", "progress", "failure",
         ])
         transaction.on_commit(lambda: files.delete(*old))
+        webhook_emit(("dataset.ready", current.public_id, current.owner_id))
     return current
 
 

@@ -21,6 +21,7 @@ HOLDING    a buyer's holding on a listing              FOR UPDATE
 PURCHASE   a purchase                                  FOR UPDATE
 ACCOUNT    ledger accounts, in id order                FOR UPDATE
 PAYOUT     an owner's payout (staff mark it paid)      FOR UPDATE
+WEBHOOK    a webhook endpoint or delivery (alone)      FOR UPDATE
 =========  ==========================================  =====================
 
 A purchase locks only the account it takes from (the buyer's wallet: its
@@ -75,6 +76,7 @@ class Rank(enum.IntEnum):
     PURCHASE = 60
     ACCOUNT = 70
     PAYOUT = 80
+    WEBHOOK = 90
 
 
 class LockOrderError(AssertionError):

@@ -185,3 +185,29 @@ def api_keys(user) -> QuerySet:
     if not _authenticated(user):
         return ApiKey.objects.none()
     return ApiKey.objects.filter(user=user)
+
+
+def webhook_endpoints(user) -> QuerySet:
+    from market.webhooks.models import Endpoint
+
+    if not _authenticated(user):
+        return Endpoint.objects.none()
+    return Endpoint.objects.filter(owner=user)
+
+
+def webhook_deliveries(user) -> QuerySet:
+    """Deliveries to the user's own endpoints (of the user's own events)."""
+    from market.webhooks.models import Delivery
+
+    if not _authenticated(user):
+        return Delivery.objects.none()
+    return Delivery.objects.select_related("event", "endpoint").filter(endpoint__owner=user, event__user=user)
+
+
+def sales(user) -> QuerySet:
+    """Purchases of the user's listings, as their owner sees them (never who bought)."""
+    from market.trading.models import Purchase
+
+    if not _authenticated(user):
+        return Purchase.objects.none()
+    return Purchase.objects.select_related("listing").filter(listing__dataset__owner=user)

@@ -40,6 +40,7 @@ from market.core.levels import level_text, parse_level
 from market.ledger.models import Account, Leg, Transfer
 from market.ledger.services import accounts_for_payment, transfer_create
 from market.trust.selectors import Cap, buyer_cap
+from market.webhooks.events import emit as webhook_emit
 from releases.locks import path_lock
 from releases.models import Release
 from releases.services import Order, ReleaseImpossible, releases_make
@@ -532,7 +533,22 @@ def _listing_release(*, listing_id, rng, only=None) -> dict:
         ids = [p.pk for p in purchases]
         Purchase.objects.filter(pk__in=ids).update(status=Purchase.Status.RELEASED, updated_at=now)
         transaction.on_commit(lambda: releases_announce(purchase_ids=ids))
+        sold = [(p.pk, p.buyer_id) for p in purchases]
+        transaction.on_commit(lambda: _webhooks_released(listing_id=listing_id, sold=sold))
     return made
+
+
+def _webhooks_released(*, listing_id, sold) -> None:
+    """After a release commits: ``purchase.released`` to each buyer, ``listing.sold`` to the owner
+    (a sale counts once released: a purchase that fails is refunded). Never fails the release."""
+    try:
+        owner_id = Listing.objects.filter(pk=listing_id).values_list("dataset__owner_id", flat=True).first()
+        webhook_emit(
+            *[("purchase.released", purchase_id, buyer_id) for purchase_id, buyer_id in sold],
+            *[("listing.sold", purchase_id, owner_id) for purchase_id, _ in sold if owner_id is not None],
+        )
+    except Exception:
+        log.exception("webhook events of the release on listing %s were not recorded", listing_id)
 
 
 def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
@@ -572,5 +588,6 @@ def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
         purchase.failure_reason = reason[:500]
         purchase.save(update_fields=["status", "failure_reason", "updated_at"])
         transaction.on_commit(lambda: releases_announce(purchase_ids=[purchase.pk]))
+        webhook_emit(("purchase.failed", purchase.pk, purchase.buyer_id))
         log.warning("purchase %s failed and was refunded: %s", purchase.pk, reason)
         return purchase

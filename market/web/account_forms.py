@@ -20,3 +20,17 @@ class RotateForm(forms.Form):
 
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=[("buyer", "buyer"), ("owner", "owner")])
+
+
+class WebhookForm(forms.Form):
+    """A new webhook endpoint: its address and the events it receives (those the account's roles allow)."""
+
+    url = forms.CharField(max_length=2000, label="Address", help_text="Where we send each event, e.g. https://example.com/hooks/gradual.")
+    events = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple, label="Send me")
+    description = forms.CharField(max_length=200, required=False, label="Note")
+
+    def __init__(self, *args, user=None, **kwargs):
+        from market.webhooks.events import EVENT_TYPES, allowed_events
+
+        super().__init__(*args, **kwargs)
+        self.fields["events"].choices = [(kind, f"{kind}: {EVENT_TYPES[kind][1]}") for kind in allowed_events(user)]

@@ -23,7 +23,9 @@ from .account_forms import ApiKeyForm, RoleForm, RotateForm
 NEW_SECRET = "account.new_api_key"
 
 
-def _page(request, *, key_form=None, status=200):
+def _page(request, *, key_form=None, webhook_form=None, status=200):
+    from .webhook_views import webhook_context
+
     new_key = request.session.pop(NEW_SECRET, None)
     now = timezone.now()
     keys = [(key, key.status(now)) for key in selectors.api_key_list(user=request.user)]
@@ -37,6 +39,7 @@ def _page(request, *, key_form=None, status=200):
             "new_key": new_key,
             "missing_roles": [r for r, has in (("buyer", request.user.is_buyer), ("owner", request.user.is_owner)) if not has],
             "held_roles": [r for r, has in (("buyer", request.user.is_buyer), ("owner", request.user.is_owner)) if has],
+            **webhook_context(request, form=webhook_form),
         },
         status=status,
     )

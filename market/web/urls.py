@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from . import account_views, site_views, views
+from . import account_views, site_views, views, webhook_views
 
 app_name = "web"
 
@@ -22,4 +22,9 @@ urlpatterns = [
     path("account/keys/", account_views.key_create, name="account-key-create"),
     path("account/keys/<str:key_id>/revoke/", account_views.key_revoke, name="account-key-revoke"),
     path("account/keys/<str:key_id>/rotate/", account_views.key_rotate, name="account-key-rotate"),
+    path("account/webhooks/", webhook_views.webhook_create, name="account-webhook-create"),
+    path("account/webhooks/<str:endpoint_id>/roll/", webhook_views.webhook_roll, name="account-webhook-roll"),
+    path("account/webhooks/<str:endpoint_id>/delete/", webhook_views.webhook_delete, name="account-webhook-delete"),
+    path("account/webhooks/deliveries/<str:delivery_id>/replay/", webhook_views.webhook_replay,
+         name="account-webhook-replay"),
 ]

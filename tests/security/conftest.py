@@ -13,6 +13,8 @@ import pytest
 from market.accounts.services import api_key_create
 from market.catalog.services import listing_create
 from market.trading.services import purchase_create
+from market.webhooks.models import Delivery, Endpoint
+from market.webhooks.services import events_record
 from releases.models import NoisePoint
 from tests.marketplace.conftest import (  # noqa: F401 - fixtures
     STATISTICS,
@@ -49,6 +51,8 @@ class World:
     other_purchase: object
     csv_bytes: bytes
     rows: list = field(default_factory=list)  # the uploaded CSV's data rows, as the strings uploaded
+    endpoint: object = None  # the buyer's webhook endpoint
+    delivery: object = None  # a delivery to it of the buyer's purchase.released (not sent)
 
     def user(self, actor):
         return self.people[actor]
@@ -91,10 +95,14 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
     purchase = _buy(people["buyer"], listing, "1", django_capture_on_commit_callbacks)
     other_purchase = _buy(people["other_buyer"], other_listing, "1", django_capture_on_commit_callbacks)
     rows = list(csv.reader(io.StringIO(data.decode())))[1:]
+    endpoint = Endpoint(owner=people["buyer"], url="http://127.0.0.1:9/hook", events=["purchase.released"])
+    endpoint.set_secret("whsec_matrix")
+    endpoint.save()
+    [delivery_id] = events_record(items=[("purchase.released", str(purchase.pk), people["buyer"].pk)])
     return World(
         people=people, dataset=dataset, listing=listing, purchase=purchase, release=purchase.release,
         other_dataset=other_dataset, other_listing=other_listing, other_purchase=other_purchase,
-        csv_bytes=data, rows=rows,
+        csv_bytes=data, rows=rows, endpoint=endpoint, delivery=Delivery.objects.get(pk=delivery_id),
     )
 
 

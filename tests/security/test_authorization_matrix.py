@@ -123,6 +123,18 @@ API = [
     api("PUT",    "/api/v1/keys/{K}/",                      "401  405   405   405   405   405", "api_key"),
     api("DELETE", "/api/v1/keys/{K}/",                      "401  204   404   404   404   404"),
     api("POST",   "/api/v1/keys/{K}/rotate/",               "401  201   404   404   404   404", "rotate"),
+    # webhooks: {W} is the buyer's endpoint, {WD} a delivery to it; another user's do not exist for them
+    api("GET",    "/api/v1/webhooks/endpoints/",            "401  200   200   200   200   200"),
+    api("POST",   "/api/v1/webhooks/endpoints/",            "401  201   201   201   201   201", "webhook"),
+    api("GET",    "/api/v1/webhooks/endpoints/{W}/",        "401  200   404   404   404   404"),
+    api("PATCH",  "/api/v1/webhooks/endpoints/{W}/",        "401  200   404   404   404   404", "webhook_edit"),
+    api("PUT",    "/api/v1/webhooks/endpoints/{W}/",        "401  405   405   405   405   405", "webhook"),
+    api("DELETE", "/api/v1/webhooks/endpoints/{W}/",        "401  204   404   404   404   404"),
+    api("POST",   "/api/v1/webhooks/endpoints/{W}/roll-secret/", "401  200   404   404   404   404"),
+    api("POST",   "/api/v1/webhooks/endpoints/{W}/test/",   "401  202   404   404   404   404"),
+    api("GET",    "/api/v1/webhooks/deliveries/",           "401  200   200   200   200   200"),
+    api("GET",    "/api/v1/webhooks/deliveries/{WD}/",      "401  200   404   404   404   404"),
+    api("POST",   "/api/v1/webhooks/deliveries/{WD}/replay/", "401  202   404   404   404   404"),
     api("GET",    "/api/v1/no-such-endpoint/",              "404  404   404   404   404   404"),
     api("GET",    "/api/schema/",                           "200  200   200   200   200   200"),
     api("GET",    "/api/docs/",                             "200  200   200   200   200   200"),
@@ -193,6 +205,10 @@ PAGES = [
     page("POST", "/account/keys/",                          "302L 302   302   302   302   302", "key_form"),
     page("POST", "/account/keys/{K}/revoke/",               "302L 302   404   404   404   404"),
     page("POST", "/account/keys/{K}/rotate/",               "302L 302   404   404   404   404"),
+    page("POST", "/account/webhooks/",                      "302L 302   302   302   302   302", "webhook_form"),
+    page("POST", "/account/webhooks/{W}/roll/",             "302L 302   404   404   404   404"),
+    page("POST", "/account/webhooks/{W}/delete/",           "302L 302   404   404   404   404"),
+    page("POST", "/account/webhooks/deliveries/{WD}/replay/", "302L 302   404   404   404   404"),
     # the admin: staff only
     page("GET",  "/admin/",                                 "302A 302A  302A  302A  302A  200"),
     page("GET",  "/admin/login/",                           "200  200   200   200   200   302"),
@@ -268,6 +284,10 @@ def payload(name, world, actor):
         return {"grace_seconds": 60}
     if name == "role":
         return {"role": "owner"}
+    if name in ("webhook", "webhook_form"):
+        return {"url": "http://127.0.0.1:9/hook", "events": ["purchase.released"]}
+    if name == "webhook_edit":
+        return {"description": "matrix"}
     if name == "key_form":
         return {"name": "matrix", "expires_in_days": "30"}
     if name == "trust_settings":
@@ -302,7 +322,8 @@ def client_for(world, tokens, actor, *, api: bool):
 def send(world, tokens, actor, row):
     K = world.people["buyer"].api_keys.order_by("created_at").first().pk if "{K}" in row.path else None
     path = row.path.format(
-        L=world.listing.pk, D=world.dataset.public_id, DK=world.dataset.pk, P=world.purchase.pk, R=world.release.public_id, K=K
+        L=world.listing.pk, D=world.dataset.public_id, DK=world.dataset.pk, P=world.purchase.pk, R=world.release.public_id, K=K,
+        W=world.endpoint.pk, WD=world.delivery.pk,
     )
     client = client_for(world, tokens, actor, api=row.api)
     call = getattr(client, row.method.lower())

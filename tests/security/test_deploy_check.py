@@ -25,7 +25,7 @@ HOST = "market.example.com"
 LOOSENERS = (
     "DJANGO_DEBUG", "DJANGO_SECURE_SSL_REDIRECT", "DJANGO_HSTS_SECONDS", "DEMO_MODE", "DJANGO_SECRET_KEY",
     "DJANGO_ALLOW_ASYNC_UNSAFE",  # set by the browser tests for their own thread; never in deployment
-    "GRADUAL_ENCRYPTION_KEYS",
+    "GRADUAL_ENCRYPTION_KEYS", "WEBHOOKS_ALLOW_PRIVATE",
 )
 
 
@@ -92,8 +92,10 @@ def test_development_starts_without_a_secret_key():
         ({"DJANGO_SECURE_SSL_REDIRECT": "false"}, "security.W008"),
         ({"GRADUAL_ENCRYPTION_KEYS": None}, "gradual.W001"),
         ({"GRADUAL_ENCRYPTION_KEYS": "k1:too-short"}, "gradual.E001"),
+        ({"WEBHOOKS_ALLOW_PRIVATE": "1"}, "gradual.W101"),
     ],
-    ids=["weak-secret-key", "debug-on", "no-hsts", "no-ssl-redirect", "derived-encryption-key", "malformed-keys"],
+    ids=["weak-secret-key", "debug-on", "no-hsts", "no-ssl-redirect", "derived-encryption-key", "malformed-keys",
+         "webhooks-to-private-addresses"],
 )
 def test_a_weakened_production_fails_the_deploy_check(changes, issue):
     done = deploy_check(production_env(**changes))

@@ -1,0 +1,78 @@
+"""The events users may subscribe to, how the apps that make them say so, and how each is rendered.
+
+The apps where things happen (trading, catalog) call :func:`emit` inside their
+transaction; when it commits, one task on the ``webhooks`` queue records the
+events (``services.events_record``). An event's body is what the API would show
+its user of the object: this app cannot import the API (it sits above), so the
+API registers one *payload builder* per event type when its app is ready
+(:func:`register_payload`), and the task calls it with the object's id and the
+user. A builder returns None when the user cannot see the object (no event).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+#: event type -> (the role that may subscribe to it, what it means, in plain words)
+EVENT_TYPES: dict[str, tuple[str, str]] = {
+    "purchase.released": ("buyer", "a purchase of yours was released: its values are ready"),
+    "purchase.failed": ("buyer", "a purchase of yours could not be released and was refunded"),
+    "listing.sold": ("owner", "a step on one of your listings was sold and released"),
+    "dataset.ready": ("owner", "an uploaded dataset of yours was read and is ready to list"),
+}
+#: sent by "send a test event"; anyone may receive it, nobody subscribes to it
+PING = "ping"
+
+Builder = Callable[..., "dict | None"]
+_builders: dict[str, Builder] = {}
+
+
+def register_payload(event_type: str):
+    """Register ``builder(*, object_id, user) -> dict | None`` for ``event_type`` (a decorator):
+    what the API shows ``user`` of the object, or None if they cannot see it."""
+    if event_type not in EVENT_TYPES and event_type != PING:
+        raise ValueError(f"unknown webhook event type {event_type!r}")
+
+    def add(builder: Builder) -> Builder:
+        _builders[event_type] = builder
+        return builder
+
+    return add
+
+
+def payload_builder(event_type: str) -> Builder | None:
+    return _builders.get(event_type)
+
+
+def allowed_events(user) -> list[str]:
+    """The event types ``user``'s roles let them subscribe to."""
+    from market.accounts.roles import has_role
+
+    return [kind for kind, (role, _) in EVENT_TYPES.items() if has_role(user, role)]
+
+
+def emit(*events: tuple[str, str, int]) -> None:
+    """Record ``(type, object_id, user_id)`` events once the current transaction commits (at
+    once outside one). One task for them all, on the webhooks queue; a broker that cannot be
+    reached loses them (logged), and never fails or slows the caller's work."""
+    items = [(kind, str(obj), int(user)) for kind, obj, user in events]
+    if not items:
+        return
+    for kind, _, _ in items:
+        if kind not in EVENT_TYPES:
+            raise ValueError(f"unknown webhook event type {kind!r}")
+    transaction.on_commit(lambda: _send(items))
+
+
+def _send(items: list[tuple[str, str, int]]) -> None:
+    from .tasks import events_record_task
+
+    try:
+        events_record_task.delay([list(item) for item in items])
+    except Exception:
+        log.exception("could not queue %d webhook event(s); they are not sent", len(items))

@@ -1,0 +1,109 @@
+"""Webhooks with real Celery workers: the release worker consumes the default queue only, the
+webhook worker the ``webhooks`` queue only (as in the demo and in production). A receiver that
+holds its answer 8 s, or keeps failing, never holds up or fails a purchase."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+from celery import Celery
+
+from market.trading.models import Purchase
+from market.webhooks.models import Delivery
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _purge(app, *queues):
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        for queue in queues:
+            with contextlib.suppress(Exception):
+                channel.queue_purge(queue)
+
+
+@contextlib.contextmanager
+def _worker(app, queue):
+    from celery.contrib.testing.worker import start_worker
+
+    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20,
+                      queues=[queue], hostname=f"{queue}@test"):
+        yield
+
+
+@pytest.fixture
+def workers(seeded_noise):
+    """The release worker (default queue) and the webhook worker (webhooks queue), each on its own
+    Celery app object so their queue selections stay apart in one process."""
+    from market.celery import app
+
+    hooks_app = Celery("market-webhooks-test")
+    hooks_app.config_from_object("django.conf:settings", namespace="CELERY")
+    hooks_app.conf.broker_transport_options = app.conf.broker_transport_options
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    hooks_app.conf.task_always_eager = False
+    _purge(app, "celery", "webhooks")
+    with _worker(app, "celery"), _worker(hooks_app, "webhooks"):
+        yield
+    app.conf.task_always_eager = before
+
+
+def wait_until(condition, timeout=60.0, what="it"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def buy(client, listing_id, epsilon):
+    answer = client.post("/api/v1/purchases/", {"listing": listing_id, "epsilon": epsilon}, format="json",
+                         HTTP_PREFER="wait=30")
+    assert answer.status_code in (201, 202), answer.content
+    return answer.json()["id"]
+
+
+def released(purchase_id):
+    return Purchase.objects.filter(pk=purchase_id, status="released").exists()
+
+
+def test_a_slow_receiver_never_slows_a_release(workers, api, buyer, fund, make_listing, receiver):
+    receiver.hold = 8
+    fund(buyer, 1000)
+    first, second = make_listing(), make_listing()
+    client = api(buyer)
+    endpoint = client.post("/api/v1/webhooks/endpoints/", {"url": receiver.url(), "events": ["purchase.released"]},
+                           format="json")
+    assert endpoint.status_code == 201
+
+    a = buy(client, first.pk, "1")
+    wait_until(lambda: released(a), what="the first release")
+    wait_until(receiver.arrived.is_set, what="the first webhook to reach the receiver")
+    # the receiver now holds its answer for 8 s; a purchase made now is released meanwhile
+    b = buy(client, second.pk, "1")
+    wait_until(lambda: released(b), what="the second release")
+    assert receiver.requests[0].finished is None, "the release waited for the slow receiver"
+
+    requests = receiver.wait_for(2, timeout=90)
+    assert sorted(r.headers["gradual-event-type"] for r in requests) == ["purchase.released"] * 2
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 2, what="both deliveries recorded")
+    assert Delivery.objects.order_by("created_at").first().last_duration_ms >= 8000
+
+
+def test_a_failing_receiver_never_fails_a_purchase(workers, api, buyer, fund, listing, receiver):
+    receiver.fail_next = 1000
+    fund(buyer, 1000)
+    client = api(buyer)
+    client.post("/api/v1/webhooks/endpoints/", {"url": receiver.url(), "events": ["purchase.released"]}, format="json")
+    purchase = buy(client, listing.pk, "1")
+    wait_until(lambda: released(purchase), what="the release")
+    receiver.wait_for(1)
+    delivery = wait_until(lambda: Delivery.objects.filter(attempts=1, last_status_code=500).first(), what="the attempt")
+    assert delivery.status == "pending" and delivery.next_attempt_at is not None
+    body = client.get(f"/api/v1/purchases/{purchase}/").json()
+    assert body["status"] == "released" and body["release"]["values"]
