@@ -1,5 +1,6 @@
 """Webhook tests: a real HTTP receiver on 127.0.0.1 (a thread), recording every request; it can be
-told to fail the next N requests, to hold each answer a while, or to redirect."""
+told to fail the next N requests, to hold each answer a while (or until the test lets it go), or to
+redirect."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ class Receiver:
     redirect_to: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     arrived: threading.Event = field(default_factory=threading.Event)
+    #: set to let held answers go at once (``hold`` is then the most a request waits)
+    let_go: threading.Event = field(default_factory=threading.Event)
 
     def url(self, path: str = "/hook") -> str:
         host, port = self.server.server_address[:2]
@@ -63,7 +66,7 @@ def _handler(receiver: Receiver):
                     receiver.fail_next -= 1
             receiver.arrived.set()
             if receiver.hold:
-                time.sleep(receiver.hold)
+                receiver.let_go.wait(receiver.hold)
             if receiver.redirect_to:
                 self.send_response(302)
                 self.send_header("Location", receiver.redirect_to)
@@ -90,6 +93,7 @@ def receiver():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield recv
+    recv.let_go.set()
     server.shutdown()
     server.server_close()
 

@@ -1,6 +1,6 @@
 """Webhooks with real Celery workers: the release worker consumes the default queue only, the
 webhook worker the ``webhooks`` queue only (as in the demo and in production). A receiver that
-holds its answer 8 s, or keeps failing, never holds up or fails a purchase."""
+holds its answer, or keeps failing, never holds up or fails a purchase."""
 
 from __future__ import annotations
 
@@ -73,7 +73,9 @@ def released(purchase_id):
 
 
 def test_a_slow_receiver_never_slows_a_release(workers, api, buyer, fund, make_listing, receiver):
-    receiver.hold = 8
+    """The receiver holds its first answer until the test lets it go (at most 120 s): a purchase
+    made meanwhile is released while that answer is still held, whatever the machine's speed."""
+    receiver.hold = 120
     fund(buyer, 1000)
     first, second = make_listing(), make_listing()
     client = api(buyer)
@@ -84,15 +86,18 @@ def test_a_slow_receiver_never_slows_a_release(workers, api, buyer, fund, make_l
     a = buy(client, first.pk, "1")
     wait_until(lambda: released(a), what="the first release")
     wait_until(receiver.arrived.is_set, what="the first webhook to reach the receiver")
-    # the receiver now holds its answer for 8 s; a purchase made now is released meanwhile
+    # the receiver now holds its answer; a purchase made now is released meanwhile
     b = buy(client, second.pk, "1")
     wait_until(lambda: released(b), what="the second release")
     assert receiver.requests[0].finished is None, "the release waited for the slow receiver"
+    held = time.monotonic() - receiver.requests[0].started
+    receiver.let_go.set()
 
     requests = receiver.wait_for(2, timeout=90)
     assert sorted(r.headers["gradual-event-type"] for r in requests) == ["purchase.released"] * 2
     wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 2, what="both deliveries recorded")
-    assert Delivery.objects.order_by("created_at").first().last_duration_ms >= 8000
+    # the slow answer's attempt is logged with the time it took
+    assert Delivery.objects.order_by("created_at").first().last_duration_ms >= int(held * 1000) - 50
 
 
 def test_a_failing_receiver_never_fails_a_purchase(workers, api, buyer, fund, listing, receiver):
