@@ -1,54 +1,46 @@
 """Webhooks with real Celery workers: the release worker consumes the default queue only, the
-webhook worker the ``webhooks`` queue only (as in the demo and in production). A receiver that
-holds its answer, or keeps failing, never holds up or fails a purchase."""
+webhook worker, a process of its own, the ``webhooks`` queue only (as in the demo and in
+production). A receiver that holds its answer, or keeps failing, never holds up or fails a purchase."""
 
 from __future__ import annotations
 
-import contextlib
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from celery import Celery
 
 from market.trading.models import Purchase
 from market.webhooks.models import Delivery
+from tests.faults.conftest import ROOT, broker, database_url, needs_services  # noqa: F401
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _purge(app, *queues):
-    with app.connection_for_write() as connection:
-        channel = connection.default_channel
-        for queue in queues:
-            with contextlib.suppress(Exception):
-                channel.queue_purge(queue)
-
-
-@contextlib.contextmanager
-def _worker(app, queue):
-    from celery.contrib.testing.worker import start_worker
-
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20,
-                      queues=[queue], hostname=f"{queue}@test"):
-        yield
+# the webhook worker is a process of its own (as in the demo and in production), so it needs a
+# database and a broker that another process can reach
+pytestmark = [pytest.mark.django_db(transaction=True), needs_services]
 
 
 @pytest.fixture
-def workers(seeded_noise):
-    """The release worker (default queue) and the webhook worker (webhooks queue), each on its own
-    Celery app object so their queue selections stay apart in one process."""
+def workers(broker, seeded_noise):  # noqa: F811 (the broker fixture, imported)
+    """The release worker (default queue, in this process) and the webhook worker (``webhooks``
+    queue, its own process)."""
+    from celery.contrib.testing.worker import start_worker
+
     from market.celery import app
 
-    hooks_app = Celery("market-webhooks-test")
-    hooks_app.config_from_object("django.conf:settings", namespace="CELERY")
-    hooks_app.conf.broker_transport_options = app.conf.broker_transport_options
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = False
-    hooks_app.conf.task_always_eager = False
-    _purge(app, "celery", "webhooks")
-    with _worker(app, "celery"), _worker(hooks_app, "webhooks"):
-        yield
-    app.conf.task_always_eager = before
+    env = {**os.environ, "DATABASE_URL": database_url(), "WEBHOOKS_ALLOW_PRIVATE": "1"}
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / "webhook-worker.log", "w")
+    hooks = subprocess.Popen([sys.executable, "-m", "tests.faults.worker", "--queues=webhooks", "--hostname=webhooks@test"],
+                             cwd=ROOT, env=env, stdout=log, stderr=log)
+    try:
+        with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20,
+                          queues=["celery"], hostname="celery@test"):
+            yield
+    finally:
+        hooks.kill()
+        hooks.wait(10)
+        log.close()
 
 
 def wait_until(condition, timeout=60.0, what="it"):
