@@ -1,5 +1,7 @@
 """Reading purchases and their releases as buyers see them (values, labels, noise scales, error bounds)."""
 
+import uuid
+
 import numpy as np
 from django.db.models import QuerySet
 
@@ -25,9 +27,10 @@ def _with_release(purchases: QuerySet) -> QuerySet:
 
 def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
     try:
-        purchase = _with_release(visibility.purchases(user)).filter(pk=purchase_id).first()
-    except Exception:  # not a UUID: no such purchase
-        purchase = None
+        purchase_id = uuid.UUID(str(purchase_id))
+    except ValueError:  # not a UUID: no such purchase (a database error is not hidden as a 404)
+        raise NotFound("no such purchase") from None
+    purchase = _with_release(visibility.purchases(user)).filter(pk=purchase_id).first()
     if purchase is None:
         raise NotFound("no such purchase")
     return purchase
