@@ -83,7 +83,7 @@ CONFIG = schemathesis.Config.from_dict(
                 # a list's cursor is opaque (sealed by the server, bound to its list): any string has the
                 # documented shape, but only the ones the API handed out in next/previous links are
                 # positions, and any other is a 400 (tests/marketplace/test_cursor_pagination.py)
-                "include-name-regex": "^GET /api/v1/(releases|wallet/statement|earnings/statement|earnings/payouts)/$",
+                "include-name-regex": "^GET /api/v1/(releases|wallet/statement|earnings/statement|earnings/payouts|webhooks/deliveries)/$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
                 },
