@@ -14,7 +14,7 @@ import pytest
 
 from market.trading.models import Purchase
 from market.webhooks.models import Delivery
-from tests.faults.conftest import ROOT, broker, database_url, needs_services  # noqa: F401
+from tests.faults.conftest import ROOT, broker, database_url, needs_services, wait_for  # noqa: F401
 
 # the webhook worker is a process of its own (as in the demo and in production), so it needs a
 # database and a broker that another process can reach
@@ -43,16 +43,6 @@ def workers(broker, seeded_noise):  # noqa: F811 (the broker fixture, imported)
         log.close()
 
 
-def wait_until(condition, timeout=60.0, what="it"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def buy(client, listing_id, epsilon):
     answer = client.post("/api/v1/purchases/", {"listing": listing_id, "epsilon": epsilon}, format="json",
                          HTTP_PREFER="wait=30")
@@ -76,18 +66,18 @@ def test_a_slow_receiver_never_slows_a_release(workers, api, buyer, fund, make_l
     assert endpoint.status_code == 201
 
     a = buy(client, first.pk, "1")
-    wait_until(lambda: released(a), what="the first release")
-    wait_until(receiver.arrived.is_set, what="the first webhook to reach the receiver")
+    wait_for(lambda: released(a), 60, what="the first release")
+    wait_for(receiver.arrived.is_set, 60, what="the first webhook to reach the receiver")
     # the receiver now holds its answer; a purchase made now is released meanwhile
     b = buy(client, second.pk, "1")
-    wait_until(lambda: released(b), what="the second release")
+    wait_for(lambda: released(b), 60, what="the second release")
     assert receiver.requests[0].finished is None, "the release waited for the slow receiver"
     held = time.monotonic() - receiver.requests[0].started
     receiver.let_go.set()
 
     requests = receiver.wait_for(2, timeout=90)
     assert sorted(r.headers["gradual-event-type"] for r in requests) == ["purchase.released"] * 2
-    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 2, what="both deliveries recorded")
+    wait_for(lambda: Delivery.objects.filter(status="succeeded").count() == 2, 60, what="both deliveries recorded")
     # the slow answer's attempt is logged with the time it took
     assert Delivery.objects.order_by("created_at").first().last_duration_ms >= int(held * 1000) - 50
 
@@ -98,9 +88,9 @@ def test_a_failing_receiver_never_fails_a_purchase(workers, api, buyer, fund, li
     client = api(buyer)
     client.post("/api/v1/webhooks/endpoints/", {"url": receiver.url(), "events": ["purchase.released"]}, format="json")
     purchase = buy(client, listing.pk, "1")
-    wait_until(lambda: released(purchase), what="the release")
+    wait_for(lambda: released(purchase), 60, what="the release")
     receiver.wait_for(1)
-    delivery = wait_until(lambda: Delivery.objects.filter(attempts=1, last_status_code=500).first(), what="the attempt")
+    delivery = wait_for(lambda: Delivery.objects.filter(attempts=1, last_status_code=500).first(), 60, what="the attempt")
     assert delivery.status == "pending" and delivery.next_attempt_at is not None
     body = client.get(f"/api/v1/purchases/{purchase}/").json()
     assert body["status"] == "released" and body["release"]["values"]
