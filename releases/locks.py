@@ -8,10 +8,11 @@ from .models import NoisePath
 
 
 def path_lock(*, listing_id) -> NoisePath:
-    """The listing's noise path, locked for update, with its listing read in the same statement
-    (the listing's row is not locked): a path is extended only under this lock."""
+    """The listing's noise path, locked for update, with its listing and the listing's dataset read
+    in the same statement (their rows are not locked): a path is extended only under this lock."""
     taken(Rank.PATH, f"path of listing {listing_id}")
-    return NoisePath.objects.select_for_update(of=("self",)).select_related("listing").get(listing_id=listing_id)
+    return (NoisePath.objects.select_for_update(of=("self",)).select_related("listing__dataset")
+            .get(listing_id=listing_id))
 
 
 def path_lock_by_id(*, path_id) -> NoisePath | None:

@@ -503,7 +503,8 @@ def _attempt_count(*, purchase_id) -> int | None:
 def _listing_release(*, listing_id, rng, only=None) -> dict:
     """One attempt at a release transaction: every purchase of the listing in flight (or only
     ``only``), its locks in the product's order (path, holdings, purchases). Returns
-    ``{purchase_id: release}``. Eight statements for one new level, whatever the batch's size."""
+    ``{purchase_id: release}``. Ten statements for one new level, whatever the batch's size (the
+    tenth notes the release's webhook events in the outbox)."""
     with transaction.atomic():
         path = path_lock(listing_id=listing_id)
         pending = Purchase.objects.filter(listing_id=listing_id, status__in=Purchase.IN_FLIGHT)
@@ -533,22 +534,12 @@ def _listing_release(*, listing_id, rng, only=None) -> dict:
         ids = [p.pk for p in purchases]
         Purchase.objects.filter(pk__in=ids).update(status=Purchase.Status.RELEASED, updated_at=now)
         transaction.on_commit(lambda: releases_announce(purchase_ids=ids))
-        sold = [(p.pk, p.buyer_id) for p in purchases]
-        transaction.on_commit(lambda: _webhooks_released(listing_id=listing_id, sold=sold))
+        # noted with the release (one INSERT): ``purchase.released`` to each buyer, ``listing.sold`` to
+        # the owner (a sale counts once released: a purchase that fails is refunded)
+        owner_id = path.listing.dataset.owner_id  # read with the path's lock (releases.locks.path_lock)
+        webhook_emit(*[("purchase.released", p.pk, p.buyer_id) for p in purchases],
+                     *[("listing.sold", p.pk, owner_id) for p in purchases])
     return made
-
-
-def _webhooks_released(*, listing_id, sold) -> None:
-    """After a release commits: ``purchase.released`` to each buyer, ``listing.sold`` to the owner
-    (a sale counts once released: a purchase that fails is refunded). Never fails the release."""
-    try:
-        owner_id = Listing.objects.filter(pk=listing_id).values_list("dataset__owner_id", flat=True).first()
-        webhook_emit(
-            *[("purchase.released", purchase_id, buyer_id) for purchase_id, buyer_id in sold],
-            *[("listing.sold", purchase_id, owner_id) for purchase_id, _ in sold if owner_id is not None],
-        )
-    except Exception:
-        log.exception("webhook events of the release on listing %s were not recorded", listing_id)
 
 
 def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:

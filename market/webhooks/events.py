@@ -1,8 +1,10 @@
 """The events users may subscribe to, how the apps that make them say so, and how each is rendered.
 
 The apps where things happen (trading, catalog) call :func:`emit` inside their
-transaction; when it commits, one task on the ``webhooks`` queue records the
-events (``services.events_record``). An event's body is what the API would show
+transaction, which notes the events in the outbox with their change; when it
+commits, one task on the ``webhooks`` queue records the events
+(``services.events_record``) and clears their notes, and a note whose task was
+lost is recorded by the sweeper. An event's body is what the API would show
 its user of the object: this app cannot import the API (it sits above), so the
 API registers one *payload builder* per event type when its app is ready
 (:func:`register_payload`), and the task calls it with the object's id and the
@@ -57,15 +59,19 @@ def allowed_events(user) -> list[str]:
 
 
 def emit(*events: tuple[str, str, int]) -> None:
-    """Record ``(type, object_id, user_id)`` events once the current transaction commits (at
-    once outside one). One task for them all, on the webhooks queue; a broker that cannot be
-    reached loses them (logged), and never fails or slows the caller's work."""
+    """Note ``(type, object_id, user_id)`` events in the current transaction (one INSERT in the
+    outbox, committed or rolled back with the caller's change) and, once it commits, queue one task
+    on the webhooks queue to record them. A broker that cannot be reached never fails or slows the
+    caller: the notes wait for the sweeper (``services.outbox_sweep``)."""
+    from .models import Outbox
+
     items = [(kind, str(obj), int(user)) for kind, obj, user in events]
     if not items:
         return
     for kind, _, _ in items:
         if kind not in EVENT_TYPES:
             raise ValueError(f"unknown webhook event type {kind!r}")
+    Outbox.objects.bulk_create([Outbox(type=kind, object_id=obj, user_id=user) for kind, obj, user in items])
     transaction.on_commit(lambda: _send(items))
 
 
@@ -75,4 +81,4 @@ def _send(items: list[tuple[str, str, int]]) -> None:
     try:
         events_record_task.delay([list(item) for item in items])
     except Exception:
-        log.exception("could not queue %d webhook event(s); they are not sent", len(items))
+        log.exception("could not queue %d webhook event(s); the sweeper will record them", len(items))

@@ -44,6 +44,18 @@ class Endpoint(models.Model):
         return f"{self.pk} {self.url}"
 
 
+class Outbox(models.Model):
+    """An event noted in the transaction of the change it reports (the outbox): it commits or rolls
+    back with that change, so an event is never lost between a commit and the broker. The webhook
+    worker turns it into an :class:`Event` and deletes it; the sweeper does so for any note whose
+    task was lost."""
+
+    type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=64)
+    user_id = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
 class Event(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=new_event_id, editable=False)
     type = models.CharField(max_length=64)

@@ -17,6 +17,7 @@ import secrets
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from market.core import crypto, visibility
@@ -25,7 +26,7 @@ from market.core.errors import InvalidInput, NotFound
 from . import events as event_types
 from .ids import new_secret
 from .locks import delivery_lock, endpoint_lock, endpoint_lock_any
-from .models import Attempt, Delivery, Endpoint, Event, secret_context
+from .models import Attempt, Delivery, Endpoint, Event, Outbox, secret_context
 from .signing import HEADER, header
 from .transport import RefusedAddress, check_url, post, resolve
 
@@ -40,8 +41,10 @@ CLAIM_LEASE = timedelta(seconds=60)
 MAX_ENDPOINTS = 20
 URL_MAX = 2000
 DESCRIPTION_MAX = 200
-#: the most deliveries a sweep queues
+#: the most deliveries (or outbox notes) a sweep takes
 SWEEP_BATCH = 500
+#: an outbox note this old has lost its task (which runs within moments of its commit)
+OUTBOX_GRACE = timedelta(minutes=2)
 
 
 def _now():
@@ -183,8 +186,8 @@ def _subscribed(user_id: int, kind: str) -> list[Endpoint]:
 def events_record(*, items) -> list[str]:
     """Record ``[(type, object_id, user_id), ...]`` (the task's body; a re-run makes nothing twice):
     each event, rendered by its registered builder as the API would show it to its user, and one
-    delivery per endpoint of that user subscribed to it, queued. An event nobody listens to is
-    not recorded. Returns the new deliveries' ids."""
+    delivery per endpoint of that user subscribed to it, queued; then the events' notes in the
+    outbox are cleared. An event nobody listens to is not recorded. Returns the new deliveries' ids."""
     from django.contrib.auth import get_user_model
 
     made: list[str] = []
@@ -213,7 +216,31 @@ def events_record(*, items) -> list[str]:
             except IntegrityError:  # recorded by a concurrent run
                 event = Event.objects.get(type=kind, object_id=str(object_id), user_id=user_id)
         made += _fan_out(event)
+    _outbox_clear(items)
     return made
+
+
+def _outbox_clear(items) -> None:
+    """Delete the outbox notes of ``items`` (recorded now, or not wanted by anyone)."""
+    notes = Q()
+    for kind, object_id, user_id in items:
+        notes |= Q(type=kind, object_id=str(object_id), user_id=int(user_id))
+    if notes:
+        Outbox.objects.filter(notes).delete()
+
+
+def outbox_sweep(*, now=None) -> int:
+    """Record the events noted in the outbox more than :data:`OUTBOX_GRACE` ago: their task was
+    lost (the broker was down when their change committed, or a worker died). Returns how many."""
+    now = now or _now()
+    notes = Outbox.objects.filter(created_at__lte=now - OUTBOX_GRACE).order_by("created_at")[:SWEEP_BATCH]
+    items = list(dict.fromkeys(notes.values_list("type", "object_id", "user_id")))
+    for item in items:  # one at a time: a note that cannot be recorded never holds up the others
+        try:
+            events_record(items=[item])
+        except Exception:
+            log.exception("the webhook event %s could not be recorded; tried again at the next sweep", item)
+    return len(items)
 
 
 def _fan_out(event: Event) -> list[str]:

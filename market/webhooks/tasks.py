@@ -20,6 +20,6 @@ def delivery_attempt_task(delivery_id: str) -> None:
 
 @shared_task(name="webhooks.sweep")
 def sweep_task() -> int:
-    from .services import deliveries_sweep
+    from .services import deliveries_sweep, outbox_sweep
 
-    return deliveries_sweep()
+    return outbox_sweep() + deliveries_sweep()

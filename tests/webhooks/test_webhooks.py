@@ -11,13 +11,14 @@ from django.test import override_settings
 from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail, purchase_release
 from market.webhooks import tasks
-from market.webhooks.models import Attempt, Delivery, Endpoint, Event
+from market.webhooks.models import Attempt, Delivery, Endpoint, Event, Outbox
 from market.webhooks.services import (
     MAX_ATTEMPTS,
     RETRY_DELAYS,
     deliveries_sweep,
     delivery_attempt,
     events_record,
+    outbox_sweep,
 )
 from market.webhooks.signing import verify
 
@@ -81,6 +82,53 @@ def test_a_failing_broker_never_fails_a_release(listing, buyer, fund, seeded_noi
         release = purchase_release(purchase_id=purchase.pk)
     assert release is not None
     assert Purchase.objects.get(pk=purchase.pk).status == "released"
+
+
+def test_an_event_whose_task_is_lost_is_sent_by_the_sweeper(api, listing, owner, buyer, fund, seeded_noise,
+                                                           monkeypatch, django_capture_on_commit_callbacks,
+                                                           receiver, clock):
+    """The broker is down when the release commits: its events wait in the outbox (written with the
+    release) and the sweeper records and sends them; nothing is lost, nothing is sent twice."""
+    def down(items):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(tasks.events_record_task, "delay", down)
+    monkeypatch.setattr(tasks.delivery_attempt_task, "delay", lambda delivery_id: None)  # sent below, by hand
+    Outbox.objects.all().delete()  # the listing's dataset.ready, noted when the fixture made it
+    add_endpoint(api(buyer), receiver.url(), ["purchase.released"])
+    fund(buyer, 1000)
+    purchase = buy(listing, buyer, release=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_release(purchase_id=purchase.pk)
+    notes = set(Outbox.objects.values_list("type", "object_id", "user_id"))
+    assert notes == {("purchase.released", str(purchase.pk), buyer.pk), ("listing.sold", str(purchase.pk), owner.pk)}
+    assert not Event.objects.exists()
+
+    assert outbox_sweep(now=clock.now) == 0  # a note just written still has its task coming
+    clock.advance(minutes=3)
+    assert outbox_sweep(now=clock.now) == 2
+    assert not Outbox.objects.exists()  # recorded (the buyer's) or wanted by no one (the owner's)
+    [delivery] = Delivery.objects.all()
+    delivery_attempt(delivery_id=delivery.pk)
+    [request] = receiver.requests
+    assert request.headers["gradual-event-type"] == "purchase.released"
+    assert json.loads(request.body)["data"]["id"] == str(purchase.pk)
+    clock.advance(minutes=3)
+    assert outbox_sweep(now=clock.now) == 0 and Delivery.objects.count() == 1
+
+
+def test_an_event_is_noted_only_if_its_change_commits(listing, buyer, fund, seeded_noise):
+    """The outbox note is written in the release's transaction: a release that rolls back leaves none."""
+    from django.db import transaction
+
+    fund(buyer, 1000)
+    purchase = buy(listing, buyer, release=False)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        purchase_release(purchase_id=purchase.pk)
+        assert Outbox.objects.filter(object_id=str(purchase.pk)).count() == 2
+        raise RuntimeError("the transaction fails after the release")
+    assert not Outbox.objects.filter(object_id=str(purchase.pk)).exists()
+    assert Purchase.objects.get(pk=purchase.pk).status != "released"
 
 
 def test_signed_with_the_secret_shown_once(api, buyer, bought, receiver):
