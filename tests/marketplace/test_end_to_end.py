@@ -38,7 +38,11 @@ def buy_and_wait(client, listing_id, eps, timeout=30.0):
     url = f"/api/v1/purchases/{answer.json()['id']}/"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        body = client.get(url).json()
+        got = client.get(url)
+        body = got.json()
+        if got.status_code == 409 and body["error"]["code"] == "busy":  # documented: try again (SQLite's
+            time.sleep(0.05)  # table locks, while the worker's release transaction writes the purchase)
+            continue
         assert "status" in body, body
         if body["status"] == "released":
             return body
