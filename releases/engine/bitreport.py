@@ -61,7 +61,8 @@ display and estimation only. The random words come from a :class:`WordSource`,
 the operating system's (``os.urandom``) in the product.
 
 **Storage.** :func:`pack_noise` stores a level's noise zigzagged into the
-smallest unsigned type that holds it and compressed (zlib); :func:`pack_bits`
+smallest unsigned type that holds it, split into byte planes and compressed
+(zlib); :func:`pack_bits`
 stores a report at one bit per record-bit. Both are lossless and together
 well under a byte per record-bit and level.
 
@@ -404,32 +405,39 @@ def decode(ones, n: int, level, confidence=0.95) -> dict:
 # compact storage
 
 _UNSIGNED = [np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")]
+_INT64_MAX = 2**63 - 1
 
 
 def pack_noise(noise) -> bytes:
-    """Integer noise, losslessly: zigzag to unsigned (``0, -1, 1, -2, ... -> 0, 1, 2, 3, ...``) in
-    the smallest unsigned type that holds it (its byte size is the 1-byte header), then zlib."""
+    """Integer noise, losslessly: zigzagged to unsigned (``0, -1, 1, -2, ... -> 0, 1, 2, 3, ...``)
+    in the smallest unsigned type that holds it (its byte size is the 1-byte header), split into
+    byte planes (every value's lowest byte, then every value's next byte, ...: the high planes
+    are nearly all zero and compress to almost nothing), then zlib."""
     values = np.asarray(noise)
     if values.dtype.kind not in "iu":
         raise ValueError(f"noise must be an integer array, got dtype {values.dtype}")
+    if values.dtype.kind == "u" and values.size and int(values.max()) > _INT64_MAX:
+        raise ValueError("noise does not fit in int64")
     v = values.astype(np.int64).reshape(-1)
-    zig = (v << 1) ^ (v >> 63)  # as int64; reinterpreted as uint64 below
-    zig = zig.view(np.uint64)
+    zig = ((v << 1) ^ (v >> 63)).view(np.uint64)
     top = int(zig.max()) if zig.size else 0
     dtype = next(d for d in _UNSIGNED if top < 1 << (8 * d.itemsize))
-    return bytes([dtype.itemsize]) + zlib.compress(zig.astype(dtype).tobytes(), 6)
+    planes = zig.astype(dtype).view(np.uint8).reshape(-1, dtype.itemsize).T
+    return bytes([dtype.itemsize]) + zlib.compress(np.ascontiguousarray(planes).tobytes(), 6)
 
 
 def unpack_noise(data: bytes, shape) -> np.ndarray:
     """The int64 noise :func:`pack_noise` stored, in ``shape``."""
     shape = _shape(shape)
-    size = data[0]
-    dtype = next((d for d in _UNSIGNED if d.itemsize == size), None)
+    if not data:
+        raise ValueError("no noise stored")
+    dtype = next((d for d in _UNSIGNED if d.itemsize == data[0]), None)
     if dtype is None:
-        raise ValueError(f"unknown noise header {size}")
-    zig = np.frombuffer(zlib.decompress(data[1:]), dtype=dtype).astype(np.uint64)
-    if zig.size != math.prod(shape):
-        raise ValueError(f"{zig.size} values stored, shape {shape} wants {math.prod(shape)}")
+        raise ValueError(f"unknown noise header {data[0]}")
+    raw = np.frombuffer(zlib.decompress(data[1:]), dtype=np.uint8)
+    if raw.size != math.prod(shape) * dtype.itemsize:
+        raise ValueError(f"{raw.size // dtype.itemsize} values stored, shape {shape} wants {math.prod(shape)}")
+    zig = np.ascontiguousarray(raw.reshape(dtype.itemsize, -1).T).view(dtype).reshape(-1).astype(np.uint64)
     out = (zig >> np.uint64(1)).view(np.int64) ^ -(zig & np.uint64(1)).view(np.int64)
     return out.reshape(shape)
 
