@@ -25,7 +25,8 @@ class NoisePath(models.Model):
     engine = models.CharField(
         max_length=10, default="lattice",
         help_text="lattice: the exact integer path (releases.engine.lattice); laplace: the float path (releases.engine.path, "
-        "and every l2 path). Fixed when the path is made",
+        "and every l2 path); bits: one exact lattice path per record and bit of a microdata listing "
+        "(releases.engine.bitreport), sampled from the ladder's top down. Fixed when the path is made",
     )
     jumps = models.BinaryField(
         null=True, blank=True,
@@ -38,7 +39,7 @@ class NoisePath(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative"),
-            models.CheckConstraint(condition=Q(engine__in=["laplace", "lattice"]), name="path_engine_known"),
+            models.CheckConstraint(condition=Q(engine__in=["laplace", "lattice", "bits"]), name="path_engine_known"),
             models.CheckConstraint(condition=Q(engine="laplace") | Q(norm="l1"), name="path_lattice_is_l1"),
         ]
 
@@ -87,6 +88,15 @@ class NoisePoint(models.Model):
         """Encrypt ``values`` (float64) into ``noise`` under the current key; the caller saves."""
         self.noise = crypto.seal_floats(values, context=self.noise_context())
 
+    def packed_noise(self) -> bytes:
+        """A bit-report path's noise at this level, decrypted but still packed
+        (``releases.engine.bitreport.unpack_noise`` opens it)."""
+        return crypto.unseal(bytes(self.noise), context=self.noise_context())
+
+    def set_packed_noise(self, data: bytes) -> None:
+        """Encrypt a bit-report path's packed noise (``releases.engine.bitreport.pack_noise``); the caller saves."""
+        self.noise = crypto.seal(data, context=self.noise_context())
+
     def integers(self) -> np.ndarray:
         """A lattice path's integer noise, decrypted (int64)."""
         return crypto.unseal_ints(self.noise, context=self.noise_context())
@@ -94,6 +104,36 @@ class NoisePoint(models.Model):
     def set_integers(self, values) -> None:
         """Encrypt a lattice path's integer noise (int64) into ``noise``; the caller saves."""
         self.noise = crypto.seal_ints(values, context=self.noise_context())
+
+
+class BitReport(models.Model):
+    """What a bit-report (microdata) path releases at one level, made once and read by every buyer
+    of that level: one reported bit per record and bit, packed (``releases.engine.bitreport.pack_bits``)
+    and encrypted for its point, and the number of reports saying 1 for each bit (what the decoded
+    counts are read from). Append-only (a trigger)."""
+
+    point = models.OneToOneField(NoisePoint, on_delete=models.PROTECT, related_name="report")
+    bits = models.BinaryField(help_text="the reports, packed and encrypted; read through reports()")
+    ones = models.JSONField(help_text="per bit, the number of records whose report says 1")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def report_context(self) -> bytes:
+        return crypto.report_context(self.point_id)
+
+    def reports(self, shape) -> np.ndarray:
+        """The reported bits (bool, records x bits), decrypted."""
+        from .engine.bitreport import unpack_bits
+
+        return unpack_bits(crypto.unseal(bytes(self.bits), context=self.report_context()), shape)
+
+    def packed(self) -> bytes:
+        """The reported bits, decrypted but packed (rows of bits, ``numpy.packbits`` along each row)."""
+        return crypto.unseal(bytes(self.bits), context=self.report_context())
+
+    def set_reports(self, reports) -> None:
+        from .engine.bitreport import pack_bits
+
+        self.bits = crypto.seal(pack_bits(reports), context=self.report_context())
 
 
 class Release(models.Model):

@@ -14,6 +14,7 @@ unique constraint per path and level).
 from __future__ import annotations
 
 import logging
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,10 +25,11 @@ from market.core.crypto import CryptoError, UnknownKeyError
 from market.core.migration_helpers import append_only_lifted
 from market.core.locks import retrying
 
+from .bitpaths import NotOnLadder, bits_points
 from .engine import lattice
 from .locks import path_lock_by_id
 from .engine.mechanism import l2_at, l2_extend, l2_path, new_rng
-from .models import NoisePath, NoisePoint, Release
+from .models import BitReport, NoisePath, NoisePoint, Release
 from .engine.path import NoisePath as EnginePath
 from .engine.postprocess import snap
 
@@ -243,6 +245,9 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
     is damaged (the caller's transaction then writes nothing).
     """
     levels = sorted({order.level for order in orders})
+    if path.engine == "bits":
+        made_at = _bits_values(listing, path, levels, rng)
+        return _releases_store(path, listing, orders, made_at, figures)
     known = _Known(path, levels if path.norm != "l2" else ())  # l2 paths keep their jump list
     answer = _answer(listing, path)
     if path.engine == "lattice":
@@ -251,6 +256,26 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
         values_at, rng = _float_values, (rng if rng is not None else new_rng())
     made_at = {level: values_at(listing, path, answer, level, rng, known) for level in levels}
     known.save()
+    return _releases_store(path, listing, orders, made_at, figures)
+
+
+def _bits_values(listing, path: NoisePath, levels, rng) -> dict:
+    """A microdata listing's releases (``releases.bitpaths``): per level, its point, the number of
+    reports saying 1 for each bit (the release's values: what its decoded counts are read from) and
+    each bit's noise scale (``weight / eps``, as for a lattice value)."""
+    try:
+        made = bits_points(path=path, listing=listing, levels=levels, rng=rng, opened=_opened)
+    except (NotOnLadder, ValueError, zlib.error) as exc:
+        raise ReleaseImpossible(str(exc)) from None
+    _checkpoint("after_noise")
+    weight = float(listing.weights[0]) if listing.weights else 1.0
+    return {level: (point, list(report.ones), [weight / float(level)] * len(report.ones))
+            for level, (point, report) in made.items()}
+
+
+def _releases_store(path: NoisePath, listing, orders, made_at: dict, figures) -> dict:
+    """One release per order from ``made_at`` (``{level: (point, values, scales)}``), and the
+    path's released maximum raised: the common end of every engine's release."""
     releases = Release.objects.bulk_create(
         Release(purchase_id=order.purchase_id, listing=listing, buyer_id=order.buyer_id, point=made_at[order.level][0],
                 level=order.level, values=made_at[order.level][1], noise_scales=made_at[order.level][2],
@@ -311,4 +336,10 @@ def _path_reseal(*, path_id: int) -> dict[str, int]:
         if changed:
             with append_only_lifted(transaction.get_connection(), NoisePoint._meta.db_table):
                 NoisePoint.objects.bulk_update(changed, ["noise"])
+        # a bit-report path's reports are sealed too (releases.bitpaths)
+        reports = BitReport.objects.filter(point__path=path).only("pk", "point_id", "bits").order_by("pk")
+        changed = [r for r in reports if rewrite(r, "bits", r.report_context())]
+        if changed:
+            with append_only_lifted(transaction.get_connection(), BitReport._meta.db_table):
+                BitReport.objects.bulk_update(changed, ["bits"])
     return counts

@@ -23,7 +23,7 @@ from market.core import ids
 from market.core.levels import MAX_LEVEL
 from market.trading.models import Purchase
 
-from market.trading.selectors import release_readings
+from market.trading.selectors import release_microdata, release_readings
 
 #: a positive decimal below 1 with at most four places: 0.0001 .. 0.9999
 _FRACTION = r"0\.(?:[1-9][0-9]{0,3}|0[1-9][0-9]{0,2}|00[1-9][0-9]?|000[1-9])"
@@ -469,6 +469,85 @@ class ListingQuerySerializer(serializers.Serializer):
     )
 
 
+MICRODATA_SPEC_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["columns", "levels"],
+    "properties": {
+        "columns": {
+            "type": "array", "minItems": 1, "maxItems": 20,
+            "description": "one object per column: a categorical or boolean column as one-hot bits over the "
+            "categories you declare public (a boolean's may be left out), or a categorical column hashed into "
+            "a Bloom filter",
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["column"],
+                "properties": {
+                    "column": {"type": "string", "maxLength": 200},
+                    "categories": {"type": "array", "minItems": 1, "maxItems": 100,
+                                   "items": {"oneOf": [{"type": "string", "maxLength": 200}, {"type": "boolean"}]}},
+                    "bloom": {"type": "object", "additionalProperties": False, "required": ["bits", "hashes"],
+                              "properties": {"bits": {"type": "integer", "minimum": 8, "maximum": 128},
+                                             "hashes": {"type": "integer", "minimum": 1, "maximum": 8}}},
+                },
+            },
+        },
+        "levels": {
+            "type": "array", "minItems": 1, "maxItems": 8,
+            "items": {"type": "string", "pattern": r"^[0-9]{1,5}(\.[0-9]{1,4})?$"},
+            "description": "the ladder of levels (eps per record) buyers may buy; the highest is the ceiling",
+        },
+    },
+}
+
+
+@extend_schema_field(MICRODATA_SPEC_SCHEMA, component_name="MicrodataSpec")
+class MicrodataSpecField(serializers.JSONField):
+    to_internal_value = _schema_checked(MICRODATA_SPEC_SCHEMA)
+
+
+def _one_price(attrs):
+    if "price_per_epsilon" in attrs and "price_curve" in attrs:
+        message = "Give either price_per_epsilon or price_curve, not both."
+        raise serializers.ValidationError({"price_per_epsilon": [message], "price_curve": [message]})
+    if "price_per_epsilon" not in attrs and "price_curve" not in attrs:
+        raise serializers.ValidationError({"price_per_epsilon": ["Give price_per_epsilon or price_curve."]})
+    return attrs
+
+
+class MicrodataCreateSerializer(StrictSerializer):
+    dataset = text_field(max_length=ids.MAX_LENGTH, help_text="your dataset's id; its number of records must be public")
+    title = text_field(max_length=200)
+    description = text_field(max_length=5000, required=False)
+    microdata = MicrodataSpecField(
+        help_text='e.g. {"columns": [{"column": "island", "categories": ["Biscoe", "Dream", "Torgersen"]}, '
+        '{"column": "sex"}], "levels": ["0.5", "1", "2"]}'
+    )
+    price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")
+    price_curve = PriceCurveField(required=False, help_text="instead of price_per_epsilon, as for any listing")
+    compensation = CompensationField(required=False, help_text="the cost model, as for any listing")
+
+    def validate(self, attrs):
+        return _one_price(attrs)
+
+
+class MicrodataLevelSerializer(serializers.Serializer):
+    level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="eps per record")
+    bit_level = serializers.FloatField(help_text="each bit's level: level / weight")
+    p = serializers.FloatField(help_text="the chance a bit set to 1 is reported 1")
+    q = serializers.FloatField(help_text="the chance a bit set to 0 is reported 1")
+    error_bound = serializers.FloatField(help_text="the 95% half-width of every decoded count (normal approximation)")
+
+
+class MicrodataOfferSerializer(serializers.Serializer):
+    """What a microdata listing sells: every record's bits, at the levels of its ladder."""
+
+    records = serializers.IntegerField(help_text="the number of records (public): one row each")
+    bits = serializers.IntegerField(help_text="bits per record")
+    weight = serializers.IntegerField(help_text="the most bits one record change can flip")
+    salt = serializers.CharField(help_text="the Bloom filters' public hash key (hex)")
+    levels = MicrodataLevelSerializer(many=True)
+
+
 class ListingSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     title = serializers.CharField()
@@ -500,7 +579,20 @@ class ListingSerializer(serializers.Serializer):
         help_text="the number of records when the dataset declares it public; null when it is private",
     )
     protects = serializers.CharField(source="dataset.protects", help_text="whom a release protects, in one sentence")
+    microdata = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field(MicrodataOfferSerializer(allow_null=True))
+    def get_microdata(self, listing):
+        """A microdata listing's ladder and the accuracy at each level (null for other listings)."""
+        if not listing.is_microdata:
+            return None
+        md = listing.microdata()
+        return MicrodataOfferSerializer({
+            "records": md.records, "bits": md.bits, "weight": md.weight, "salt": md.salt,
+            "levels": [{"level": level, "bit_level": float(md.bit_level(level)), "p": md.rates(level)[0],
+                        "q": md.rates(level)[1], "error_bound": md.bound(level)} for level in md.levels],
+        }).data
 
     @extend_schema_field(PRICE_CURVE_SHOWN)
     def get_price_curve(self, listing) -> dict:
@@ -560,12 +652,7 @@ class ListingCreateSerializer(StrictSerializer):
     )
 
     def validate(self, attrs):
-        if "price_per_epsilon" in attrs and "price_curve" in attrs:
-            message = "Give either price_per_epsilon or price_curve, not both."
-            raise serializers.ValidationError({"price_per_epsilon": [message], "price_curve": [message]})
-        if "price_per_epsilon" not in attrs and "price_curve" not in attrs:
-            raise serializers.ValidationError({"price_per_epsilon": ["Give price_per_epsilon or price_curve."]})
-        return attrs
+        return _one_price(attrs)
 
 
 class ListingUpdateSerializer(StrictSerializer):
@@ -872,12 +959,38 @@ class PrivacyProfileSerializer(serializers.Serializer):
     protects = serializers.CharField(help_text="whom the release protects, in one sentence")
 
 
+class DecodedBitSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    reported = serializers.IntegerField(help_text="the number of records whose report of this bit says 1")
+    estimate = serializers.FloatField(help_text="the number of records with the bit set, decoded without bias")
+    low = serializers.FloatField(help_text="95% interval (normal approximation), clipped to [0, records]")
+    high = serializers.FloatField()
+    error_bound = serializers.FloatField(help_text="the interval's half-width before clipping")
+
+
+class ReleaseMicrodataSerializer(serializers.Serializer):
+    """A microdata release: the records' randomised bits (download them) and the decoded counts."""
+
+    records = serializers.IntegerField()
+    bits = serializers.IntegerField()
+    weight = serializers.IntegerField(help_text="the most bits one record change can flip")
+    bit_level = serializers.FloatField(help_text="each bit's level: the release's level / weight")
+    p = serializers.FloatField(help_text="P(report 1 | bit 1) = 1 / (1 + e^-bit_level)")
+    q = serializers.FloatField(help_text="P(report 1 | bit 0) = e^-bit_level / (1 + e^-bit_level)")
+    salt = serializers.CharField(help_text="the Bloom filters' public hash key (hex)")
+    columns = serializers.ListField(child=serializers.DictField(), help_text="each column's bits, as the listing states them")
+    decoded = DecodedBitSerializer(many=True)
+    records_csv = serializers.CharField(help_text="where to download the records as CSV (one row per record)")
+    records_parquet = serializers.CharField(help_text="the same as Parquet")
+
+
 class ReleaseSerializer(serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text='opaque, e.g. "rel_9QeT5wXr2LpZ0aKcVn3sHd"')
     listing = serializers.IntegerField(source="listing_id")
     purchase = serializers.UUIDField(source="purchase_id")
     level = serializers.DecimalField(max_digits=9, decimal_places=4)
     values = serializers.SerializerMethodField()
+    microdata = serializers.SerializerMethodField()
     privacy_profile = serializers.SerializerMethodField()
     privacy_at_risk = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
@@ -901,6 +1014,16 @@ class ReleaseSerializer(serializers.Serializer):
     @extend_schema_field(ReadingSerializer(many=True))
     def get_values(self, release) -> list[dict]:
         return ReadingSerializer(release_readings(release), many=True).data
+
+    @extend_schema_field(ReleaseMicrodataSerializer(allow_null=True))
+    def get_microdata(self, release):
+        """A microdata release's decoded counts and downloads (null for other listings)."""
+        found = release_microdata(release)
+        if found is None:
+            return None
+        links = {fmt: reverse("api-release-records", kwargs={"release_id": release.public_id, "fmt": fmt})
+                 for fmt in ("csv", "parquet")}
+        return ReleaseMicrodataSerializer({**found, "records_csv": links["csv"], "records_parquet": links["parquet"]}).data
 
 
 class PurchaseCreateSerializer(StrictSerializer):

@@ -19,6 +19,7 @@ from market.catalog.services import (
     dataset_create,
     listing_close,
     listing_create,
+    listing_create_microdata,
     listing_reopen,
     listing_update,
     same_content_notice,
@@ -27,6 +28,7 @@ from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
 from market.ledger.payments import payout_provider, provider
 from market.trading import selectors as trading
+from market.trading.records import records_response
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trading.waits import MAX_WAIT, parse_prefer_wait
 from market.trust.selectors import buyer_caps
@@ -118,6 +120,47 @@ class ListingListView(GenericAPIView):
             description=d["description"],
             statistics=d["statistics"],
             ceiling=d["ceiling"],
+            price_per_epsilon=d.get("price_per_epsilon"),
+            price_curve=d.get("price_curve"),
+            compensation=d.get("compensation"),
+        )
+        spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
+        return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)
+
+
+class MicrodataCreateView(APIView):
+    """Owners list a dataset's records as bit-report microdata (the dataset's size must be public)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request={"application/json": s.MicrodataCreateSerializer},
+        responses={201: s.ListingSerializer, **documented(400, 403, 404, 413, 415)},
+        examples=[
+            OpenApiExample(
+                "island and sex as one-hot bits, three levels",
+                request_only=True,
+                value={
+                    "dataset": "ds_4mGz2QpXk8RbT1vLwYc7Na",
+                    "title": "Penguins, record by record",
+                    "microdata": {"columns": [{"column": "island", "categories": ["Biscoe", "Dream", "Torgersen"]},
+                                              {"column": "sex", "categories": ["female", "male"]}],
+                                  "levels": ["1", "2", "4"]},
+                    "price_per_epsilon": "10.00",
+                },
+            )
+        ],
+    )
+    def post(self, request):
+        form = s.MicrodataCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        listing = listing_create_microdata(
+            owner=request.user,
+            dataset_id=d["dataset"],
+            title=d["title"],
+            description=d["description"],
+            microdata_spec=d["microdata"],
             price_per_epsilon=d.get("price_per_epsilon"),
             price_curve=d.get("price_curve"),
             compensation=d.get("compensation"),
@@ -380,6 +423,20 @@ class ReleaseDetailView(APIView):
     @extend_schema(responses={200: s.ReleaseSerializer, **documented(404)})
     def get(self, request, release_id: str):
         return Response(s.ReleaseSerializer(trading.release_get(user=request.user, release_id=release_id)).data)
+
+
+class ReleaseRecordsView(APIView):
+    """A microdata release's records as a file: one row per record, one column per bit."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(description="CSV: record, then one 0/1 column per bit"),
+                   (200, "application/vnd.apache.parquet"): OpenApiResponse(description="the same as Parquet"),
+                   **documented(404)},
+    )
+    def get(self, request, release_id: str, fmt: str):
+        return records_response(trading.release_get(user=request.user, release_id=release_id), fmt)
 
 
 def _wallet(user) -> dict:

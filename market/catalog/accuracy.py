@@ -60,6 +60,14 @@ def statistic_curves(plan: Plan, *, records: int | None = None) -> list[dict]:
     return out
 
 
+def microdata_curves(md) -> list[dict]:
+    """A microdata listing's one curve (``market.catalog.microdata``): the 95% half-width of every
+    decoded count, the same for each bit (the number of records is public, nothing is assumed)."""
+    name = "each decoded count"
+    return [{"name": name, "kind": "microdata", "bound": md.bound, "assumes_records": None, "assumption": "",
+             "shown": name}]
+
+
 def bounds_at(curves: list[dict], eps) -> list[dict]:
     """Each curve's figure at level ``eps``: ``{"name", "kind", "error_bound", "assumes_records",
     "assumption", "shown"}``."""

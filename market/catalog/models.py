@@ -165,12 +165,18 @@ class Listing(models.Model):
       ``lower`` / ``upper`` the range in steps and ``grids`` each value's grid
       (decimal strings); value ``i`` at level eps is
       ``clamp(answer[i] + N[i]) * grids[i]`` with ``N[i]`` discrete Laplace at
-      level ``eps / weights[i]``.
+      level ``eps / weights[i]``;
+    * ``bits`` (microdata, ``market.catalog.microdata``): ``statistics`` holds
+      one object of kind ``microdata``, ``labels`` one label per bit,
+      ``weights`` the most bits one record change flips (each bit runs at
+      ``eps / weight``) and ``answer`` the records' true bits, packed
+      (``releases.engine.bitreport.pack_bits``), shuffled once, sealed.
     """
 
     class Engine(models.TextChoices):
         LAPLACE = "laplace", "Float Laplace path ((eps, delta)-DP, delta below 1e-11 per value)"
         LATTICE = "lattice", "Exact lattice path (integer noise, exactly eps-DP)"
+        BITS = "bits", "Bit reports: every record, each bit on its own exact lattice path (eps-DP per record)"
 
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="listings")
@@ -220,9 +226,11 @@ class Listing(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(ceiling__gt=0), name="listing_ceiling_positive"),
             models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
-            models.CheckConstraint(condition=Q(engine__in=["laplace", "lattice"]), name="listing_engine_known"),
             models.CheckConstraint(
-                condition=Q(engine="laplace") | Q(grids__isnull=False), name="listing_lattice_has_grids"
+                condition=Q(engine__in=["laplace", "lattice", "bits"]), name="listing_engine_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(engine__in=["laplace", "bits"]) | Q(grids__isnull=False), name="listing_lattice_has_grids"
             ),
         ]
 
@@ -246,6 +254,29 @@ class Listing(models.Model):
     @property
     def on_lattice(self) -> bool:
         return self.engine == self.Engine.LATTICE
+
+    @property
+    def is_microdata(self) -> bool:
+        return self.engine == self.Engine.BITS
+
+    def microdata(self):
+        """The listing's microdata spec (``market.catalog.microdata.Microdata``), read back as stored."""
+        from .microdata import restore
+
+        return restore(self.statistics, records=int(self.upper[0]))
+
+    def truth_bits(self) -> np.ndarray:
+        """A microdata listing's true bits (bool, records x bits), decrypted."""
+        from releases.engine.bitreport import unpack_bits
+
+        return unpack_bits(crypto.unseal(bytes(self.answer), context=self.answer_context()),
+                           (int(self.upper[0]), len(self.labels)))
+
+    def set_truth_bits(self, bits) -> None:
+        """Pack and encrypt a microdata listing's true bits into ``answer``; the caller saves."""
+        from releases.engine.bitreport import pack_bits
+
+        self.answer = crypto.seal(pack_bits(bits), context=self.answer_context())
 
     def true_answer(self) -> np.ndarray:
         """The true answer, decrypted (float64; int64 grid steps on the lattice), or

@@ -127,11 +127,22 @@ def release_profile(listing, level, *, plan=None) -> dict:
     "delta"} (at half the level), "guarantee": one line on the listing's engine (pure eps-DP on the
     lattice, the measured delta of the float path), "protects": whom it protects}``.
     """
-    plan = plan or listing_plan(listing)
     level = Decimal(level)
     half = level * Decimal(SUMMARY_FRACTION.numerator) / Decimal(SUMMARY_FRACTION.denominator)
     at = (*_grid(level), half)
     floats = tuple(float(x) for x in at)
+    if listing.is_microdata:
+        md = listing.microdata()
+        deltas = md.deltas(level, floats)
+        return {
+            "level": level,
+            "method": f"exact law of a record's loss over the {md.weight} bits a change can flip, summed in floating point",
+            "points": [{"epsilon": x, "delta": d} for x, d in zip(at[:-1], deltas[:-1])],
+            "summary": {"epsilon": half, "delta": deltas[-1]},
+            "guarantee": guarantee_statement(LATTICE, md.bits),
+            "protects": listing.dataset.protects,
+        }
+    plan = plan or listing_plan(listing)
     if plan.engine == LATTICE:
         deltas, method = _lattice_deltas(plan.lattice.unit_weights, plan.lattice.unit_cases, level, floats)
         deltas = deltas or (None,) * len(at)

@@ -49,7 +49,7 @@ SORTS = {
     "title": ("title", "id"),
 }
 #: The kinds the catalogue can be searched by: every offered l1 kind (``market.catalog.statistics``).
-KINDS = tuple(name for name in OFFERED_KINDS if not STATISTIC_KINDS[name].vector)
+KINDS = tuple(name for name in OFFERED_KINDS if not STATISTIC_KINDS[name].vector) + ("microdata",)
 
 
 def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_ceiling=None, sort: str = "newest") -> QuerySet:
@@ -116,6 +116,14 @@ def listing_plan(listing):
     offered."""
     from .statistics import build_plan, plan_restore
 
+    if listing.is_microdata:  # its bits as the coordinates of its one "statistic" (statistics.Microdata)
+        bits, records = len(listing.labels), int(listing.upper[0])
+        return plan_restore(
+            layout={"norm": "l1", "neighbours": {"relation": "public_size", "size": records, "max_rows": records},
+                    "indices": [list(range(bits))], "loss_cases": None, "unit_cases": None},
+            statistics=listing.statistics, labels=listing.labels, sensitivity=listing.sensitivity,
+            weights=listing.weights, lower=listing.lower, upper=listing.upper,
+        )
     if listing.plan is not None:
         return plan_restore(
             layout=listing.plan, statistics=listing.statistics, labels=listing.labels, sensitivity=listing.sensitivity,

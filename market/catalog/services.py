@@ -24,7 +24,7 @@ from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 from market.webhooks.events import emit as webhook_emit
 
-from . import files, ingest
+from . import files, ingest, microdata
 from .budget import NOT_EPS_DP
 from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock, listing_lock
 from .models import Dataset, DatasetBudgetChange, Listing
@@ -512,6 +512,21 @@ def listing_check(*, owner, dataset_id: str, statistics=None, ceiling=None, pric
     return problems.fields
 
 
+def _listable_dataset_locked(owner, dataset_id) -> Dataset:
+    """The owner's dataset, locked (which serialises listings on it, so the budget check holds),
+    ready to be listed: else 404 (not among theirs) or 400 (still processing, or failed)."""
+    dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
+    if dataset is None:
+        raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+    if not dataset.is_ready:
+        raise InvalidInput(
+            f"the dataset is {dataset.status}; only a ready dataset can be listed",
+            fields={"dataset": ["The dataset is not ready (still processing, or failed)."]},
+        )
+    _require_owner_still(owner)
+    return dataset
+
+
 def listing_create(
     *,
     owner,
@@ -550,16 +565,7 @@ def listing_create(
     if linear:
         price_curve = _linear_curve(price_per_epsilon, problems)
     with transaction.atomic():
-        # locking the dataset serialises listings on it, so the budget check holds
-        dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
-        if dataset is None:
-            raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
-        if not dataset.is_ready:
-            raise InvalidInput(
-                f"the dataset is {dataset.status}; only a ready dataset can be listed",
-                fields={"dataset": ["The dataset is not ready (still processing, or failed)."]},
-            )
-        _require_owner_still(owner)
+        dataset = _listable_dataset_locked(owner, dataset_id)
         plan, curve, model = _listing_problems(
             dataset, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve,
             compensation=compensation, linear=linear,
@@ -596,6 +602,87 @@ def listing_create(
         listing.set_true_answer(answer)
         listing.save(update_fields=["answer"])
         NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine=listing.engine)
+        account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
+    return listing
+
+
+def _microdata_spec(spec, dataset: Dataset, problems: _Problems):
+    """The microdata spec checked against the dataset (``market.catalog.microdata.build``), or None
+    with the reason in ``problems``."""
+    try:
+        return microdata.build(spec, dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
+    except SpecError as exc:
+        problems.add(str(exc), {"microdata": [str(exc)]})
+        return None
+
+
+def listing_create_microdata(
+    *,
+    owner,
+    dataset_id: str,
+    title: str,
+    microdata_spec,
+    price_per_epsilon=None,
+    description: str = "",
+    price_curve: dict | None = None,
+    compensation: dict | None = None,
+    permutation_seed: int | None = None,
+) -> Listing:
+    """Offer the records of one of the owner's datasets as bit-report microdata
+    (``market.catalog.microdata``): ``microdata_spec`` is ``{"columns": [...], "levels": [...]}``,
+    the ladder's top level is the ceiling (counted in the dataset's budget like any listing's).
+
+    Needs a dataset whose number of records is public (one row per record is sold). The records'
+    true bits are read once, here, shuffled by a secret permutation (``permutation_seed``: tests
+    only) and sealed into the listing; its bit-report noise path is created with it. Every input
+    at fault is named in one 400."""
+    from releases.models import NoisePath
+
+    _require_owner(owner)
+    problems = _Problems()
+    title = problems.collect(lambda: _text(title, "title", max_length=200))
+    description = problems.collect(lambda: _text(description, "description", max_length=5000, required=False))
+    linear = price_curve is None
+    if linear:
+        price_curve = _linear_curve(price_per_epsilon, problems)
+    with transaction.atomic():
+        dataset = _listable_dataset_locked(owner, dataset_id)
+        md = _microdata_spec(microdata_spec, dataset, problems)
+        _, curve, model = _listing_problems(
+            dataset, problems, statistics=None, ceiling=md.ceiling if md else None, price_curve=price_curve,
+            compensation=compensation, linear=linear,
+        )
+        if problems.messages:
+            raise problems.error()
+        try:
+            with files.dataset_table_path(dataset) as path:
+                truth = microdata.truth(md, ParquetTable(path), permutation_seed=permutation_seed)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), fields={"microdata": [str(exc)]}) from None
+        bits = md.bits
+        listing = Listing.objects.create(
+            dataset=dataset,
+            title=title,
+            description=description,
+            statistics=md.as_statistics(),
+            labels=list(md.labels),
+            kinds=f",{microdata.KIND},",
+            sensitivity=float(md.weight),
+            engine=Listing.Engine.BITS,
+            grids=None,
+            weights=[md.weight] * bits,
+            lower=[0] * bits,
+            upper=[md.records] * bits,
+            plan=None,
+            answer=b"",  # sealed for the row once it has its id, just below
+            ceiling=md.ceiling,
+            price_curve=curve.as_dict(),
+            compensation=model.as_dict() if model else None,
+            price_per_epsilon=(curve.price(md.ceiling) / md.ceiling).quantize(Decimal("0.01")),
+        )
+        listing.set_truth_bits(truth)
+        listing.save(update_fields=["answer"])
+        NoisePath.objects.create(listing=listing, dim=bits, norm="l1", engine="bits")
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
 
@@ -700,8 +787,13 @@ def listing_reopen(*, owner, listing_id) -> Listing:
             return listing
         _require_owner_still(owner)
         try:
-            build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
-                       engine=listing.engine)
+            if listing.is_microdata:
+                microdata.build({"columns": [f.as_dict() for f in listing.microdata().fields],
+                                 "levels": listing.statistics[0]["levels"]},
+                                dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
+            else:
+                build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
+                           engine=listing.engine)
         except SpecError as exc:
             raise Conflict(
                 f"this listing cannot be reopened: {exc}", code="cannot_reopen",

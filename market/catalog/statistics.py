@@ -1451,11 +1451,71 @@ class Point(_Vector):
         return Row(tuple(stat["columns"]), stat["row"])
 
 
+class Microdata(Kind):
+    """Bit-report microdata (``market.catalog.microdata``): not a statistic of the records but the
+    records themselves, each bit randomised. It is never part of a statistics spec (a microdata
+    listing is made on its own, from its columns and ladder of levels); its listings read back
+    through this kind like any other: one "statistic" whose coordinates are the bits, each read as
+    the number of records with that bit set, decoded from the reports, with its 95% interval."""
+
+    name = "microdata"
+
+    def validate(self, item, where, columns):
+        raise SpecError(f"{where}: microdata is listed on its own, as a microdata listing (its columns and levels), "
+                        "not as a statistic")
+
+    def groups(self, stat, number, nb, columns, lattice=False):  # pragma: no cover - never laid out
+        raise SpecError("microdata is not laid out as statistics")
+
+    @classmethod
+    def schema(cls):
+        column = {
+            "type": "object",
+            "properties": {"column": _S_NAME, "categories": _S_CATEGORIES, "encoding": {"type": "string"},
+                           "labels": {"type": "array", "items": _S_NAME}, "weight": {"type": "integer"},
+                           "other": {"type": "boolean"}, "missing": {"type": "boolean"},
+                           "bloom": {"type": "object", "properties": {"bits": {"type": "integer"},
+                                                                      "hashes": {"type": "integer"}}}},
+        }
+        return _object("microdata", {
+            "columns": {"type": "array", "items": column, "description": "each column's bits"},
+            "levels": {"type": "array", "items": {"type": "string"}, "description": "the ladder of levels sold"},
+            "salt": {"type": "string", "description": "the Bloom filters' public hash key (hex)"},
+        }, ("columns", "levels", "salt"), "bit-report microdata: every record, each bit randomised (read only)")
+
+    def curve_name(self, stat):
+        return "each decoded count"
+
+    def statistic_name(self, stat, where, labels):
+        return self.curve_name(stat)
+
+    def describe(self, stat, nb):
+        from .microdata import restore
+
+        md = restore([stat], records=nb.rows)
+        return (f"Microdata: every record ({nb.rows:,}), {md.bits} randomised bits each; "
+                + "; ".join(md.describe()))
+
+    def curve(self, stat, where, plan, records=None):
+        from .microdata import restore
+
+        md = restore([stat], records=plan.neighbours.rows)
+        return {"name": self.curve_name(stat), "bound": md.bound, "assumes_records": None}
+
+    def read(self, stat, labels, where, r):
+        return [
+            {"label": labels[i], "kind": self.name, "value": float(r.vector[i]), "noise_scale": float(r.scales[i]),
+             "error_bound": float(r.bounds[i])}
+            for i in where
+        ]
+
+
 #: Every kind, by name.
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (Count(), Sum(), Mean(), Histogram(), TwoWay(), Centroid(), Point())}
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (Count(), Sum(), Mean(), Histogram(), TwoWay(), Centroid(), Point(),
+                                                        Microdata())}
 VECTOR_KINDS = tuple(name for name, kind in KINDS.items() if kind.vector)
-#: The kinds a new listing may offer (the point is withdrawn).
-OFFERED_KINDS = tuple(name for name in KINDS if name != "point")
+#: The kinds a new listing's statistics may offer (the point is withdrawn; microdata is a listing of its own).
+OFFERED_KINDS = tuple(name for name in KINDS if name not in ("point", "microdata"))
 
 
 # --------------------------------------------------------------------------

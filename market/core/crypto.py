@@ -402,6 +402,11 @@ def noise_context(path_pk: int, level) -> bytes:
     return b"noise-point:%d:%s" % (int(path_pk), format(quantized, "f").encode())
 
 
+def report_context(point_pk: int) -> bytes:
+    """``BitReport.bits``: bound to its noise point (one report per point)."""
+    return b"bit-report:%d" % int(point_pk)
+
+
 def reseal(blob: bytes, *, context: bytes, ring: Keyring | None = None) -> bytes | None:
     """``blob`` sealed again under the current key, or None when it already is (idempotent rotation).
 

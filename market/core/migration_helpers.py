@@ -152,7 +152,6 @@ def append_only_lifted(connection, table: str):
     if connection.vendor not in ("postgresql", "sqlite") or not _has_trigger(connection, table, trigger):
         yield
         return
-    invariants = importlib.import_module("market.core.migrations.0001_database_invariants")
     quoted = connection.ops.quote_name(table)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -160,7 +159,9 @@ def append_only_lifted(connection, table: str):
             # (foreign keys of rows inserted earlier in it): run them now; they are deferred again below
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"ALTER TABLE {quoted} DISABLE TRIGGER {trigger}")
-        else:
+        else:  # created again below exactly as it was installed
+            cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = %s", [trigger])
+            (installed,) = cursor.fetchone()
             cursor.execute(f"DROP TRIGGER {trigger}")
     yield
     with connection.cursor() as cursor:
@@ -169,5 +170,4 @@ def append_only_lifted(connection, table: str):
             cursor.execute(f"ALTER TABLE {quoted} ENABLE TRIGGER {trigger}")
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")  # every deferrable check here is INITIALLY DEFERRED
         else:
-            (sql,) = [s for s in invariants.SQLITE if f"CREATE TRIGGER {trigger} " in s]
-            cursor.execute(sql)
+            cursor.execute(installed)

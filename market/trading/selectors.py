@@ -66,7 +66,44 @@ def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
 
 
 def release_readings(release) -> list[dict]:
-    """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound."""
+    """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound
+    (microdata: one per bit, the decoded number of records with it set)."""
+    if release.listing.is_microdata:
+        decoded = release.listing.microdata().decoded(release.values, release.level)
+        return [{"label": d["label"], "kind": "microdata", "value": d["estimate"], "noise_scale": float(scale),
+                 "error_bound": d["error_bound"]} for d, scale in zip(decoded, release.noise_scales)]
     plan = listing_plan(release.listing)
     return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales),
                    level=release.level)
+
+
+def release_microdata(release) -> dict | None:
+    """A microdata release as its buyer reads it (None for other listings): the number of records and
+    bits, the report's rates ``p`` and ``q`` at its level, and per bit the number of reports saying 1
+    and the decoded number of records with the bit set, with its 95% interval."""
+    listing = release.listing
+    if not listing.is_microdata:
+        return None
+    md = listing.microdata()
+    p, q = md.rates(release.level)
+    return {
+        "records": md.records,
+        "bits": md.bits,
+        "weight": md.weight,
+        "bit_level": float(md.bit_level(release.level)),
+        "p": p,
+        "q": q,
+        "salt": md.salt,
+        "columns": [f.stored() for f in md.fields],
+        "decoded": md.decoded(release.values, release.level),
+    }
+
+
+def release_reports(release):
+    """A microdata release's reports (bool, records x bits): the buyer's own release only (the caller
+    read ``release`` through :func:`release_get`); never the noise or the true bits."""
+    from releases.models import BitReport
+
+    md = release.listing.microdata()
+    report = BitReport.objects.get(point_id=release.point_id)
+    return report.reports((md.records, md.bits))

@@ -100,6 +100,14 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
             f"epsilon: you already hold level {current}; buy a level above it",
             fields={"epsilon": [f"Must be above your current level {current}."]},
         )
+    if listing.is_microdata:
+        ladder = listing.microdata().levels
+        if eps not in ladder:
+            shown = ", ".join(level_text(level) for level in ladder)
+            raise InvalidInput(
+                f"epsilon: this microdata listing sells the levels {shown}; {level_text(eps)} is not one of them",
+                fields={"epsilon": [f"One of {shown}."]},
+            )
     return cap
 
 
@@ -118,9 +126,12 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
                            fields={"target": ["Give either epsilon or target, not both."]})
     holding = Holding.objects.filter(buyer=buyer, listing=listing).first() if buyer.is_authenticated else None
     current = holding.purchased if holding else Decimal(0)
-    plan = listing_plan(listing)
-    records = _records(plan, records)
-    curves = accuracy.statistic_curves(plan, records=records)
+    if listing.is_microdata:
+        curves = accuracy.microdata_curves(listing.microdata())
+    else:
+        plan = listing_plan(listing)
+        records = _records(plan, records)
+        curves = accuracy.statistic_curves(plan, records=records)
     if target is not None:
         _refuse_owner(listing, buyer)
         eps = quote_level_for(listing=listing, buyer=buyer, curves=curves, target=target, current=current)
@@ -190,7 +201,10 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
             f"target: not reachable up to your cap of ε {level_text(cap)}: " + "; ".join(short),
             fields={"target": [f"Not reachable up to ε {level_text(cap)}: " + "; ".join(short) + "."]},
         )
-    return _smallest_paid(listing, current, level) or level
+    level = _smallest_paid(listing, current, level) or level
+    if listing.is_microdata:  # sold on its ladder: the lowest ladder level at or above it
+        level = listing.microdata().level_at_or_above(level) or listing.ceiling
+    return level
 
 
 def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
@@ -237,6 +251,10 @@ def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
     from market.catalog.selectors import listing_plan
     from market.catalog.statistics import l2_error_radius
 
+    if listing.is_microdata:
+        md = listing.microdata()
+        return [{"label": label, "noise_scale": md.weight / float(eps), "error_bound": md.bound(eps)}
+                for label in md.labels]
     scales = listing.noise_scales(eps)
     plan = listing_plan(listing)
     return [

@@ -72,9 +72,20 @@ def guarantee_statement(engine: str, values: int = 1) -> str:
     """The guarantee line for a listing's engine: ``lattice`` or ``laplace`` (the float path)."""
     if engine == "lattice":
         return lattice_statement()
+    if engine == "bits":
+        return bits_statement()
     if engine != "laplace":
-        raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
+        raise ValueError(f"engine must be 'lattice', 'bits' or 'laplace', got {engine!r}")
     return float_path_statement(values)
+
+
+def bits_statement() -> str:
+    """One line for people: what bit-report microdata guarantees."""
+    return (
+        "Randomised records: each record's report is exactly ε-differentially private for that record (δ = 0), "
+        "even for someone who sees every other record's report. Each bit is randomised on its own integer "
+        "noise path, drawn with whole-number arithmetic from the operating system's random bits."
+    )
 
 
 def engine_words(engine: str, vector: bool = False) -> str:
@@ -84,6 +95,9 @@ def engine_words(engine: str, vector: bool = False) -> str:
     if engine == "lattice":
         return ("Exact integer noise, exactly ε-differentially private: counts and bins are released as whole "
                 "numbers, each sum as a whole number of steps of its rounding grid.")
+    if engine == "bits":
+        return ("Every record, each of its bits randomised (randomised response on an exact integer noise path): "
+                "a higher level gives less-randomised bits of the same records.")
     if engine != "laplace":
         raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
     if vector:
