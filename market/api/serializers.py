@@ -16,7 +16,7 @@ from rest_framework import serializers
 from market.catalog.columns import MISSING as MISSING_POLICIES
 from market.catalog.columns import TYPES as COLUMN_TYPES
 from market.catalog.models import Listing
-from market.catalog.statistics import statistic_schema
+from market.catalog.statistics import MICRODATA_COLUMN, statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
 from market.core import ids
@@ -480,12 +480,13 @@ MICRODATA_SPEC_SCHEMA = {
             "categories you declare public (a boolean's may be left out), or a categorical column hashed into "
             "a Bloom filter",
             "items": {
-                "type": "object", "additionalProperties": False, "required": ["column"],
+                "title": "MicrodataColumnInput", "type": "object", "additionalProperties": False, "required": ["column"],
                 "properties": {
                     "column": {"type": "string", "maxLength": 200},
                     "categories": {"type": "array", "minItems": 1, "maxItems": 100,
                                    "items": {"oneOf": [{"type": "string", "maxLength": 200}, {"type": "boolean"}]}},
-                    "bloom": {"type": "object", "additionalProperties": False, "required": ["bits", "hashes"],
+                    "bloom": {"title": "BloomFilterInput", "type": "object", "additionalProperties": False,
+                              "required": ["bits", "hashes"],
                               "properties": {"bits": {"type": "integer", "minimum": 8, "maximum": 128},
                                              "hashes": {"type": "integer", "minimum": 1, "maximum": 8}}},
                 },
@@ -959,6 +960,11 @@ class PrivacyProfileSerializer(serializers.Serializer):
     protects = serializers.CharField(help_text="whom the release protects, in one sentence")
 
 
+@extend_schema_field({"type": "array", "items": MICRODATA_COLUMN})
+class MicrodataColumnsField(serializers.JSONField):
+    pass
+
+
 class DecodedBitSerializer(serializers.Serializer):
     label = serializers.CharField()
     reported = serializers.IntegerField(help_text="the number of records whose report of this bit says 1")
@@ -978,7 +984,7 @@ class ReleaseMicrodataSerializer(serializers.Serializer):
     p = serializers.FloatField(help_text="P(report 1 | bit 1) = 1 / (1 + e^-bit_level)")
     q = serializers.FloatField(help_text="P(report 1 | bit 0) = e^-bit_level / (1 + e^-bit_level)")
     salt = serializers.CharField(help_text="the Bloom filters' public hash key (hex)")
-    columns = serializers.ListField(child=serializers.DictField(), help_text="each column's bits, as the listing states them")
+    columns = MicrodataColumnsField(help_text="each column's bits, as the listing states them")
     decoded = DecodedBitSerializer(many=True)
     records_csv = serializers.CharField(help_text="where to download the records as CSV (one row per record)")
     records_parquet = serializers.CharField(help_text="the same as Parquet")

@@ -1451,6 +1451,25 @@ class Point(_Vector):
         return Row(tuple(stat["columns"]), stat["row"])
 
 
+#: One column of a microdata listing as it is stored and shown (``market.catalog.microdata.Field.stored``).
+MICRODATA_COLUMN = {
+    "title": "MicrodataColumn",
+    "type": "object",
+    "properties": {
+        "column": _S_NAME,
+        "encoding": {"type": "string", "enum": ["onehot", "bloom"]},
+        "categories": _S_CATEGORIES,
+        "labels": {"type": "array", "items": _S_NAME, "description": "one per bit"},
+        "weight": {"type": "integer", "description": "the most of its bits one record change flips"},
+        "other": {"type": "boolean"},
+        "missing": {"type": "boolean"},
+        "bloom": {"title": "BloomFilter", "type": "object", "required": ["bits", "hashes"],
+                  "properties": {"bits": {"type": "integer"}, "hashes": {"type": "integer"}}},
+    },
+    "required": ["column", "encoding", "labels", "weight", "other", "missing"],
+}
+
+
 class Microdata(Kind):
     """Bit-report microdata (``market.catalog.microdata``): not a statistic of the records but the
     records themselves, each bit randomised. It is never part of a statistics spec (a microdata
@@ -1469,16 +1488,8 @@ class Microdata(Kind):
 
     @classmethod
     def schema(cls):
-        column = {
-            "type": "object",
-            "properties": {"column": _S_NAME, "categories": _S_CATEGORIES, "encoding": {"type": "string"},
-                           "labels": {"type": "array", "items": _S_NAME}, "weight": {"type": "integer"},
-                           "other": {"type": "boolean"}, "missing": {"type": "boolean"},
-                           "bloom": {"type": "object", "properties": {"bits": {"type": "integer"},
-                                                                      "hashes": {"type": "integer"}}}},
-        }
         return _object("microdata", {
-            "columns": {"type": "array", "items": column, "description": "each column's bits"},
+            "columns": {"type": "array", "items": MICRODATA_COLUMN, "description": "each column's bits"},
             "levels": {"type": "array", "items": {"type": "string"}, "description": "the ladder of levels sold"},
             "salt": {"type": "string", "description": "the Bloom filters' public hash key (hex)"},
         }, ("columns", "levels", "salt"), "bit-report microdata: every record, each bit randomised (read only)")
