@@ -39,6 +39,7 @@ import resource
 import secrets
 import time
 from fractions import Fraction
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +130,7 @@ def run_baseline(cells: int) -> dict:
     with Clock() as top:
         noise = lattice.sample(levels[0], BASELINE_N, rng)
     wall, cpu = top.wall, top.cpu
-    for hi, lo in zip(levels, levels[1:]):
+    for hi, lo in pairwise(levels):
         with Clock() as clock:
             noise = lattice.tighten(noise, hi, lo, rng)
         wall, cpu = wall + clock.wall, cpu + clock.cpu

@@ -77,6 +77,7 @@ import os
 import zlib
 from fractions import Fraction
 from functools import lru_cache
+from itertools import pairwise
 from numbers import Integral
 
 import numpy as np
@@ -340,7 +341,7 @@ def descend(levels_desc, shape, src, top=None) -> list[np.ndarray]:
     levels = [_level(x, "levels_desc") for x in levels_desc]
     if not levels:
         raise ValueError("levels_desc is empty")
-    if any(b >= a for a, b in zip(levels, levels[1:])):
+    if any(b >= a for a, b in pairwise(levels)):
         raise ValueError("levels_desc must be strictly decreasing")
     if top is None:
         current = sample(levels[0], shape, src)
@@ -349,7 +350,7 @@ def descend(levels_desc, shape, src, top=None) -> list[np.ndarray]:
         if current.shape != _shape(shape):
             raise ValueError(f"top has shape {current.shape}, expected {_shape(shape)}")
     out = [current]
-    for hi, lo in zip(levels, levels[1:]):
+    for hi, lo in pairwise(levels):
         current = tighten(current, hi, lo, src)
         out.append(current)
     return out
