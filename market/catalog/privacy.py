@@ -139,7 +139,7 @@ def release_profile(listing, level, *, plan=None) -> dict:
             "method": f"exact law of a record's loss over the {md.weight} bits a change can flip, summed in floating point",
             "points": [{"epsilon": x, "delta": d} for x, d in zip(at[:-1], deltas[:-1])],
             "summary": {"epsilon": half, "delta": deltas[-1]},
-            "guarantee": guarantee_statement(LATTICE, md.bits),
+            "guarantee": guarantee_statement("bits"),
             "protects": listing.dataset.protects,
         }
     plan = plan or listing_plan(listing)

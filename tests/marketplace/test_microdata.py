@@ -202,3 +202,30 @@ def test_key_rotation_moves_the_bits_noise_and_reports_and_they_stay_append_only
     with pytest.raises((DatabaseError, IntegrityError), match="append-only"):
         with transaction.atomic():
             BitReport.objects.filter(pk=report.pk).update(ones=[0] * 7)
+
+
+def test_buying_by_accuracy_rounds_up_to_the_ladder(microdata_listing, buyer, api):
+    listing, _ = microdata_listing
+    md = listing.microdata()
+    # a target between the bounds at levels 1 and 2 needs level 2: the cheapest ladder level meeting it
+    target = (md.bound(Decimal(1)) + md.bound(Decimal(2))) / 2
+    quote = purchase_quote(buyer=buyer, listing=listing, target=[(None, Decimal(f"{target:.4f}"))])
+    assert quote.epsilon == Decimal(2)
+    assert quote.statistics[0]["name"] == "each decoded count"
+    assert quote.statistics[0]["error_bound"] == pytest.approx(md.bound(Decimal(2)))
+    shown = api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/", {"target": f"{md.bound(Decimal(4)) * 0.99:.4f}"})
+    assert shown.status_code == 400 and "not reachable" in shown.json()["error"]["message"]
+
+
+def test_the_privacy_profile_is_the_exact_binomial_loss_and_zero_at_the_level(microdata_listing, api):
+    listing, _ = microdata_listing
+    md = listing.microdata()
+    shown = api().get(f"/api/v1/listings/{listing.pk}/privacy-profile/", {"epsilon": "2"}).json()
+    assert shown["points"][-1]["delta"] == 0.0
+    # at eps' = 0: delta = E[(1 - e^{-L})+], L = lam (2B - w), B ~ Binomial(w, p): computed here by hand
+    lam, (p, q), w = 2 / md.weight, md.rates(Decimal(2)), md.weight
+    from math import comb, exp
+
+    by_hand = sum(comb(w, b) * p**b * q ** (w - b) * (1 - exp(-lam * (2 * b - w))) for b in range(w + 1) if 2 * b > w)
+    assert shown["points"][0]["delta"] == pytest.approx(by_hand, rel=1e-12)
+    assert "exactly ε-differentially private for that record" in shown["guarantee"]
