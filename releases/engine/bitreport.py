@@ -424,7 +424,8 @@ def pack_noise(noise) -> bytes:
     top = int(zig.max()) if zig.size else 0
     dtype = next(d for d in _UNSIGNED if top < 1 << (8 * d.itemsize))
     planes = zig.astype(dtype).view(np.uint8).reshape(-1, dtype.itemsize).T
-    return bytes([dtype.itemsize]) + zlib.compress(np.ascontiguousarray(planes).tobytes(), 6)
+    # level 1: within 10% of level 6's size, several times faster on 20 million values
+    return bytes([dtype.itemsize]) + zlib.compress(np.ascontiguousarray(planes).tobytes(), 1)
 
 
 def unpack_noise(data: bytes, shape) -> np.ndarray:
