@@ -45,6 +45,8 @@ __all__ = [
     "composition_at_risk_levels",
     "sampled_sensitivity",
     "SampledSensitivity",
+    "mean_query",
+    "ridge_query",
 ]
 
 
@@ -497,3 +499,35 @@ def sampled_sensitivity(query, data, pairs, gamma2, rng, *, size=None, rho=0.01)
     samples.sort()
     value = _empirical_quantile(samples, g2)
     return SampledSensitivity(value, gamma2=g2, pairs=pairs, rho=rho, samples=samples)
+
+
+# --------------------------------------------------------------------------
+# queries a sampled sensitivity can be asked of (records along the first axis)
+
+
+def mean_query(data) -> float:
+    """The mean of a one-column dataset (an ``(n,)`` or ``(n, 1)`` array)."""
+    return float(np.mean(np.asarray(data, dtype=np.float64)))
+
+
+def ridge_query(lam):
+    """The query "ridge regression coefficients" with penalty ``lam > 0``, for :func:`sampled_sensitivity`.
+
+    The returned function takes an ``(n, 1 + d)`` array whose first column is the target ``y``
+    and whose other ``d`` columns are the features ``X``, and returns the ``d + 1`` coefficients
+    ``(b_0, b)`` minimising ``||y - b_0 - X b||^2 + lam ||b||^2`` (the intercept ``b_0`` is not
+    penalised): the solution of ``(Z^T Z + lam P) beta = Z^T y`` with ``Z = [1, X]`` and ``P`` the
+    identity with a zero for the intercept. That matrix is positive definite for ``n >= 1``.
+    """
+    lam = float(_positive("lam", lam))
+
+    def query(data):
+        arr = np.asarray(data, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] < 2:
+            raise ValueError("ridge regression needs a target column and at least one feature column")
+        y, z = arr[:, 0], np.column_stack([np.ones(arr.shape[0]), arr[:, 1:]])
+        penalty = np.eye(z.shape[1]) * lam
+        penalty[0, 0] = 0.0
+        return np.linalg.solve(z.T @ z + penalty, z.T @ y)
+
+    return query

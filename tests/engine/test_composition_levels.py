@@ -64,3 +64,21 @@ def test_risk_only_lowers_the_bound_and_order_does_not_matter():
 def test_bad_input_is_refused(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_ridge_query_solves_the_penalised_least_squares():
+    """Against a hand-computed case and against numpy's least squares on the augmented system."""
+    from releases.engine.risk import mean_query, ridge_query
+
+    # y = 1, 2, 3 at x = 0, 1, 2 with lam = 1: (Z^T Z + P) = [[3, 3], [3, 6]], Z^T y = (6, 8): b = 2/3, b0 = 4/3
+    data = np.array([[1.0, 0.0], [2.0, 1.0], [3.0, 2.0]])
+    assert ridge_query(1.0)(data) == pytest.approx([4 / 3, 2 / 3], rel=1e-12)
+    rng = np.random.default_rng(5)
+    x, y, lam = rng.normal(size=(50, 3)), rng.normal(size=50), 2.5
+    z = np.column_stack([np.ones(50), x])
+    augmented = np.vstack([z, np.sqrt(lam) * np.eye(4)[1:]])
+    expected = np.linalg.lstsq(augmented, np.concatenate([y, np.zeros(3)]), rcond=None)[0]
+    assert ridge_query(lam)(np.column_stack([y, x])) == pytest.approx(expected, rel=1e-10)
+    assert mean_query(np.array([[1.0], [2.0], [6.0]])) == 3.0
+    with pytest.raises(ValueError):
+        ridge_query(0.0)
