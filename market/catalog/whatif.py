@@ -46,7 +46,7 @@ QUERY_KINDS = ("mean", "ridge")
 DEFINITIONS = {
     "basic": "The sum of the listings' levels: independent releases about the same people add up their privacy. "
     "This is what the marketplace enforces: the dataset's budget bounds this sum.",
-    "advanced": "A tighter accounting for many releases: together they are (ε′, δ)-differentially private, "
+    "advanced": "An accounting that grows with the square root of the number of releases (smaller than the sum for many releases at small levels): together they are (ε′, δ)-differentially private, "
     "which allows the guarantee at ε′ to fail with probability at most δ.",
     "at_risk": "The same accounting, crediting each listing with the chance (under the privacy-at-risk paper's "
     "model of the Laplace noise) that its noise is large enough to protect at the finer level chosen; a figure "
