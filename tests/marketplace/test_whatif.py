@@ -161,3 +161,50 @@ def test_sampled_sensitivity_bad_input(owner, regression, inputs, fields):
     with pytest.raises(InvalidInput) as caught:
         dataset_sampled_sensitivity(user=owner, dataset_id=regression.public_id, **given)
     assert set(caught.value.fields) == fields
+
+
+# --------------------------------------------------------------------------
+# the API
+
+
+def test_composition_api(api, owner, composed):
+    dataset = composed["dataset"]
+    answer = api(owner).get(f"/api/v1/datasets/{dataset.public_id}/composition/", {"delta": "1e-5", "eps": "0.2"})
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    figures = dataset_composition(user=owner, dataset_id=dataset.public_id, delta="1e-5", eps="0.2")
+    assert body["count"] == 4 and Decimal(body["basic"]) == Decimal("3.75")
+    assert body["advanced"] == pytest.approx(figures["advanced"]) and body["at_risk"] == pytest.approx(figures["at_risk"])
+    assert [row["excluded"] is None for row in body["listings"]] == [True, False, False, False]
+    assert "enforces" in body["what_if"]
+
+
+@pytest.mark.parametrize("query", [{"delta": "0"}, {"delta": "2"}, {"eps": "0"}, {"eps": "x"}, {"delta": ""}])
+def test_composition_api_bad_input(api, owner, composed, query):
+    answer = api(owner).get(f"/api/v1/datasets/{composed['dataset'].public_id}/composition/", query)
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["status"] == 400 and set(error["fields"]) == set(query)
+
+
+def test_sampled_sensitivity_api(api, owner, regression):
+    address = f"/api/v1/datasets/{regression.public_id}/sampled-sensitivity/"
+    before = _counts()
+    answer = api(owner).post(address, {"kind": "ridge", "target": "y", "features": ["x1"], "lam": 2, "gamma2": 0.9,
+                                       "pairs": 50, "subsample": 100}, format="json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["dropped"] == 0 and answer.json()["sampled_records"] == 100  # x2 not read: nothing missing
+    assert _counts() == before
+    for body, field in (({"kind": "mean", "column": "x1", "gamma2": 0.9, "pairs": 50, "subsample": 100,
+                          "sensitivity": 1}, "sensitivity"),  # strict: an unknown field is refused
+                        ({"kind": "mean", "column": "x1", "gamma2": 0.9, "pairs": 501, "subsample": 100}, "pairs"),
+                        ({"kind": "mean", "column": "nope", "gamma2": 0.9, "pairs": 5, "subsample": 100}, "column")):
+        answer = api(owner).post(address, body, format="json")
+        assert answer.status_code == 400 and field in answer.json()["error"]["fields"], answer.content
+    assert api(owner).post(address, "kind=mean", content_type="text/plain").status_code == 415
+
+
+def test_whatifs_of_anothers_dataset_are_not_found(api, buyer, regression):
+    assert api(buyer).get(f"/api/v1/datasets/{regression.public_id}/composition/").status_code == 404
+    answer = api(buyer).post(f"/api/v1/datasets/{regression.public_id}/sampled-sensitivity/", {}, format="json")
+    assert answer.status_code == 404 and answer.json()["error"]["status"] == 404
