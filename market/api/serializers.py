@@ -1062,5 +1062,7 @@ class SampledSensitivitySerializer(serializers.Serializer):
     largest_seen = serializers.FloatField()
     accuracy = serializers.FloatField(help_text="how close the sampled law is taken to be to the true one")
     confidence = serializers.FloatField()
-    empirical_risk = serializers.FloatField(help_text="gamma2 times confidence")
+    empirical_risk = serializers.FloatField(help_text="gamma2 times confidence (the paper's figure)")
+    share_covered = serializers.FloatField(help_text="gamma2 - accuracy: with the stated confidence, at least this "
+                                           "share of pairs drawn the same way move the answer by at most the value")
     replace_pairs_note = serializers.CharField(allow_null=True)
