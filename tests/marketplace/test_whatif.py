@@ -209,3 +209,12 @@ def test_whatifs_of_anothers_dataset_are_not_found(api, buyer, regression):
     assert api(buyer).get(f"/api/v1/datasets/{regression.public_id}/composition/").status_code == 404
     answer = api(buyer).post(f"/api/v1/datasets/{regression.public_id}/sampled-sensitivity/", {}, format="json")
     assert answer.status_code == 404 and answer.json()["error"]["status"] == 404
+
+
+def test_a_finer_level_above_a_listings_level_counts_that_listing_at_its_own_level(owner, composed):
+    """eps 0.3 is above the lattice listing's 0.25: that listing is counted at 0.25 (it is 0.25-DP), not refused."""
+    figures = dataset_composition(user=owner, dataset_id=composed["dataset"].public_id, eps="0.3")
+    assert {row["title"]: row["finer"] for row in figures["listings"]}["Lattice"] == 0.25
+    eps = [0.3, 0.3, 0.25, 0.3]
+    expected = composition_at_risk_levels([0.5, 1.0, 0.25, 2.0], eps, [gamma_at_risk(0.3, 0.5), 0, 0, 0], 1e-6)
+    assert figures["at_risk"] == pytest.approx(expected, rel=1e-14)
