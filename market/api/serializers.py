@@ -1128,3 +1128,70 @@ class ErrorSerializer(serializers.Serializer):
     """Every error answer of the API, from validation to 404 to throttling."""
 
     error = ErrorDetailSerializer()
+
+
+class CompositionQuerySerializer(QuerySerializer):
+    delta = serializers.CharField(required=False, max_length=40, help_text="strictly between 0 and 1 (default 1e-6)")
+    eps = serializers.CharField(required=False, max_length=40,
+                                help_text="the finer privacy level, above 0 (default 0.1)")
+
+
+class CompositionListingSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="its largest level released")
+    values = serializers.IntegerField(help_text="how many values it releases")
+    engine = serializers.CharField()
+    finer = serializers.FloatField(help_text="the finer level its credit is counted at (at most its level)")
+    risk = serializers.FloatField(allow_null=True, help_text="the paper's privacy at risk at the finer level, "
+                                  "under the paper's model; null when that model does not describe its noise")
+    excluded = serializers.CharField(allow_null=True, help_text="why it is credited nothing, or null")
+
+
+class CompositionSerializer(serializers.Serializer):
+    """A what-if: the marketplace enforces ``basic`` against the budget; the other figures change nothing."""
+
+    delta = serializers.FloatField()
+    eps = serializers.FloatField()
+    count = serializers.IntegerField(help_text="the listings with something released")
+    basic = serializers.DecimalField(max_digits=12, decimal_places=4, help_text="the sum of their levels (enforced)")
+    advanced = serializers.FloatField(allow_null=True, help_text="(eps', delta)-DP by advanced composition")
+    at_risk = serializers.FloatField(allow_null=True, help_text="eps' with the paper's privacy at risk, under its model")
+    float_delta = serializers.FloatField(help_text="the floating-point listings' own delta, added to delta")
+    budget = serializers.DecimalField(max_digits=12, decimal_places=4)
+    definitions = serializers.DictField(child=serializers.CharField())
+    what_if = serializers.CharField()
+    listings = CompositionListingSerializer(many=True)
+
+
+class SampledSensitivityRequestSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=["mean", "ridge"])
+    column = serializers.CharField(required=False, max_length=200, help_text="the column of a mean")
+    target = serializers.CharField(required=False, max_length=200, help_text="a regression's target column")
+    features = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=10,
+                                     help_text="a regression's feature columns")
+    lam = serializers.FloatField(required=False, help_text="a regression's regularisation, above 0")
+    gamma2 = serializers.FloatField(help_text="the risk: above 0, at most 1")
+    pairs = serializers.IntegerField(help_text="neighbouring pairs drawn, 1 to 500")
+    subsample = serializers.IntegerField(help_text="records sampled, 3 to 5000")
+
+
+class SampledSensitivitySerializer(serializers.Serializer):
+    """A what-if estimate from the data: not differential privacy, never stored, never used for a listing."""
+
+    query = serializers.CharField()
+    kind = serializers.CharField()
+    columns = serializers.ListField(child=serializers.CharField())
+    records = serializers.IntegerField()
+    dropped = serializers.IntegerField(help_text="records left out for a missing value in a chosen column")
+    sampled_records = serializers.IntegerField()
+    pairs = serializers.IntegerField()
+    gamma2 = serializers.FloatField()
+    sampled_sensitivity = serializers.FloatField()
+    largest_seen = serializers.FloatField()
+    accuracy = serializers.FloatField(help_text="how close the sampled law is taken to be to the true one")
+    confidence = serializers.FloatField()
+    empirical_risk = serializers.FloatField(help_text="gamma2 times confidence (the paper's figure)")
+    share_covered = serializers.FloatField(help_text="gamma2 - accuracy: with the stated confidence, at least this "
+                                           "share of pairs drawn the same way move the answer by at most the value")
+    replace_pairs_note = serializers.CharField(allow_null=True)

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from market.accounts.roles import require_role
 from market.accounts.signin import signin_authenticate
 from market.catalog import selectors as catalog
+from market.catalog import whatif
 from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
@@ -333,6 +334,41 @@ class DatasetBudgetView(APIView):
         dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
         dataset_budget_set(actor=request.user, dataset_id=dataset.public_id, budget=d["budget"], reason=d["reason"])
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
+
+
+class DatasetCompositionView(APIView):
+    """A what-if on your dataset: its released listings composed by the sum of their levels (what the
+    marketplace enforces), by advanced composition at delta, and with the privacy-at-risk paper's model at
+    delta and the finer level eps. Nothing changes."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(parameters=[s.CompositionQuerySerializer], responses={200: s.CompositionSerializer, **documented(400, 404)})
+    def get(self, request, dataset_id: str):
+        query = s.CompositionQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        d = query.validated_data
+        figures = whatif.dataset_composition(user=request.user, dataset_id=dataset_id, delta=d.get("delta"),
+                                             eps=d.get("eps"))
+        return Response(s.CompositionSerializer(figures).data)
+
+
+class DatasetSampledSensitivityView(APIView):
+    """A what-if on your dataset: the sampled sensitivity of a mean or of a ridge regression's coefficients on
+    a random subsample of its records. It depends on the data, so it is not differential privacy; it is never
+    stored and never used to price or release anything."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(request=s.SampledSensitivityRequestSerializer,
+                   responses={200: s.SampledSensitivitySerializer, **documented(400, 404, 413, 415)})
+    def post(self, request, dataset_id: str):
+        catalog.dataset_get(user=request.user, dataset_id=dataset_id)  # 404 before judging the body
+        form = s.SampledSensitivityRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        return Response(s.SampledSensitivitySerializer(
+            whatif.dataset_sampled_sensitivity(user=request.user, dataset_id=dataset_id, **form.validated_data)).data)
 
 
 class PurchaseListView(GenericAPIView):

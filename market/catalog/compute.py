@@ -457,3 +457,30 @@ def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = M
             f"[{plan.lower[i]:g}, {plan.upper[i]:g}]: the dataset has more records than the plan allows"
         )
     return u
+
+
+def sample_complete_rows(table: Table, columns, size: int, seed: int, *, threads: int = THREADS,
+                         memory_limit: str = MEMORY_LIMIT) -> tuple[np.ndarray, int, int]:
+    """A uniform random sample (without replacement) of at most ``size`` records of ``table``
+    that have a finite value in every one of ``columns``, as a float64 matrix (one column per
+    name), with the number of records and the number of those complete in ``columns``.
+
+    For what-if estimates only (``market.catalog.whatif``), never for a release: DuckDB's
+    reservoir sample, seeded with ``seed``, reads the records once and keeps ``size`` of them,
+    so the time does not grow with ``size`` beyond the scan."""
+    names = set(table.names)
+    for name in columns:
+        if name not in names:
+            raise ValueError(f"the data has no column named {name!r}")
+    cells = [f"CAST({quote(name)} AS DOUBLE)" for name in columns]
+    complete = " AND ".join(f"isfinite({cell})" for cell in cells)  # NULL is not finite: dropped too
+    picked = ", ".join(f"{cell} AS c{i}" for i, cell in enumerate(cells))
+    with _session(table, threads, memory_limit) as con:
+        total, kept = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {complete}) FROM {quote(_VIEW)}").fetchone()
+        rows = con.execute(
+            f"SELECT * FROM (SELECT {picked} FROM {quote(_VIEW)} WHERE {complete}) "
+            f"USING SAMPLE reservoir({int(size)} ROWS) REPEATABLE ({int(seed)})"
+        ).fetchall()
+    matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(cells))
+    return matrix, int(total), int(kept)

@@ -100,6 +100,41 @@ class BudgetForm(forms.Form):
     reason = forms.CharField(max_length=500, help_text="Why: it is kept with the change, for the dataset's record.")
 
 
+class CompositionForm(forms.Form):
+    """The what-if's δ and finer level (read from the address: a GET form). The service judges the values."""
+
+    delta = forms.CharField(label="δ", required=False, initial="1e-6", max_length=40,
+                            help_text="Strictly between 0 and 1, e.g. 1e-6: the chance the combined guarantee may fail.")
+    eps = forms.CharField(label="Finer privacy level ε", required=False, initial="0.1", max_length=40,
+                          help_text="Above 0, e.g. 0.1: the level at which each listing's chance of stronger "
+                          "protection is counted.")
+
+
+class SampledSensitivityForm(forms.Form):
+    """A query on the dataset's records and how to sample it (the service judges the values)."""
+
+    kind = forms.ChoiceField(label="Query", choices=[("mean", "The mean of a column"),
+                                                     ("ridge", "Ridge regression coefficients")])
+    column = forms.ChoiceField(label="Column (for a mean)", required=False)
+    target = forms.ChoiceField(label="Target column (for a regression)", required=False)
+    features = forms.MultipleChoiceField(label="Feature columns (for a regression)", required=False,
+                                         widget=forms.CheckboxSelectMultiple)
+    lam = forms.CharField(label="Regularisation (for a regression)", required=False, initial="1", max_length=40,
+                          help_text="Above 0: how strongly the coefficients are pulled towards zero.")
+    gamma2 = forms.CharField(label="Risk", initial="0.9", max_length=40,
+                             help_text="Above 0, at most 1: the share of neighbouring pairs the sensitivity should cover.")
+    pairs = forms.CharField(label="Neighbouring pairs", initial="200", max_length=10, help_text="From 1 to 500.")
+    subsample = forms.CharField(label="Records sampled", initial="1000", max_length=10,
+                                help_text="From 3 to 5000, drawn at random from the records with a value in every "
+                                "chosen column.")
+
+    def __init__(self, *args, numeric: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(name, name) for name in numeric]
+        for name in ("column", "target", "features"):
+            self.fields[name].choices = choices
+
+
 #: the inputs each kind of price curve needs (``price_curve_of``)
 CURVE_INPUTS = {"linear": ["price_per_epsilon"], "power": ["price_per_epsilon", "p"], "compensation": ["margin"]}
 

@@ -8,6 +8,8 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/columns/", owner_views.dataset_columns, name="owner-dataset-columns"),
     path("datasets/<str:dataset_id>/status/", owner_views.dataset_status, name="owner-dataset-status"),
     path("datasets/<str:dataset_id>/budget/", owner_views.dataset_budget, name="owner-dataset-budget"),
+    path("datasets/<str:dataset_id>/sampled-sensitivity/", owner_views.dataset_sampled_sensitivity,
+         name="owner-dataset-sampled-sensitivity"),
     path("listings/new/", owner_views.listing_new, name="owner-listing-new"),
     path("listings/<int:listing_id>/", owner_views.listing_view, name="owner-listing"),
     path("listings/<int:listing_id>/edit/", owner_views.listing_edit, name="owner-listing-edit"),

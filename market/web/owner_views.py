@@ -22,7 +22,9 @@ from market.trading import dashboard as figures
 from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors
+from market.catalog import whatif
 from market.catalog.columns import MISSING as MISSING_POLICIES
+from market.catalog.columns import NUMERIC as NUMERIC_TYPES
 from market.catalog.columns import TYPES as COLUMN_TYPES
 from market.catalog.columns import Column
 from market.catalog.uploads import too_large_message
@@ -44,6 +46,8 @@ from market.ledger import selectors as ledger
 
 from .owner_forms import (
     BudgetForm,
+    CompositionForm,
+    SampledSensitivityForm,
     DatasetUploadForm,
     ListingCloseForm,
     ListingEditForm,
@@ -78,14 +82,44 @@ def dashboard(request):
     return render(request, "owner/dashboard.html", {**overview, "earnings_balance": ledger.earnings_balance(user=request.user)})
 
 
+def _owned_dataset(request, dataset_id: str):
+    try:
+        return catalog_selectors.dataset_get(user=request.user, dataset_id=dataset_id)
+    except NotFound:
+        raise Http404("no such dataset among yours") from None
+
+
+def _numeric_columns(dataset) -> list[str]:
+    return [c["name"] for c in dataset.columns or [] if isinstance(c, dict) and c.get("type") in NUMERIC_TYPES]
+
+
+def _budget_page(request, dataset, form, *, status: int = 200, sensitivity_form=None, sensitivity=None):
+    """The budget page: the budget form, the figures, the history, and the two what-ifs (composition,
+    from the address's ``delta`` and ``eps``; the sampled sensitivity, when one was asked for)."""
+    composition_form = CompositionForm(request.GET or None)
+    composition = None
+    try:
+        composition = whatif.dataset_composition(user=request.user, dataset_id=dataset.public_id,
+                                                 delta=request.GET.get("delta"), eps=request.GET.get("eps"))
+    except DomainError as exc:
+        composition_form.is_valid()
+        add_domain_errors(composition_form, exc)
+        status = 400 if status == 200 else status
+    context = {
+        "dataset": dataset, "form": form, "history": catalog_selectors.dataset_budget_history(user=request.user, dataset=dataset),
+        "composition_form": composition_form, "composition": composition,
+        "sensitivity_form": sensitivity_form or SampledSensitivityForm(numeric=_numeric_columns(dataset)),
+        "sensitivity": sensitivity, "definitions": whatif.DEFINITIONS, "what_if": whatif.WHAT_IF,
+    }
+    return render(request, "owner/dataset_budget.html", context, status=status)
+
+
 @login_required
 @owner_required
 def dataset_budget(request, dataset_id: str):
-    """Change one of the owner's datasets' budget, with the reason kept; its past changes below."""
-    try:
-        dataset = catalog_selectors.dataset_get(user=request.user, dataset_id=dataset_id)
-    except NotFound:
-        raise Http404("no such dataset among yours") from None
+    """Change one of the owner's datasets' budget, with the reason kept; its past changes below;
+    the what-ifs on how its listings compose and on a query's sampled sensitivity."""
+    dataset = _owned_dataset(request, dataset_id)
     posted = request.method == "POST"
     form = BudgetForm(request.POST) if posted else BudgetForm(initial={"total_budget": dataset.total_budget})
     if posted and form.is_valid():
@@ -99,8 +133,30 @@ def dataset_budget(request, dataset_id: str):
         else:
             messages.success(request, f"The budget of “{dataset.name}” is now ε {form.cleaned_data['total_budget'].normalize():f}.")
             return redirect("web:owner")
-    history = catalog_selectors.dataset_budget_history(user=request.user, dataset=dataset)
-    return render(request, "owner/dataset_budget.html", {"dataset": dataset, "form": form, "history": history})
+    return _budget_page(request, dataset, form)
+
+
+@require_POST
+@login_required
+@owner_required
+def dataset_sampled_sensitivity(request, dataset_id: str):
+    """The sampled-sensitivity what-if: shown on the budget page (400 with the reasons when the inputs are wrong)."""
+    dataset = _owned_dataset(request, dataset_id)
+    form = SampledSensitivityForm(request.POST, numeric=_numeric_columns(dataset))
+    result, status = None, 400
+    if form.is_valid():
+        d = form.cleaned_data
+        try:
+            result = whatif.dataset_sampled_sensitivity(
+                user=request.user, dataset_id=dataset.public_id, kind=d["kind"], column=d["column"] or None,
+                target=d["target"] or None, features=d["features"], lam=d["lam"], gamma2=d["gamma2"],
+                pairs=d["pairs"], subsample=d["subsample"])
+        except DomainError as exc:
+            add_domain_errors(form, exc)
+        else:
+            status = 200
+    budget_form = BudgetForm(initial={"total_budget": dataset.total_budget})
+    return _budget_page(request, dataset, budget_form, status=status, sensitivity_form=form, sensitivity=result)
 
 
 @login_required

@@ -9,6 +9,10 @@ Bridging Randomness and Privacy Budget" (the privacy-at-risk paper):
 * :func:`compensation_dp`, :func:`compensation_at_risk`, :func:`optimal_eps`
   the cost model of section 5 (equations 8, 9 and 10);
 * :func:`composition_at_risk` composition with privacy at risk (Theorem 9);
+* :func:`advanced_composition` the advanced composition of releases at
+  different levels, and :func:`composition_at_risk_levels` Theorem 9's bound
+  for releases at different levels (``docs/mathematics.md``, "Composing a
+  dataset's listings");
 * :func:`sampled_sensitivity` the sampled sensitivity of section 4.2
   (Definition 14) with the confidence of Theorem 13.
 
@@ -37,8 +41,12 @@ __all__ = [
     "compensation_at_risk",
     "optimal_eps",
     "composition_at_risk",
+    "advanced_composition",
+    "composition_at_risk_levels",
     "sampled_sensitivity",
     "SampledSensitivity",
+    "mean_query",
+    "ridge_query",
 ]
 
 
@@ -307,6 +315,68 @@ def composition_at_risk(eps0, eps, gamma, k, delta):
     return _out(e0 * np.sqrt(2.0 * k * -np.log(d)) + k * mu)
 
 
+def _delta(delta) -> float:
+    d = _as_array("delta", delta, "a number in (0, 1)")
+    if d.ndim != 0 or not 0 < float(d) < 1:
+        raise ValueError(f"delta must be one number in (0, 1), got {delta!r}")
+    return float(d)
+
+
+def _levels(name: str, value) -> np.ndarray:
+    arr = _positive(name, value)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty list of positive levels, got {value!r}")
+    return arr
+
+
+def advanced_composition(levels, delta) -> float:
+    """Level ``eps'`` with which independent releases at ``levels`` (each pure ``eps_i``-DP) are
+    together ``(eps', delta)``-DP.
+
+    The heterogeneous advanced composition bound (Dwork, Rothblum and Vadhan 2010; Kairouz,
+    Oh and Viswanath 2015, in this form):
+
+        eps' = sqrt(2 ln(1/delta) sum_i eps_i^2) + sum_i eps_i (e^{eps_i} - 1).
+
+    With ``k`` equal levels ``eps0`` it is ``eps0 sqrt(2 k ln(1/delta)) + k eps0 (e^{eps0} - 1)``,
+    :func:`composition_at_risk` with ``gamma = 0``. ``levels``: a non-empty 1-d list of positive
+    levels; ``0 < delta < 1``. A Python float.
+    """
+    e = _levels("levels", levels)
+    d = _delta(delta)
+    return float(math.sqrt(2.0 * -math.log(d) * float(np.sum(e * e))) + float(np.sum(e * np.expm1(e))))
+
+
+def composition_at_risk_levels(eps0, eps, gamma, delta) -> float:
+    """Theorem 9 of the privacy-at-risk paper for releases at different levels.
+
+    Release ``i`` is ``eps0[i]``-DP and satisfies ``(eps[i], gamma[i])``-privacy at risk,
+    ``0 < eps[i] <= eps0[i]``. The paper's proof, step by step with release-dependent figures:
+    each privacy loss ``C_i`` lies in ``[-eps0_i, eps0_i]`` with mean at most
+
+        mu_i = gamma_i eps_i (e^{eps_i} - 1) + (1 - gamma_i) eps0_i (e^{eps0_i} - 1),
+
+    and Hoeffding's inequality for independent variables of ranges ``2 eps0_i`` gives
+    ``P(sum C_i >= sum mu_i + t) <= exp(-t^2 / (2 sum eps0_i^2))``, so the releases are together
+    ``(eps', delta)``-DP under the paper's model with
+
+        eps' = sqrt(2 ln(1/delta) sum_i eps0_i^2) + sum_i mu_i.
+
+    With equal figures it is :func:`composition_at_risk`; with every ``gamma_i = 0`` it is
+    :func:`advanced_composition`. ``eps0``, ``eps``, ``gamma``: 1-d lists of one length.
+    """
+    e0 = _levels("eps0", eps0)
+    e = _levels("eps", eps)
+    g = _probability("gamma", gamma)
+    d = _delta(delta)
+    if not (e0.shape == e.shape == g.shape):
+        raise ValueError(f"eps0, eps and gamma must have one length, got {e0.size}, {e.size} and {g.size}")
+    if not (e <= e0).all():
+        raise ValueError(f"composition_at_risk_levels needs 0 < eps <= eps0, got eps={eps!r}, eps0={eps0!r}")
+    mu = g * e * np.expm1(e) + (1.0 - g) * e0 * np.expm1(e0)
+    return float(math.sqrt(2.0 * -math.log(d) * float(np.sum(e0 * e0))) + float(np.sum(mu)))
+
+
 # --------------------------------------------------------------------------
 # sampled sensitivity (paper section 4.2)
 
@@ -429,3 +499,35 @@ def sampled_sensitivity(query, data, pairs, gamma2, rng, *, size=None, rho=0.01)
     samples.sort()
     value = _empirical_quantile(samples, g2)
     return SampledSensitivity(value, gamma2=g2, pairs=pairs, rho=rho, samples=samples)
+
+
+# --------------------------------------------------------------------------
+# queries a sampled sensitivity can be asked of (records along the first axis)
+
+
+def mean_query(data) -> float:
+    """The mean of a one-column dataset (an ``(n,)`` or ``(n, 1)`` array)."""
+    return float(np.mean(np.asarray(data, dtype=np.float64)))
+
+
+def ridge_query(lam):
+    """The query "ridge regression coefficients" with penalty ``lam > 0``, for :func:`sampled_sensitivity`.
+
+    The returned function takes an ``(n, 1 + d)`` array whose first column is the target ``y``
+    and whose other ``d`` columns are the features ``X``, and returns the ``d + 1`` coefficients
+    ``(b_0, b)`` minimising ``||y - b_0 - X b||^2 + lam ||b||^2`` (the intercept ``b_0`` is not
+    penalised): the solution of ``(Z^T Z + lam P) beta = Z^T y`` with ``Z = [1, X]`` and ``P`` the
+    identity with a zero for the intercept. That matrix is positive definite for ``n >= 1``.
+    """
+    lam = float(_positive("lam", lam))
+
+    def query(data):
+        arr = np.asarray(data, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] < 2:
+            raise ValueError("ridge regression needs a target column and at least one feature column")
+        y, z = arr[:, 0], np.column_stack([np.ones(arr.shape[0]), arr[:, 1:]])
+        penalty = np.eye(z.shape[1]) * lam
+        penalty[0, 0] = 0.0
+        return np.linalg.solve(z.T @ z + penalty, z.T @ y)
+
+    return query

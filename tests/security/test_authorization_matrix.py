@@ -99,6 +99,9 @@ API = [
     api("PATCH",  "/api/v1/datasets/{D}/",                  "401  404   404   400   404   404", "columns"),
     # a budget is changed by its owner (staff change it in the admin): anyone else's is not found
     api("POST",   "/api/v1/datasets/{D}/budget/",           "401  404   404   200   404   404", "budget"),
+    # the owner's what-ifs on a dataset: anyone else's is not found
+    api("GET",    "/api/v1/datasets/{D}/composition/?delta=1e-5&eps=0.2", "401  404   404   200   404   404"),
+    api("POST",   "/api/v1/datasets/{D}/sampled-sensitivity/", "401  404   404   200   404   404", "sensitivity"),
     api("GET",    "/api/v1/purchases/",                     "401  200   200   200   200   200"),
     api("POST",   "/api/v1/purchases/",                     "401  202   202   400   202   202", "purchase"),
     api("GET",    "/api/v1/purchases/{P}/",                 "401  200   404   404   404   404"),
@@ -168,6 +171,8 @@ PAGES = [
     page("POST", "/owner/datasets/{D}/columns/",            "302L 403   403   200   404   403", "columns_form"),
     page("GET",  "/owner/datasets/{D}/status/",             "302L 403   403   200   404   403"),
     page("POST", "/owner/datasets/{D}/budget/",             "302L 403   403   302   404   403", "budget_form"),
+    page("GET",  "/owner/datasets/{D}/budget/?delta=1e-5&eps=0.2", "302L 403   403   200   404   403"),
+    page("POST", "/owner/datasets/{D}/sampled-sensitivity/", "302L 403   403   200   404   403", "sensitivity"),
     page("GET",  "/owner/listings/new/",                    "302L 403   403   200   200   403"),
     page("GET",  "/owner/listings/new/?dataset={D}",        "302L 403   403   200   404   403"),
     # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
@@ -255,6 +260,8 @@ def payload(name, world, actor):
         return {"columns": [{"name": "age", "missing": "exclude"}]}
     if name == "columns_form":
         return {"type-0": "integer", "missing-0": "none"}
+    if name == "sensitivity":
+        return {"kind": "mean", "column": "age", "gamma2": 0.9, "pairs": 20, "subsample": 50}
     if name == "budget_form":
         return {"total_budget": "150", "reason": "matrix"}
     if name == "purchase":
