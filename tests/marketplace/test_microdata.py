@@ -229,3 +229,18 @@ def test_the_privacy_profile_is_the_exact_binomial_loss_and_zero_at_the_level(mi
     by_hand = sum(comb(w, b) * p**b * q ** (w - b) * (1 - exp(-lam * (2 * b - w))) for b in range(w + 1) if 2 * b > w)
     assert shown["points"][0]["delta"] == pytest.approx(by_hand, rel=1e-12)
     assert "exactly ε-differentially private for that record" in shown["guarantee"]
+
+
+def test_a_released_microdata_listing_counts_in_the_composition_what_if_without_privacy_at_risk(
+    microdata_listing, owner, buyer, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    from market.catalog.whatif import dataset_composition
+
+    listing, _ = microdata_listing
+    fund(buyer, 100)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2")
+    figures = dataset_composition(user=owner, dataset_id=listing.dataset.public_id, delta="1e-6", eps="0.5")
+    (row,) = figures["listings"]
+    assert figures["basic"] == Decimal(2) and figures["credited"] == 0
+    assert "randomised records" in row["excluded"]
