@@ -138,6 +138,12 @@ def test_buying_up_the_ladder_gives_less_randomised_bits_of_the_same_records(
     assert wrong4 < wrong2  # less randomised at the higher level, record for record
     p4, q4 = listing.microdata().rates(Decimal(4))
     assert abs(wrong4 - q4) < 0.02  # a bit is wrong with probability q = 1 - p
+    # one path per record and bit: the level-2 bits are the level-4 bits plus independent noise, so they
+    # agree far more often than two independent randomisations would (p2 p4 + q2 q4 = 0.56 here);
+    # 14,000 bits, so the margin of 0.06 is over ten standard errors
+    p2, q2 = listing.microdata().rates(Decimal(2))
+    agree = np.mean(files[r2a.pk] == files[r4.pk])
+    assert agree > p2 * p4 + q2 * q4 + 0.06, agree
 
     parquet = api(first).get(f"/api/v1/releases/{r4.public_id}/records.parquet")
     assert parquet.status_code == 200
