@@ -9,6 +9,7 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/status/", owner_views.dataset_status, name="owner-dataset-status"),
     path("datasets/<str:dataset_id>/budget/", owner_views.dataset_budget, name="owner-dataset-budget"),
     path("listings/new/", owner_views.listing_new, name="owner-listing-new"),
+    path("listings/new-microdata/", owner_views.listing_new_microdata, name="owner-listing-new-microdata"),
     path("listings/<int:listing_id>/", owner_views.listing_view, name="owner-listing"),
     path("listings/<int:listing_id>/edit/", owner_views.listing_edit, name="owner-listing-edit"),
     path("listings/<int:listing_id>/price/", owner_views.listing_price, name="owner-listing-price"),
