@@ -2,6 +2,7 @@
 HTTP to service and selector calls; errors take the shape of ``errors.py``."""
 
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -431,8 +432,10 @@ class ReleaseRecordsView(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(
-        responses={(200, "text/csv"): OpenApiResponse(description="CSV: record, then one 0/1 column per bit"),
-                   (200, "application/vnd.apache.parquet"): OpenApiResponse(description="the same as Parquet"),
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.BINARY,
+                                                      description="CSV: record, then one 0/1 column per bit"),
+                   (200, "application/vnd.apache.parquet"): OpenApiResponse(OpenApiTypes.BINARY,
+                                                                            description="the same as Parquet"),
                    **documented(404)},
     )
     def get(self, request, release_id: str, fmt: str):

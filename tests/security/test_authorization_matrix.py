@@ -106,6 +106,12 @@ API = [
     api("GET",    "/api/v1/purchases/not-a-purchase/",      "401  404   404   404   404   404"),
     api("GET",    "/api/v1/releases/",                      "401  200   200   200   200   200"),
     api("GET",    "/api/v1/releases/{R}/",                  "401  200   404   404   404   404"),
+    # a microdata release's records ({MR}): its buyer's only; a release of statistics has none
+    api("GET",    "/api/v1/releases/{MR}/records.csv",      "401  200   404   404   404   404"),
+    api("GET",    "/api/v1/releases/{MR}/records.parquet",  "401  200   404   404   404   404"),
+    api("GET",    "/api/v1/releases/{R}/records.csv",       "401  404   404   404   404   404"),
+    # a microdata listing on {MD}: non-owners 403, the other owner 404 (not his)
+    api("POST",   "/api/v1/listings/microdata/",            "401  403   403   201   404   403", "microdata"),
     api("DELETE", "/api/v1/releases/{R}/",                  "401  405   405   405   405   405"),
     api("GET",    "/api/v1/wallet/",                        "401  200   200   200   200   200"),
     api("GET",    "/api/v1/wallet/statement/",              "401  200   200   200   200   200"),
@@ -157,6 +163,11 @@ PAGES = [
     page("GET",  "/library/releases/{R}.csv",               "302L 200   404   404   404   404"),
     page("GET",  "/library/releases/{R}.json",              "302L 200   404   404   404   404"),
     page("GET",  "/library/releases/{R}.xml",               "302L 404   404   404   404   404"),
+    # a microdata release's records ({MR}): its buyer's only; a release of statistics has none
+    page("GET",  "/library/releases/{MR}/records.csv",      "302L 200   404   404   404   404"),
+    page("GET",  "/library/releases/{MR}/records.parquet",  "302L 200   404   404   404   404"),
+    page("GET",  "/library/releases/{MR}/records.json",     "302L 404   404   404   404   404"),
+    page("GET",  "/library/releases/{R}/records.csv",       "302L 404   404   404   404   404"),
     page("POST", "/wallet/top-up/",                         "302L 302   302   302   302   302", "top_up"),
     page("GET",  "/wallet/top-up/",                         "302L 405   405   405   405   405"),
     # the owner's pages
@@ -173,6 +184,10 @@ PAGES = [
     # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
     page("POST", "/owner/listings/new/",                    "302L 403   403   302   200   403", "listing_form"),
     page("GET",  "/owner/listings/{L}/",                    "302L 403   403   200   404   403"),
+    page("GET",  "/owner/listings/new-microdata/",          "302L 403   403   200   200   403"),
+    page("GET",  "/owner/listings/new-microdata/?dataset={MD}", "302L 403   403   200   404   403"),
+    # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
+    page("POST", "/owner/listings/new-microdata/",          "302L 403   403   302   400   403", "microdata_form"),
     page("GET",  "/owner/earnings/",                        "302L 403   403   200   200   403"),
     page("POST", "/owner/earnings/",                        "302L 403   403   302   302   403", "payout"),
     page("POST", "/owner/listings/{L}/edit/",               "302L 403   403   302   404   403", "listing_edit"),
@@ -272,6 +287,12 @@ def payload(name, world, actor):
             "stats-MIN_NUM_FORMS": "0", "stats-MAX_NUM_FORMS": "20",
             "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
         }
+    if name in ("microdata", "microdata_form"):
+        spec = {"columns": [{"column": "colour", "categories": ["red"]}], "levels": ["1"]}
+        if name == "microdata":
+            return {"dataset": world.md_dataset.public_id, "title": "Again", "microdata": spec, "price_per_epsilon": "1.00"}
+        return {"dataset": world.md_dataset.public_id, "title": "Again", "levels": "1", "price_kind": "linear",
+                "price_per_epsilon": "1.00", "col_0_include": "on", "col_0_categories": "red"}
     if name == "listing_edit":
         return {"title": "Renamed", "description": "Now described."}
     if name == "price_form":
@@ -323,7 +344,7 @@ def send(world, tokens, actor, row):
     K = world.people["buyer"].api_keys.order_by("created_at").first().pk if "{K}" in row.path else None
     path = row.path.format(
         L=world.listing.pk, D=world.dataset.public_id, DK=world.dataset.pk, P=world.purchase.pk, R=world.release.public_id, K=K,
-        W=world.endpoint.pk, WD=world.delivery.pk,
+        W=world.endpoint.pk, WD=world.delivery.pk, MR=world.md_release.public_id, MD=world.md_dataset.public_id,
     )
     client = client_for(world, tokens, actor, api=row.api)
     call = getattr(client, row.method.lower())
@@ -459,7 +480,7 @@ def test_the_matrix_names_every_route():
 
     def as_route(path: str) -> str:
         path = path.split("?")[0].lstrip("/")
-        path = re.sub(r"\{[LDR]\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
+        path = re.sub(r"\{(?:[LDR]|MR|MD)\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
         return path
 
     from django.urls import resolve
@@ -582,13 +603,16 @@ CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
         ("staff", "get", "/api/v1/releases/{R}/", "/api/v1/releases/rel_0000000000000000000000/", True, None),
         ("other_buyer", "get", "/purchases/{P}/", f"/purchases/{uuid.uuid4()}/", False, None),
         ("other_buyer", "get", "/library/releases/{R}.csv", "/library/releases/rel_0000000000000000000000.csv", False, None),
+        ("other_buyer", "get", "/library/releases/{MR}/records.csv",
+         "/library/releases/rel_0000000000000000000000/records.csv", False, None),
         ("other_owner", "get", "/owner/listings/{L}/", "/owner/listings/987654/", False, None),
         ("other_owner", "get", "/owner/listings/new/?dataset={D}", "/owner/listings/new/?dataset=ds_0000000000000000000000", False, None),
         ("other_owner", "get", "/owner/trust/?listing={L}", "/owner/trust/?listing=987654", False, None),
     ],
 )
 def test_someone_elses_thing_is_indistinguishable_from_nothing(world, tokens, actor, method, path, nothing, api, data):
-    fill = dict(L=world.listing.pk, D=world.dataset.public_id, P=world.purchase.pk, R=world.release.public_id)
+    fill = dict(L=world.listing.pk, D=world.dataset.public_id, P=world.purchase.pk, R=world.release.public_id,
+                MR=world.md_release.public_id)
     client = client_for(world, tokens, actor, api=api)
     theirs = getattr(client, method)(path.format(**fill))
     missing = getattr(client, method)(nothing)
