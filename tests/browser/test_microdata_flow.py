@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from market.catalog.models import Listing
+from tests.browser.test_buyer_flow import confirm_and_wait
 from tests.datasets import ready_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,11 +73,7 @@ def test_an_owner_lists_records_and_a_buyer_buys_two_levels(browse, worker, user
         page.goto(f"/listings/{listing.pk}/")
         page.get_by_label("Buy up to ε").select_option(level)
         page.get_by_role("button", name="See the price").click()
-        confirm = page.get_by_role("button", name=re.compile("Confirm: pay"))
-        expect(confirm).to_be_visible()
-        confirm.click()
-        page.wait_for_url(re.compile(r"/purchases/[0-9a-f-]+/$"))
-        expect(page.locator('#purchase-status[data-status="released"]')).to_be_visible(timeout=30_000)
+        confirm_and_wait(page)
         expect(page.locator("#microdata-rates")).to_contain_text(f"Released at ε = {level}")
     decoded = page.locator("#decoded")
     expect(decoded.get_by_role("row", name=re.compile(r"^island = Biscoe "))).to_be_visible()

@@ -529,7 +529,7 @@ def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tok
     api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.public_id}/"))
     assert any(p.search(api_release) for p in found["buyer's release"])
 
-    form = body_text(client_for(world, tokens, "owner", api=False).get("/owner/listings/new/"))
+    form = body_text(client_for(world, tokens, "owner", api=False).get(f"/owner/listings/new/?dataset={world.dataset.public_id}"))
     assert all(p.search(form) for p in found["column min/max"])
     assert any(p.search(form) for p in found["exact record count"])
     assert not any(p.search(form) for p in found["raw cells"])
@@ -555,11 +555,13 @@ def test_every_list_holds_only_the_actors_own_things(world, tokens):
     P, OP = str(world.purchase.pk), str(world.other_purchase.pk)
     R, OR = world.release.public_id, world.other_purchase.release.public_id
     D, OD = world.dataset.public_id, world.other_dataset.public_id
+    MR, MD = world.md_release.public_id, world.md_dataset.public_id  # the buyer's microdata release, on MD
+    MP, ML = str(world.md_release.purchase_id), world.md_release.listing_id
     expected = {
         #               purchases  releases   datasets   wallet statement amounts
-        "buyer":       ({P},       {R},       set(),     {"500.00", "-10.00"}),
+        "buyer":       ({P, MP},   {R, MR},   set(),     {"500.00", "-10.00", "-1.00"}),
         "other_buyer": ({OP},      {OR},      set(),     {"500.00", "-1.00"}),
-        "owner":       (set(),     set(),     {D},       {"500.00"}),
+        "owner":       (set(),     set(),     {D, MD},   {"500.00"}),
         "other_owner": (set(),     set(),     {OD},      {"500.00"}),
         "staff":       (set(),     set(),     set(),     {"500.00"}),
     }
@@ -576,11 +578,13 @@ def test_every_list_holds_only_the_actors_own_things(world, tokens):
         assert listed == {
             world.listing.pk: "1.0000" if actor == "buyer" else "0.0000",
             world.other_listing.pk: "1.0000" if actor == "other_buyer" else "0.0000",
+            ML: "1.0000" if actor == "buyer" else "0.0000",
         }, actor
 
         page = body_text(client_for(world, tokens, actor, api=False).get("/library/"))
         assert (f"/library/releases/{R}.csv" in page) == (actor == "buyer"), actor
         assert (f"/library/releases/{OR}.csv" in page) == (actor == "other_buyer"), actor
+        assert (f"/library/releases/{MR}/records.csv" in page) == (actor == "buyer"), actor
     for actor, mine, theirs in (("owner", world.listing, world.other_listing), ("other_owner", world.other_listing, world.listing)):
         page = body_text(client_for(world, tokens, actor, api=False).get("/owner/"))
         assert f"/owner/listings/{mine.pk}/" in page and mine.title in page

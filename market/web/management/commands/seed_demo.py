@@ -70,6 +70,18 @@ def _ready(dataset):
     return dataset
 
 
+def _penguins(owner, name: str, relation: str, budget: str, description: str):
+    """The Palmer penguins table as shipped by ``palmerpenguins``, uploaded and processed."""
+    import palmerpenguins
+
+    with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
+        return _ready(dataset_create(
+            owner=owner, name=name, description=description,
+            source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER", licence="CC0-1.0",
+            upload=f, total_budget=budget, relation=relation, record_name="penguin", record_name_plural="penguins",
+        ))
+
+
 def survey_csv(rows: int = 400) -> bytes:
     """Homes around a town hall (metres east and north) and a weekly commute in km."""
     rng = np.random.default_rng()  # demo data: fresh each time, no secret
@@ -192,22 +204,9 @@ class Command(BaseCommand):
                 price_per_epsilon="10.00",
             )
         if not Dataset.objects.filter(owner=owner, name=PENGUINS).exists():
-            import palmerpenguins
-
-            with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
-                penguins = _ready(dataset_create(
-                    owner=owner,
-                    name=PENGUINS,
-                    description="344 penguins of three species on three islands of the Palmer Archipelago, Antarctica: "
-                    "bill, flipper and body measurements, sex (missing for 11) and year.",
-                    source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER",
-                    licence="CC0-1.0",
-                    upload=f,
-                    total_budget="4",
-                    relation="private_size",
-                    record_name="penguin",
-                    record_name_plural="penguins",
-                ))
+            penguins = _penguins(owner, PENGUINS, "private_size", "4",
+                                 "344 penguins of three species on three islands of the Palmer Archipelago, Antarctica: "
+                                 "bill, flipper and body measurements, sex (missing for 11) and year.")
             listing_create(
                 owner=owner,
                 dataset_id=penguins.public_id,
@@ -239,21 +238,8 @@ class Command(BaseCommand):
         """The penguins again, their number public, sold record by record: species, island and sex as
         randomised bits on a ladder of levels (bit-report microdata). The table has no free-text column
         to hash into a Bloom filter."""
-        import palmerpenguins
-
-        with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
-            records = _ready(dataset_create(
-                owner=owner,
-                name=PENGUIN_RECORDS,
-                description="The 344 Palmer penguins, the number of them public, to sell one row per penguin.",
-                source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER",
-                licence="CC0-1.0",
-                upload=f,
-                total_budget="8",
-                relation="public_size",
-                record_name="penguin",
-                record_name_plural="penguins",
-            ))
+        records = _penguins(owner, PENGUIN_RECORDS, "public_size", "8",
+                            "The 344 Palmer penguins, the number of them public, to sell one row per penguin.")
         listing_create_microdata(
             owner=owner,
             dataset_id=records.public_id,
