@@ -219,6 +219,12 @@ class Microdata:
 # --------------------------------------------------------------------------
 # validation
 
+#: Why a dataset whose number of records is private cannot have a microdata listing.
+PUBLIC_SIZE_NEEDED = (
+    "microdata needs a dataset whose number of records is public: one row per record is sold, "
+    "so the number of records is part of the release (set the dataset's relation to public size)"
+)
+
 
 def _ladder(raw, where: str) -> tuple[Decimal, ...]:
     if not isinstance(raw, (list, tuple)) or not raw:
@@ -285,10 +291,7 @@ def build(spec, columns, *, records: int | None, public: bool, salt: str | None 
     refused: the rows would reveal the number of records); ``records``: that size. ``salt``: the
     Bloom salt (hex; a fresh random one when None). Raises :class:`SpecError` with the reason."""
     if not public or records is None:
-        raise SpecError(
-            "microdata needs a dataset whose number of records is public: one row per record is sold, "
-            "so the number of records is part of the release (set the dataset's relation to public size)"
-        )
+        raise SpecError(PUBLIC_SIZE_NEEDED)
     if not isinstance(spec, dict):
         raise SpecError('microdata must be an object such as {"columns": [...], "levels": ["1", "2"]}')
     unknown = set(spec) - {"columns", "levels"}

@@ -72,6 +72,23 @@ def _budget(dataset) -> dict:
     }
 
 
+def _ladder(listing, points) -> list[dict] | None:
+    """A microdata listing's ladder as its owner sees it (None for other listings): per level, the
+    price from nothing, the bits' rates ``p`` and ``q``, the 95% bound of each decoded count and how
+    many releases read it (``sold``: at least one)."""
+    if not listing.is_microdata:
+        return None
+    md = listing.microdata()
+    reads = {point["level"]: point["reads"] for point in points}
+    curve = curve_of(listing)
+    out = []
+    for eps in md.levels:
+        p, q = md.rates(eps)
+        out.append({"level": _eps(eps), "price": curve.price(eps), "p": p, "q": q, "bound": md.bound(eps),
+                    "releases": reads.get(eps, 0), "sold": reads.get(eps, 0) > 0})
+    return out
+
+
 def owner_overview(*, user) -> dict:
     """The owner's datasets and listings with their figures, newest first.
 
@@ -198,7 +215,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
     "sales", "revenue", "in_flight": {"count", "amount"},
     "revenue_by_day": [{"day", "sales", "revenue"}],
     "buyers": [{"username", "purchased", "released", "paid"}], "buyer_count", "levels_sum", "worst_coalition",
-    "points": [{"level", "method", "created_at", "reads"}]}``.
+    "points": [{"level", "method", "created_at", "reads"}], "ladder": None or, for microdata, per level
+    {"level", "price", "p", "q", "bound", "releases", "sold"}}``.
 
     ``buyer_count`` and ``levels_sum`` are over the buyers who hold a released
     level: together they learn no more than ``spent``, the largest of those
@@ -251,6 +269,9 @@ def listing_dashboard(*, user, listing_id) -> dict:
     spent = _eps(listing.noise_path.released_max)
     ceiling = _eps(listing.ceiling)
     plan = listing_plan(listing)
+    ladder = _ladder(listing, points)
+    # a microdata path is drawn from the ladder's top down: a level drawn but not sold is not released
+    released_points = [point for point in points if point["reads"]] if ladder else list(points)
     return {
         "listing": {
             "id": listing.pk,
@@ -284,11 +305,12 @@ def listing_dashboard(*, user, listing_id) -> dict:
         "points": [{**point, "level": _eps(point["level"])} for point in points],
         # per released level: the finer eps it also meets, its risk, and (with a
         # compensation model) the budgets under plain DP and under privacy at risk
-        "risk": [figures for point in points if (figures := level_at_risk(listing, point["level"]))],
+        "risk": [figures for point in released_points if (figures := level_at_risk(listing, point["level"]))],
         "risk_definition": RISK_DEFINITION,
         # per released level: the exact guarantee of the release (delta below the level)
-        "profiles": [release_profile(listing, level, plan=plan) for level in _profiled(points)],
-        "levels_released": len(points),
+        "profiles": [release_profile(listing, level, plan=plan) for level in _profiled(released_points)],
+        "levels_released": len(released_points),
+        "ladder": ladder,
         "protects": listing.dataset.protects,
         "compensation": listing.compensation,
         "price_formula": curve_of(listing).formula(),

@@ -258,20 +258,23 @@ class ListingForm(forms.Form):
         data["price_curve"] = price_curve_of(self, data, needs={"compensation": ["margin", "E"]})
         if self.errors:
             return data
-        data["compensation"] = (
-            {
-                "E": str(data["E"]),
-                "rate": str(data["rate"] if data.get("rate") is not None else 1),
-                "E_min": str(data["E_min"] if data.get("E_min") is not None else 0),
-            }
-            if data.get("E") is not None
-            else None
-        )
+        data["compensation"] = compensation_of(data)
         return data
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk", "public_id")
+
+
+def compensation_of(data: dict) -> dict | None:
+    """The owner's compensation model (E, rate, E_min) as the services read it, or None without an E."""
+    if data.get("E") is None:
+        return None
+    return {
+        "E": str(data["E"]),
+        "rate": str(data["rate"] if data.get("rate") is not None else 1),
+        "E_min": str(data["E_min"] if data.get("E_min") is not None else 0),
+    }
 
 
 #: inputs that only some choices need: the page says when (``owner/_field.html``), not "(optional)"
@@ -465,3 +468,116 @@ class ListingCloseForm(forms.Form):
         max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Shown to the listing's buyers. Left empty: “Closed by its owner”.",
     )
+
+
+def split_list(text: str) -> list[str]:
+    """A list typed by people: one item per line, or comma-separated on one line; blanks dropped."""
+    text = (text or "").strip()
+    items = text.splitlines() if "\n" in text else text.split(",")
+    return [item.strip() for item in items if item.strip()]
+
+
+class MicrodataForm(forms.Form):
+    """A microdata listing: its title, its columns (each included one-hot over its categories, or
+    a categorical one hashed into a Bloom filter), the ladder of levels and the price. The inputs of
+    each categorical or boolean column of the chosen dataset are named ``col_<i>_<input>``;
+    ``cleaned_data["spec"]`` is the microdata spec as the service reads it and ``rows`` the index
+    of the column each of its columns came from (the service numbers them from 1)."""
+
+    dataset = ListingForm.base_fields["dataset"]
+    title = ListingForm.base_fields["title"]
+    description = ListingForm.base_fields["description"]
+    levels = forms.CharField(
+        label="Levels sold (ε)", max_length=200,
+        help_text="Comma-separated, lowest first, e.g. 0.5, 1, 2, 4 (at most 8). Buyers buy only these levels; the highest "
+        "is the ceiling, counted in the dataset's budget.",
+    )
+    price_kind = ListingForm.base_fields["price_kind"]
+    price_per_epsilon = ListingForm.base_fields["price_per_epsilon"]
+    p = ListingForm.base_fields["p"]
+    margin = ListingForm.base_fields["margin"]
+    E = ListingForm.base_fields["E"]
+    rate = ListingForm.base_fields["rate"]
+    E_min = ListingForm.base_fields["E_min"]
+
+    def __init__(self, *args, user, columns=(), suggestions=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk", "public_id")
+        self.columns = [c for c in columns_from(columns) if c.type in CATEGORICAL]
+        suggestions = suggestions or {}
+        for i, column in enumerate(self.columns):
+            boolean = column.type == "boolean"
+            self.fields[f"col_{i}_include"] = forms.BooleanField(label=f"Include {column.name}", required=False)
+            self.fields[f"col_{i}_categories"] = forms.CharField(
+                label="Its categories", required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 3}),
+                initial="" if boolean else suggestions.get(column.name, ""),
+                help_text="Left empty: true and false." if boolean else
+                "One per line, or comma-separated. Suggested from your data: keep only values anyone may know.",
+            )
+            if boolean:
+                continue
+            self.fields[f"col_{i}_bloom"] = forms.BooleanField(label="Hash into a Bloom filter instead", required=False)
+            self.fields[f"col_{i}_bits"] = forms.IntegerField(label="Bloom bits", required=False, initial=32,
+                                                              min_value=1, max_value=100000)
+            self.fields[f"col_{i}_hashes"] = forms.IntegerField(label="Hashes per value", required=False, initial=2,
+                                                                min_value=1, max_value=100000)
+
+    def column_rows(self):
+        """Per categorical or boolean column: its name, type and bound inputs (None where it has none)."""
+        return [{"name": c.name, "type": c.type, "index": i,
+                 **{part: self[f"col_{i}_{part}"] if f"col_{i}_{part}" in self.fields else None
+                    for part in ("include", "categories", "bloom", "bits", "hashes")}}
+                for i, c in enumerate(self.columns)]
+
+    def _spec(self, data: dict) -> tuple[dict, list[int]]:
+        columns, rows = [], []
+        for i, column in enumerate(self.columns):
+            if not data.get(f"col_{i}_include"):
+                continue
+            if data.get(f"col_{i}_bloom"):
+                size, hashes = data.get(f"col_{i}_bits"), data.get(f"col_{i}_hashes")
+                for name, value in ((f"col_{i}_bits", size), (f"col_{i}_hashes", hashes)):
+                    if value is None and name not in self.errors:
+                        self.add_error(name, "Required for a Bloom filter.")
+                columns.append({"column": column.name, "bloom": {"bits": size, "hashes": hashes}})
+            else:
+                categories = split_list(data.get(f"col_{i}_categories", ""))
+                columns.append({"column": column.name, **({"categories": categories} if categories else {})})
+            rows.append(i)
+        return {"columns": columns, "levels": split_list(data.get("levels", ""))}, rows
+
+    def clean(self):
+        data = super().clean()
+        data["spec"], data["rows"] = self._spec(data)
+        data["price_curve"] = price_curve_of(self, data, needs={"compensation": ["margin", "E"]})
+        data["compensation"] = compensation_of(data)
+        return data
+
+    def add_service_errors(self, fields: dict) -> None:
+        """A service's errors (``DomainError.fields`` or ``listing_check``) at the inputs at fault:
+        a column's at its inputs, the ladder's and the budget's at the levels, the rest where named."""
+        for name, messages in fields.items():
+            for message in messages:
+                if name == "ceiling":  # the ladder's top is the listing's ceiling
+                    message = f"The highest level counts in the dataset's budget. {message}"
+                self._add_service_error({"c": "price_per_epsilon", "ceiling": "levels"}.get(name, name), message)
+
+    def _add_service_error(self, name: str, message: str) -> None:
+        if name == "microdata":
+            name = self._microdata_input(message)
+        if name in self.errors and message in self.errors[name]:
+            return
+        self.add_error(name if name in self.fields else None, message)
+
+    def _microdata_input(self, message: str) -> str | None:
+        if message.startswith("levels"):
+            return "levels"
+        found = _MICRODATA_COLUMN.match(message)
+        rows = self.cleaned_data.get("rows") or []
+        if found and 1 <= int(found.group(1)) <= len(rows):
+            i = rows[int(found.group(1)) - 1]
+            return f"col_{i}_bits" if "bloom" in message and f"col_{i}_bits" in self.fields else f"col_{i}_categories"
+        return None
+
+
+_MICRODATA_COLUMN = re.compile(r"^column (\d+)\b")

@@ -11,6 +11,7 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/sampled-sensitivity/", owner_views.dataset_sampled_sensitivity,
          name="owner-dataset-sampled-sensitivity"),
     path("listings/new/", owner_views.listing_new, name="owner-listing-new"),
+    path("listings/new-microdata/", owner_views.listing_new_microdata, name="owner-listing-new-microdata"),
     path("listings/<int:listing_id>/", owner_views.listing_view, name="owner-listing"),
     path("listings/<int:listing_id>/edit/", owner_views.listing_edit, name="owner-listing-edit"),
     path("listings/<int:listing_id>/price/", owner_views.listing_price, name="owner-listing-price"),

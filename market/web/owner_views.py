@@ -35,11 +35,13 @@ from market.catalog.services import (
     listing_check,
     listing_close,
     listing_create,
+    listing_create_microdata,
     listing_reopen,
     listing_update,
     same_content_notice,
 )
-from market.catalog.statistics import MAX_STATISTICS
+from market.catalog import microdata
+from market.catalog.statistics import MAX_STATISTICS, SpecError
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
 from market.ledger import selectors as ledger
@@ -53,6 +55,7 @@ from .owner_forms import (
     ListingEditForm,
     ListingForm,
     ListingPriceForm,
+    MicrodataForm,
     StatisticForm,
     add_domain_errors,
     add_statistics_errors,
@@ -418,6 +421,85 @@ def listing_new(request):
     context = {"options": options, "summary": summary, "form": form, "formset": formset,
                "builder": _builder(columns, suggestions)}
     return render(request, "owner/listing_new.html", context)
+
+
+def _microdata_datasets(user) -> tuple[list[dict], list[dict]]:
+    """The owner's ready datasets a microdata listing may use (public size) and the others, newest first."""
+    ready = [d for d in visibility.owned_datasets(user).order_by("-created_at", "-id") if d.is_ready]
+    public = [{"id": d.public_id, "name": d.name, "records": d.row_count} for d in ready if d.size_is_public]
+    private = [{"id": d.public_id, "name": d.name} for d in ready if not d.size_is_public]
+    return public, private
+
+
+def _check_microdata(request, form) -> None:
+    """With some inputs wrong, what the service would say about the others (the columns and the
+    ladder against the dataset, the top level against the budget, the price): every error at once."""
+    d = form.cleaned_data
+    dataset = d.get("dataset")
+    if dataset is None:
+        return
+    top = None
+    try:
+        md = microdata.build(d["spec"], dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
+        top = md.ceiling
+    except SpecError as exc:
+        form.add_service_errors({"microdata": [str(exc)]})
+    curve = d.get("price_curve")
+    form.add_service_errors(listing_check(
+        owner=request.user, dataset_id=dataset.public_id, ceiling=top,
+        price_curve=curve if curve and curve["kind"] != "compensation" else None,
+    ))
+
+
+@login_required
+@owner_required
+def listing_new_microdata(request):
+    """Create a microdata listing (``market.catalog.microdata``) on one of the owner's ready datasets
+    whose number of records is public, chosen by ``?dataset=<id>`` (default: the newest): its
+    categorical and true/false columns to include (categories, or a Bloom filter), the ladder of
+    levels and the price. A dataset of private size is refused with the reason."""
+    public, private = _microdata_datasets(request.user)
+    chosen = request.POST.get("dataset") if request.method == "POST" else request.GET.get("dataset")
+    if chosen is None and public:
+        chosen = public[0]["id"]
+    summary, refused = None, None
+    if chosen is not None:
+        try:
+            summary = figures.dataset_summary(user=request.user, dataset_id=chosen)
+        except NotFound:
+            if request.method != "POST":
+                raise Http404("no such dataset among yours") from None
+    if summary is not None and not any(option["id"] == summary["id"] for option in public):
+        refused, summary = summary, None  # private size (or not ready): the page says why
+    columns = [Column(c["name"], c["type"], c["missing"]) for c in summary["columns"]] if summary else []
+    options = {"user": request.user, "columns": columns, "suggestions": _suggestions(summary)}
+    status = 200
+    if request.method == "POST":
+        form = MicrodataForm(request.POST, **options)
+        if form.is_valid() and refused is None:
+            d = form.cleaned_data
+            try:
+                listing = listing_create_microdata(
+                    owner=request.user, dataset_id=d["dataset"].public_id, title=d["title"],
+                    description=d["description"], microdata_spec=d["spec"], price_curve=d["price_curve"],
+                    compensation=d["compensation"],
+                )
+            except NotFound:
+                form.add_error(None, "Choose one of your datasets.")
+            except DomainError as exc:
+                form.add_service_errors(exc.fields or {None: [exc.message]})
+            else:
+                messages.success(request, f"Listing “{listing.title}” created. Buyers can buy its levels from now on.")
+                return redirect("web:owner-listing", listing_id=listing.pk)
+        elif refused is None:
+            _check_microdata(request, form)
+        status = 400
+    else:
+        form = MicrodataForm(initial={"dataset": summary["id"] if summary else None, "levels": "0.5, 1, 2, 4"},
+                             **options)
+    context = {"public": public, "private": private, "summary": summary, "refused": refused, "form": form,
+               "rows": form.column_rows(), "refusal": microdata.PUBLIC_SIZE_NEEDED}
+    return render(request, "owner/listing_new_microdata.html", context, status=status)
 
 
 def _revenue_chart(days: list[dict]):

@@ -14,6 +14,7 @@ urlpatterns = [
     path("purchases/<uuid:purchase_id>/status/", views.purchase_status, name="purchase-status"),
     path("library/", views.library, name="library"),
     path("library/releases/<str:release_id>.<str:fmt>", views.release_download, name="release-download"),
+    path("library/releases/<str:release_id>/records.<str:fmt>", views.release_records, name="release-records"),
     path("wallet/top-up/", views.top_up, name="top-up"),
     path("owner/", include("market.web.owner_urls")),
     path("account/", account_views.account, name="account"),

@@ -6,6 +6,7 @@ import json
 import uuid
 from decimal import Decimal
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -25,6 +26,8 @@ from market.core.errors import DomainError, InsufficientFunds
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
+from market.core.levels import level_text
+from market.trading.records import records_response
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trust.selectors import buyer_cap
 
@@ -75,12 +78,18 @@ def _next_step(listing, held: Decimal, cap: Decimal) -> dict | None:
     if held <= 0 or held >= cap:
         return None
     target = min(cap, held * 2)
+    if listing.is_microdata:  # the next level up the ladder, within the cap
+        target = next((eps for eps in listing.microdata().levels if held < eps <= cap), None)
+        if target is None:
+            return None
+    now, then = bounds_at(listing, held), bounds_at(listing, target)
     return {
         "epsilon": target,
         "price": price_increment(listing, held, target),
-        "factor": float(target / held),
-        "now": bounds_at(listing, held),
-        "then": bounds_at(listing, target),
+        # a decoded count's bound does not fall like 1/ε: the ratio of the bounds themselves
+        "factor": now[0]["bound"] / then[0]["bound"] if listing.is_microdata else float(target / held),
+        "now": now,
+        "then": then,
     }
 
 
@@ -102,6 +111,31 @@ def _wallet_short(request, quote) -> Decimal | None:
         return None
     short = quote.price - ledger.wallet_balance(user=request.user)
     return short if short > 0 else None
+
+
+def microdata_ladder(listing, held: Decimal, cap: Decimal) -> dict | None:
+    """What a microdata listing's page shows (None for other listings): per ladder level, the price
+    from the level held, each bit's chance of being reported correctly (p) and wrongly (q) and the
+    95% bound of each decoded count; the columns' bits in words and the public Bloom salt, if any."""
+    if not listing.is_microdata:
+        return None
+    md = listing.microdata()
+    rows = []
+    for eps in md.levels:
+        p, q = md.rates(eps)
+        rows.append({"level": eps, "held": eps <= held, "above_cap": eps > cap,
+                     "price": price_increment(listing, held, eps) if eps > held else None,
+                     "p": p, "q": q, "bound": md.bound(eps)})
+    return {"rows": rows, "records": md.records, "bits": md.bits, "weight": md.weight, "columns": md.describe(),
+            "labels": md.labels, "bloom": any(f.encoding == "bloom" for f in md.fields), "salt": md.salt,
+            "buyable": [row["level"] for row in rows if not row["held"] and not row["above_cap"]]}
+
+
+def _ladder_select(form, ladder: dict) -> None:
+    """A microdata listing sells its ladder's levels only: the level input is a choice among those
+    above the level held (a level typed into the address is still judged, and refused, by the service)."""
+    choices = [(level_text(eps), f"ε {level_text(eps)}") for eps in ladder["buyable"]]
+    form.fields["epsilon"].widget = forms.Select(choices=choices)
 
 
 def listing_detail(request, listing_id, buy_form=None, status=200):
@@ -141,6 +175,9 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             quote = None
     is_owner = request.user.is_authenticated and listing.dataset.owner_id == request.user.pk
     cap = buyer_cap(listing=listing, buyer=request.user)
+    ladder = microdata_ladder(listing, held, cap.level)
+    if ladder:
+        _ladder_select(form, ladder)
     return render(
         request,
         "web/listing.html",
@@ -158,7 +195,8 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "idempotency_key": uuid.uuid4().hex,
             "cap": cap,
             "next_step": _next_step(listing, held, cap.level),
-            "charts": listing_charts(listing, held),
+            "charts": None if ladder else listing_charts(listing, held),
+            "ladder": ladder,
             "price_formula": curve_of(listing).formula(),
             "is_owner": is_owner,
         },
@@ -208,6 +246,7 @@ def _purchase_context(purchase, *, again: bool = False):
         "purchase": purchase,
         "release": release,
         "readings": readings,
+        "microdata": trading.release_microdata(release) if release else None,
         "plot": point_plot(readings, purchase.listing) if readings else None,
         "again": again,
     }
@@ -230,7 +269,8 @@ def purchase_status(request, purchase_id):
 @login_required
 def library(request):
     statement = Paginator(ledger.wallet_statement(user=request.user), 15).get_page(request.GET.get("page"))
-    items = [{"release": r, "readings": trading.release_readings(r)} for r in trading.release_list(user=request.user)]
+    items = [{"release": r, "readings": trading.release_readings(r), "microdata": trading.release_microdata(r)}
+             for r in trading.release_list(user=request.user)]
     return render(
         request,
         "web/library.html",
@@ -286,6 +326,16 @@ def release_download(request, release_id, fmt):
         response = HttpResponse(out.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
+
+
+@login_required
+def release_records(request, release_id, fmt):
+    """A microdata release's records as a file (CSV or Parquet): the signed-in buyer's own release
+    only; anyone else's, a release of statistics or another format is 404."""
+    try:
+        return records_response(trading.release_get(user=request.user, release_id=release_id), fmt)
+    except DomainError as exc:
+        raise Http404(exc.message) from None
 
 
 @login_required

@@ -32,16 +32,21 @@ def sign_up(page, username, role_label):
     expect(page.get_by_text(f"Welcome, {username}.")).to_be_visible()
 
 
-def buy(page, listing_id, eps):
-    page.goto(f"/listings/{listing_id}/")
-    page.get_by_label("Buy up to ε").fill(eps)
-    page.get_by_role("button", name="See the price").click()
+def confirm_and_wait(page):
+    """Confirm the quote on the page, then wait for the release (the worker makes it; the purchase
+    page updates itself, htmx, no reload)."""
     confirm = page.get_by_role("button", name=re.compile("Confirm: pay"))
     expect(confirm).to_be_visible()
     confirm.click()
     page.wait_for_url(re.compile(r"/purchases/[0-9a-f-]+/$"))
-    # the worker releases it; the page updates itself (htmx), no reload
     expect(page.locator('#purchase-status[data-status="released"]')).to_be_visible(timeout=30_000)
+
+
+def buy(page, listing_id, eps):
+    page.goto(f"/listings/{listing_id}/")
+    page.get_by_label("Buy up to ε").fill(eps)
+    page.get_by_role("button", name="See the price").click()
+    confirm_and_wait(page)
     row = page.get_by_role("row", name=re.compile(r"^count "))
     return float(row.locator("td").nth(1).inner_text().replace("±", "").replace(",", "").strip())
 

@@ -19,9 +19,14 @@ def test_seed_demo_is_complete_and_idempotent():
     assert buyer.check_password("demo-buyer-pass")
     assert User.objects.get(username="demo-owner").is_owner
     assert User.objects.get(username="demo-admin").is_staff
-    assert Listing.objects.count() == 6
-    # one dataset keeps its size private, one publishes it: both relations are on show
-    assert sorted(Dataset.objects.values_list("relation", flat=True)) == ["private_size", "private_size", "public_size"]
+    assert Listing.objects.count() == 7
+    # two datasets keep their size private, two publish it: both relations are on show
+    assert sorted(Dataset.objects.values_list("relation", flat=True)) == ["private_size", "private_size",
+                                                                          "public_size", "public_size"]
+    # one microdata listing: the penguins record by record, on a ladder of levels
+    records = Listing.objects.get(engine="bits")
+    assert records.microdata().records == 344 and [str(x.normalize()) for x in records.microdata().levels] == ["1", "2", "4", "8"]
+    assert records.labels[:3] == ["species = Adelie", "species = Chinstrap", "species = Gentoo"]
     assert set(Dataset.objects.values_list("status", flat=True)) == {"ready"}  # penguins too, as shipped
     assert wallet_balance(user=buyer) == Decimal("500.00")
     assert ledger_is_balanced()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from market.accounts.services import api_key_create
-from market.catalog.services import listing_create
+from market.catalog.services import listing_create, listing_create_microdata
 from market.trading.services import purchase_create
 from market.webhooks.models import Delivery, Endpoint
 from market.webhooks.services import events_record
@@ -53,6 +53,8 @@ class World:
     rows: list = field(default_factory=list)  # the uploaded CSV's data rows, as the strings uploaded
     endpoint: object = None  # the buyer's webhook endpoint
     delivery: object = None  # a delivery to it of the buyer's purchase.released (not sent)
+    md_dataset: object = None  # the owner's dataset of public size (birds' colours), for microdata
+    md_release: object = None  # the buyer's release of the owner's microdata listing on it, at level 1
 
     def user(self, actor):
         return self.people[actor]
@@ -94,6 +96,13 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
     )
     purchase = _buy(people["buyer"], listing, "1", django_capture_on_commit_callbacks)
     other_purchase = _buy(people["other_buyer"], other_listing, "1", django_capture_on_commit_callbacks)
+    md_dataset = ready_dataset(owner=people["owner"], name="birds", total_budget="10", relation="public_size",
+                               data=("colour\n" + "red\nblue\ngreen\n" * 20).encode())
+    md_listing = listing_create_microdata(
+        owner=people["owner"], dataset_id=md_dataset.public_id, title="Birds by record", price_per_epsilon="1.00",
+        microdata_spec={"columns": [{"column": "colour", "categories": ["red", "blue"]}], "levels": ["1", "2"]},
+    )
+    md_purchase = _buy(people["buyer"], md_listing, "1", django_capture_on_commit_callbacks)
     rows = list(csv.reader(io.StringIO(data.decode())))[1:]
     endpoint = Endpoint(owner=people["buyer"], url="http://127.0.0.1:9/hook", events=["purchase.released"])
     endpoint.set_secret("whsec_matrix")
@@ -103,6 +112,7 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
         people=people, dataset=dataset, listing=listing, purchase=purchase, release=purchase.release,
         other_dataset=other_dataset, other_listing=other_listing, other_purchase=other_purchase,
         csv_bytes=data, rows=rows, endpoint=endpoint, delivery=Delivery.objects.get(pk=delivery_id),
+        md_dataset=md_dataset, md_release=md_purchase.release,
     )
 
 

@@ -109,6 +109,12 @@ API = [
     api("GET",    "/api/v1/purchases/not-a-purchase/",      "401  404   404   404   404   404"),
     api("GET",    "/api/v1/releases/",                      "401  200   200   200   200   200"),
     api("GET",    "/api/v1/releases/{R}/",                  "401  200   404   404   404   404"),
+    # a microdata release's records ({MR}): its buyer's only; a release of statistics has none
+    api("GET",    "/api/v1/releases/{MR}/records.csv",      "401  200   404   404   404   404"),
+    api("GET",    "/api/v1/releases/{MR}/records.parquet",  "401  200   404   404   404   404"),
+    api("GET",    "/api/v1/releases/{R}/records.csv",       "401  404   404   404   404   404"),
+    # a microdata listing on {MD}: non-owners 403, the other owner 404 (not his)
+    api("POST",   "/api/v1/listings/microdata/",            "401  403   403   201   404   403", "microdata"),
     api("DELETE", "/api/v1/releases/{R}/",                  "401  405   405   405   405   405"),
     api("GET",    "/api/v1/wallet/",                        "401  200   200   200   200   200"),
     api("GET",    "/api/v1/wallet/statement/",              "401  200   200   200   200   200"),
@@ -160,6 +166,11 @@ PAGES = [
     page("GET",  "/library/releases/{R}.csv",               "302L 200   404   404   404   404"),
     page("GET",  "/library/releases/{R}.json",              "302L 200   404   404   404   404"),
     page("GET",  "/library/releases/{R}.xml",               "302L 404   404   404   404   404"),
+    # a microdata release's records ({MR}): its buyer's only; a release of statistics has none
+    page("GET",  "/library/releases/{MR}/records.csv",      "302L 200   404   404   404   404"),
+    page("GET",  "/library/releases/{MR}/records.parquet",  "302L 200   404   404   404   404"),
+    page("GET",  "/library/releases/{MR}/records.json",     "302L 404   404   404   404   404"),
+    page("GET",  "/library/releases/{R}/records.csv",       "302L 404   404   404   404   404"),
     page("POST", "/wallet/top-up/",                         "302L 302   302   302   302   302", "top_up"),
     page("GET",  "/wallet/top-up/",                         "302L 405   405   405   405   405"),
     # the owner's pages
@@ -178,6 +189,10 @@ PAGES = [
     # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
     page("POST", "/owner/listings/new/",                    "302L 403   403   302   200   403", "listing_form"),
     page("GET",  "/owner/listings/{L}/",                    "302L 403   403   200   404   403"),
+    page("GET",  "/owner/listings/new-microdata/",          "302L 403   403   200   200   403"),
+    page("GET",  "/owner/listings/new-microdata/?dataset={MD}", "302L 403   403   200   404   403"),
+    # posting another owner's dataset id: the form says "Choose one of your datasets." and stores nothing
+    page("POST", "/owner/listings/new-microdata/",          "302L 403   403   302   400   403", "microdata_form"),
     page("GET",  "/owner/earnings/",                        "302L 403   403   200   200   403"),
     page("POST", "/owner/earnings/",                        "302L 403   403   302   302   403", "payout"),
     page("POST", "/owner/listings/{L}/edit/",               "302L 403   403   302   404   403", "listing_edit"),
@@ -279,6 +294,12 @@ def payload(name, world, actor):
             "stats-MIN_NUM_FORMS": "0", "stats-MAX_NUM_FORMS": "20",
             "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
         }
+    if name in ("microdata", "microdata_form"):
+        spec = {"columns": [{"column": "colour", "categories": ["red"]}], "levels": ["1"]}
+        if name == "microdata":
+            return {"dataset": world.md_dataset.public_id, "title": "Again", "microdata": spec, "price_per_epsilon": "1.00"}
+        return {"dataset": world.md_dataset.public_id, "title": "Again", "levels": "1", "price_kind": "linear",
+                "price_per_epsilon": "1.00", "col_0_include": "on", "col_0_categories": "red"}
     if name == "listing_edit":
         return {"title": "Renamed", "description": "Now described."}
     if name == "price_form":
@@ -330,7 +351,7 @@ def send(world, tokens, actor, row):
     K = world.people["buyer"].api_keys.order_by("created_at").first().pk if "{K}" in row.path else None
     path = row.path.format(
         L=world.listing.pk, D=world.dataset.public_id, DK=world.dataset.pk, P=world.purchase.pk, R=world.release.public_id, K=K,
-        W=world.endpoint.pk, WD=world.delivery.pk,
+        W=world.endpoint.pk, WD=world.delivery.pk, MR=world.md_release.public_id, MD=world.md_dataset.public_id,
     )
     client = client_for(world, tokens, actor, api=row.api)
     call = getattr(client, row.method.lower())
@@ -466,7 +487,7 @@ def test_the_matrix_names_every_route():
 
     def as_route(path: str) -> str:
         path = path.split("?")[0].lstrip("/")
-        path = re.sub(r"\{[LDR]\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
+        path = re.sub(r"\{(?:[LDR]|MR|MD)\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
         return path
 
     from django.urls import resolve
@@ -515,7 +536,7 @@ def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tok
     api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.public_id}/"))
     assert any(p.search(api_release) for p in found["buyer's release"])
 
-    form = body_text(client_for(world, tokens, "owner", api=False).get("/owner/listings/new/"))
+    form = body_text(client_for(world, tokens, "owner", api=False).get(f"/owner/listings/new/?dataset={world.dataset.public_id}"))
     assert all(p.search(form) for p in found["column min/max"])
     assert any(p.search(form) for p in found["exact record count"])
     assert not any(p.search(form) for p in found["raw cells"])
@@ -541,11 +562,13 @@ def test_every_list_holds_only_the_actors_own_things(world, tokens):
     P, OP = str(world.purchase.pk), str(world.other_purchase.pk)
     R, OR = world.release.public_id, world.other_purchase.release.public_id
     D, OD = world.dataset.public_id, world.other_dataset.public_id
+    MR, MD = world.md_release.public_id, world.md_dataset.public_id  # the buyer's microdata release, on MD
+    MP, ML = str(world.md_release.purchase_id), world.md_release.listing_id
     expected = {
         #               purchases  releases   datasets   wallet statement amounts
-        "buyer":       ({P},       {R},       set(),     {"500.00", "-10.00"}),
+        "buyer":       ({P, MP},   {R, MR},   set(),     {"500.00", "-10.00", "-1.00"}),
         "other_buyer": ({OP},      {OR},      set(),     {"500.00", "-1.00"}),
-        "owner":       (set(),     set(),     {D},       {"500.00"}),
+        "owner":       (set(),     set(),     {D, MD},   {"500.00"}),
         "other_owner": (set(),     set(),     {OD},      {"500.00"}),
         "staff":       (set(),     set(),     set(),     {"500.00"}),
     }
@@ -562,11 +585,13 @@ def test_every_list_holds_only_the_actors_own_things(world, tokens):
         assert listed == {
             world.listing.pk: "1.0000" if actor == "buyer" else "0.0000",
             world.other_listing.pk: "1.0000" if actor == "other_buyer" else "0.0000",
+            ML: "1.0000" if actor == "buyer" else "0.0000",
         }, actor
 
         page = body_text(client_for(world, tokens, actor, api=False).get("/library/"))
         assert (f"/library/releases/{R}.csv" in page) == (actor == "buyer"), actor
         assert (f"/library/releases/{OR}.csv" in page) == (actor == "other_buyer"), actor
+        assert (f"/library/releases/{MR}/records.csv" in page) == (actor == "buyer"), actor
     for actor, mine, theirs in (("owner", world.listing, world.other_listing), ("other_owner", world.other_listing, world.listing)):
         page = body_text(client_for(world, tokens, actor, api=False).get("/owner/"))
         assert f"/owner/listings/{mine.pk}/" in page and mine.title in page
@@ -589,13 +614,16 @@ CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
         ("staff", "get", "/api/v1/releases/{R}/", "/api/v1/releases/rel_0000000000000000000000/", True, None),
         ("other_buyer", "get", "/purchases/{P}/", f"/purchases/{uuid.uuid4()}/", False, None),
         ("other_buyer", "get", "/library/releases/{R}.csv", "/library/releases/rel_0000000000000000000000.csv", False, None),
+        ("other_buyer", "get", "/library/releases/{MR}/records.csv",
+         "/library/releases/rel_0000000000000000000000/records.csv", False, None),
         ("other_owner", "get", "/owner/listings/{L}/", "/owner/listings/987654/", False, None),
         ("other_owner", "get", "/owner/listings/new/?dataset={D}", "/owner/listings/new/?dataset=ds_0000000000000000000000", False, None),
         ("other_owner", "get", "/owner/trust/?listing={L}", "/owner/trust/?listing=987654", False, None),
     ],
 )
 def test_someone_elses_thing_is_indistinguishable_from_nothing(world, tokens, actor, method, path, nothing, api, data):
-    fill = dict(L=world.listing.pk, D=world.dataset.public_id, P=world.purchase.pk, R=world.release.public_id)
+    fill = dict(L=world.listing.pk, D=world.dataset.public_id, P=world.purchase.pk, R=world.release.public_id,
+                MR=world.md_release.public_id)
     client = client_for(world, tokens, actor, api=api)
     theirs = getattr(client, method)(path.format(**fill))
     missing = getattr(client, method)(nothing)

@@ -1,6 +1,6 @@
 """No page a buyer, an owner or a visitor sees carries unexplained jargon: no γ, no theorem numbers,
 no "k-dimensional", no names of the code base's files. Every page is rendered, as each of them, on
-listings of every engine and kind (exact integer noise; the float path; a vector), after purchases
+listings of every engine and kind (exact integer noise; the float path; a vector; microdata), after purchases
 so that releases, the privacy-loss profiles and the privacy-at-risk figures are all on show. The
 API's schema (the text of its documentation page) is held to the same words."""
 
@@ -10,12 +10,14 @@ import re
 import pytest
 from django.urls import reverse
 
-from market.catalog.services import listing_create
+from market.catalog.services import listing_create, listing_create_microdata
 from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from tests.datasets import ready_dataset
 from tests.marketplace.conftest import STATISTICS, make_csv
 from tests.marketplace.test_float_listings import float_listing  # noqa: F401 - a fixture
+from tests.web.test_microdata_pages import SPEC as MICRODATA_SPEC
+from tests.web.test_microdata_pages import birds_csv
 
 pytestmark = pytest.mark.django_db
 
@@ -65,13 +67,18 @@ def market(owner, buyer, fund, float_listing, eager_celery, seeded_noise, django
         ),
         float_listing,  # the float Laplace path of listings made before the exact one
     ]
-    assert {listing.engine for listing in listings} == {"lattice", "laplace"}
+    birds = ready_dataset(owner=owner, name="birds", data=birds_csv(), total_budget="20", relation="public_size")
+    listings.append(listing_create_microdata(  # microdata: every record, each bit randomised (a Bloom filter too)
+        owner=owner, dataset_id=birds.public_id, title="Birds by record", microdata_spec=MICRODATA_SPEC,
+        price_per_epsilon="2",
+    ))
+    assert {listing.engine for listing in listings} == {"lattice", "laplace", "bits"}
     fund(buyer, 10_000)
     for listing in listings:
         with django_capture_on_commit_callbacks(execute=True):
             purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     assert list(Purchase.objects.values_list("status", flat=True)) == ["released"] * len(listings)
-    return {"listings": listings, "datasets": [private, public]}
+    return {"listings": listings, "datasets": [private, public, birds]}
 
 
 def read(client, address: str) -> str:
@@ -96,7 +103,9 @@ def test_no_page_shows_unexplained_jargon(client, owner, buyer, market):
     for d in datasets:
         mine += [reverse("web:owner-dataset-columns", args=[d.public_id]), reverse("web:owner-dataset-budget", args=[d.public_id])]
     for address in [*everyone, *mine, reverse("web:owner"), reverse("web:owner-dataset-new"),
-                    reverse("web:owner-listing-new"), reverse("web:owner-trust"), reverse("web:account")]:
+                    reverse("web:owner-listing-new"), reverse("web:owner-listing-new-microdata"),
+                    reverse("web:owner-listing-new-microdata") + f"?dataset={datasets[0].public_id}",
+                    reverse("web:owner-trust"), reverse("web:account")]:
         pages["owner", address] = read(client, address)
 
     # the pages show what the words are about: the figures are there, in plain words
@@ -107,6 +116,14 @@ def test_no_page_shows_unexplained_jargon(client, owner, buyer, market):
     assert "exactly ε-differentially private, with no exception (δ = 0)" in pages["visitor", f"/listings/{listings[0].pk}/"]
     assert "(ε, δ)-differentially private with δ below" in pages["visitor", f"/listings/{listings[3].pk}/"]
 
+    microdata = f"/listings/{listings[4].pk}/"
+    assert "The levels sold, and what each gives" in pages["visitor", microdata]
+    assert "reported correctly (p)" in pages["buyer", f"{microdata}?epsilon=2"]
+    bought = reverse("web:purchase", args=[Purchase.objects.get(listing=listings[4]).pk])
+    assert "The number of records with each bit set" in pages["buyer", bought]
+    assert "The ladder of levels" in pages["owner", mine[4]]
+    assert "cannot be sold as randomised records" in pages["owner", reverse("web:owner-listing-new-microdata")
+                                                             + f"?dataset={datasets[0].public_id}"]
     found = [f"{who} {address}: {bad}" for (who, address), text in pages.items() for bad in offences(text)]
     found += [f"the API's schema: {bad}" for bad in offences(read(client, "/api/schema/"), API_SCHEMA)]
     assert not found, "\n".join(found)

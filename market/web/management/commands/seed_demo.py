@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from market.catalog.models import Dataset
-from market.catalog.services import dataset_create, dataset_process, listing_create
+from market.catalog.services import dataset_create, dataset_process, listing_create, listing_create_microdata
 from market.ledger.models import Transfer
 from market.ledger.payments import provider
 
@@ -31,6 +31,7 @@ SURVEY = "Household travel survey (published sample)"
 
 
 PENGUINS = "Palmer penguins (as published)"
+PENGUIN_RECORDS = "Palmer penguins, one row each (public size)"
 DISTRICTS = ["North", "Harbour", "Old Town", "Hillside", "East End"]
 # the categories the demo owner declares public (the species and islands the study names)
 PENGUIN_SPECIES = ["Adelie", "Chinstrap", "Gentoo"]
@@ -67,6 +68,18 @@ def _ready(dataset):
     if dataset.status != "ready":
         raise RuntimeError(f"the demo dataset {dataset.name!r} failed: {dataset.failure}")
     return dataset
+
+
+def _penguins(owner, name: str, relation: str, budget: str, description: str):
+    """The Palmer penguins table as shipped by ``palmerpenguins``, uploaded and processed."""
+    import palmerpenguins
+
+    with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
+        return _ready(dataset_create(
+            owner=owner, name=name, description=description,
+            source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER", licence="CC0-1.0",
+            upload=f, total_budget=budget, relation=relation, record_name="penguin", record_name_plural="penguins",
+        ))
 
 
 def survey_csv(rows: int = 400) -> bytes:
@@ -191,22 +204,9 @@ class Command(BaseCommand):
                 price_per_epsilon="10.00",
             )
         if not Dataset.objects.filter(owner=owner, name=PENGUINS).exists():
-            import palmerpenguins
-
-            with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
-                penguins = _ready(dataset_create(
-                    owner=owner,
-                    name=PENGUINS,
-                    description="344 penguins of three species on three islands of the Palmer Archipelago, Antarctica: "
-                    "bill, flipper and body measurements, sex (missing for 11) and year.",
-                    source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER",
-                    licence="CC0-1.0",
-                    upload=f,
-                    total_budget="4",
-                    relation="private_size",
-                    record_name="penguin",
-                    record_name_plural="penguins",
-                ))
+            penguins = _penguins(owner, PENGUINS, "private_size", "4",
+                                 "344 penguins of three species on three islands of the Palmer Archipelago, Antarctica: "
+                                 "bill, flipper and body measurements, sex (missing for 11) and year.")
             listing_create(
                 owner=owner,
                 dataset_id=penguins.public_id,
@@ -227,6 +227,28 @@ class Command(BaseCommand):
                 ceiling="2",
                 price_per_epsilon="10.00",
             )
+        if not Dataset.objects.filter(owner=owner, name=PENGUIN_RECORDS).exists():
+            self._penguin_records(owner)
         if not Transfer.objects.filter(reference="demo-seed-credits").exists():
             provider().fund(user=buyer, amount=Decimal("500.00"), reference="demo-seed-credits", memo="demo credits")
         self.stdout.write(self.style.SUCCESS("Demo ready: demo-owner / demo-owner-pass, demo-buyer / demo-buyer-pass, demo-admin / demo-admin-pass"))
+
+    @staticmethod
+    def _penguin_records(owner):
+        """The penguins again, their number public, sold record by record: species, island and sex as
+        randomised bits on a ladder of levels (bit-report microdata). The table has no free-text column
+        to hash into a Bloom filter."""
+        records = _penguins(owner, PENGUIN_RECORDS, "public_size", "8",
+                            "The 344 Palmer penguins, the number of them public, to sell one row per penguin.")
+        listing_create_microdata(
+            owner=owner,
+            dataset_id=records.public_id,
+            title="Penguins, one randomised row each",
+            description="Every penguin's species, island and sex as randomised bits: buy a level, then a higher one "
+            "for less-randomised bits of the same penguins.",
+            microdata_spec={"columns": [{"column": "species", "categories": PENGUIN_SPECIES},
+                                        {"column": "island", "categories": PENGUIN_ISLANDS},
+                                        {"column": "sex", "categories": ["female", "male"]}],
+                            "levels": ["1", "2", "4", "8"]},
+            price_per_epsilon="5.00",
+        )
