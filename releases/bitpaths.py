@@ -46,7 +46,7 @@ def _source(rng):
     if isinstance(rng, bitreport.WordSource):
         return rng
     if isinstance(rng, np.random.Generator):
-        return bitreport.WordSource.seeded(rng)
+        return bitreport.WordSource.from_generator(rng)
     return bitreport.new_source()
 
 

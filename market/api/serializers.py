@@ -1130,10 +1130,18 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorDetailSerializer()
 
 
+#: delta in (0, 1): a decimal fraction such as 0.001, or a power of ten such as 1e-6 (the schema states exactly
+#: what is accepted, so that what it allows is never refused and what it refuses is never accepted)
+DELTA_PATTERN = r"^(?:0?\.[0-9]{0,29}[1-9]|[1-9](?:\.[0-9]{1,6})?e-[1-9][0-9]?)$"
+#: a positive level such as 0.1 or 2.5
+FINER_PATTERN = r"^(?:[1-9][0-9]{0,5}(?:\.[0-9]{1,12})?|0?\.[0-9]{0,11}[1-9])$"
+
+
 class CompositionQuerySerializer(QuerySerializer):
-    delta = serializers.CharField(required=False, max_length=40, help_text="strictly between 0 and 1 (default 1e-6)")
-    eps = serializers.CharField(required=False, max_length=40,
-                                help_text="the finer privacy level, above 0 (default 0.1)")
+    delta = serializers.RegexField(DELTA_PATTERN, required=False, max_length=40,
+                                   help_text="strictly between 0 and 1, e.g. 0.001 or 1e-6 (default 1e-6)")
+    eps = serializers.RegexField(FINER_PATTERN, required=False, max_length=40,
+                                 help_text="the finer privacy level, above 0, e.g. 0.1 (the default)")
 
 
 class CompositionListingSerializer(serializers.Serializer):

@@ -341,10 +341,11 @@ def is_microdata(statistics) -> bool:
 # the true bits
 
 
-def truth(md: Microdata, table, *, permutation_seed: int | None = None) -> np.ndarray:
+def truth(md: Microdata, table, *, shuffle=None) -> np.ndarray:
     """The records' true bits (bool, ``(n, bits)``), read from ``table``
     (``market.catalog.compute.Table``) with DuckDB, rows shuffled by a secret permutation
-    (``permutation_seed``: tests only). Raises ValueError if the data does not hold the public
+    (``shuffle``: a numpy generator, a test's; else one seeded afresh from the
+    operating system, ``releases.engine.mechanism.new_rng``). Raises ValueError if the data does not hold the public
     number of records or lacks a column."""
     from releases.engine import bitreport
 
@@ -388,5 +389,7 @@ def truth(md: Microdata, table, *, permutation_seed: int | None = None) -> np.nd
             hit = codes >= 0
             out[np.flatnonzero(hit), start + codes[hit]] = True
         start += len(f.labels)
-    rng = np.random.default_rng(permutation_seed if permutation_seed is not None else secrets.randbits(128))
+    from releases.engine.mechanism import new_rng
+
+    rng = shuffle if shuffle is not None else new_rng()
     return out[rng.permutation(n)]

@@ -626,15 +626,15 @@ def listing_create_microdata(
     description: str = "",
     price_curve: dict | None = None,
     compensation: dict | None = None,
-    permutation_seed: int | None = None,
+    shuffle=None,
 ) -> Listing:
     """Offer the records of one of the owner's datasets as bit-report microdata
     (``market.catalog.microdata``): ``microdata_spec`` is ``{"columns": [...], "levels": [...]}``,
     the ladder's top level is the ceiling (counted in the dataset's budget like any listing's).
 
     Needs a dataset whose number of records is public (one row per record is sold). The records'
-    true bits are read once, here, shuffled by a secret permutation (``permutation_seed``: tests
-    only) and sealed into the listing; its bit-report noise path is created with it. Every input
+    true bits are read once, here, shuffled by a secret permutation (``shuffle``: a test's
+    generator) and sealed into the listing; its bit-report noise path is created with it. Every input
     at fault is named in one 400."""
     from releases.models import NoisePath
 
@@ -656,7 +656,7 @@ def listing_create_microdata(
             raise problems.error()
         try:
             with files.dataset_table_path(dataset) as path:
-                truth = microdata.truth(md, ParquetTable(path), permutation_seed=permutation_seed)
+                truth = microdata.truth(md, ParquetTable(path), shuffle=shuffle)
         except ValueError as exc:
             raise InvalidInput(str(exc), fields={"microdata": [str(exc)]}) from None
         bits = md.bits

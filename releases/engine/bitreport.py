@@ -119,7 +119,7 @@ CHUNK = 1 << 20
 
 
 class WordSource:
-    """Uniform random words: the operating system's in the product, a seeded generator in tests.
+    """Uniform random words: the operating system's in the product, a test's seeded generator in tests.
 
     ``u32(n)`` gives ``n`` independent uniform ``uint32`` words, ``getrandbits(k)``
     a uniform integer of ``k`` bits (for the rare refinements).
@@ -136,10 +136,9 @@ class WordSource:
         return cls(os.urandom)
 
     @classmethod
-    def seeded(cls, seed) -> WordSource:
-        """For tests only: words from ``numpy.random.default_rng(seed)`` (or a generator given)."""
-        gen = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        return cls(gen.bytes)
+    def from_generator(cls, generator) -> WordSource:
+        """Words from a numpy generator's bytes: what tests hand the product (seeded there, never here)."""
+        return cls(generator.bytes)
 
     def u32(self, n: int) -> np.ndarray:
         return np.frombuffer(self._bytes(4 * n), dtype="<u4").astype(np.uint32, copy=False)

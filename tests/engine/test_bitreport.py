@@ -32,7 +32,7 @@ N = 250_000
 
 
 def src(seed: int) -> br.WordSource:
-    return br.WordSource.seeded(seed)
+    return br.WordSource.from_generator(np.random.default_rng(seed))
 
 
 def exact_rates(level) -> tuple[float, float]:

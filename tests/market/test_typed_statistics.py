@@ -276,7 +276,7 @@ def test_too_many_coordinates_and_too_many_worst_cases_are_refused():
 def test_every_kind_has_a_schema_and_the_union_lists_them():
     union = statistic_schema()
     kinds = {v["properties"]["kind"]["enum"][0] for v in union["oneOf"]}
-    assert kinds == set(KINDS) == {"count", "sum", "mean", "histogram", "table", "centroid", "point"}
+    assert kinds == set(KINDS) == {"count", "sum", "mean", "histogram", "table", "centroid", "point", "microdata"}
     # plain one-value enums, each variant titled (its component's name in the API's schema), no two alike
     assert all(len(v["properties"]["kind"]["enum"]) == 1 for v in union["oneOf"])
     titles = [v["title"] for v in union["oneOf"]]
@@ -424,3 +424,14 @@ def test_released_answers_lie_within_their_stated_bound_about_95_percent_of_the_
                     bound = present(plan, u, plan.weights / eps)[i]["error_bound"]
                     if plan.lower[coordinate] + bound < t["value"] < plan.upper[coordinate] - bound:
                         assert r <= 0.95 + tolerance, (t["label"], eps, r)
+
+
+def test_microdata_is_read_back_as_a_kind_but_never_offered_in_a_statistics_spec():
+    """A microdata listing's one "statistic" reads back through its kind (its schema is in the union, so a
+    stored listing's statistics validate), but a spec that names it is refused: microdata is made on its own."""
+    from market.catalog.statistics import OFFERED_KINDS
+
+    assert "microdata" not in OFFERED_KINDS
+    stored = {"kind": "microdata", "columns": [], "levels": ["1"], "salt": "00"}
+    with pytest.raises(SpecError, match="microdata is listed on its own"):
+        build_plan([stored], [Column("x", "categorical")])

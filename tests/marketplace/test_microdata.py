@@ -50,7 +50,7 @@ def public_dataset(owner):
 def microdata_listing(owner, public_dataset):
     dataset, counts = public_dataset()
     listing = listing_create_microdata(owner=owner, dataset_id=dataset.public_id, title="Penguins by record",
-                                       microdata_spec=SPEC, price_per_epsilon="2.00", permutation_seed=7)
+                                       microdata_spec=SPEC, price_per_epsilon="2.00", shuffle=np.random.default_rng(7))
     return listing, counts
 
 

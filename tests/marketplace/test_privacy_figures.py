@@ -163,7 +163,7 @@ def _lattice_plan(weights, cases):
                            norm="l1", loss_cases=None)
 
 
-_SOMEONE = SimpleNamespace(dataset=SimpleNamespace(protects="Protects any one record."))
+_SOMEONE = SimpleNamespace(is_microdata=False, dataset=SimpleNamespace(protects="Protects any one record."))
 
 
 def test_a_lattice_profile_is_the_largest_over_the_worst_cases_with_its_error_bound():

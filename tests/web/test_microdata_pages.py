@@ -55,7 +55,7 @@ def private_birds(owner):
 @pytest.fixture
 def md_listing(owner, birds):
     return listing_create_microdata(owner=owner, dataset_id=birds.public_id, title="Birds by record",
-                                    microdata_spec=SPEC, price_per_epsilon="2.00", permutation_seed=3)
+                                    microdata_spec=SPEC, price_per_epsilon="2.00", shuffle=np.random.default_rng(3))
 
 
 @pytest.fixture
