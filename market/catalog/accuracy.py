@@ -20,7 +20,7 @@ from decimal import Decimal
 
 from market.core.fields import LEVEL_QUANTUM
 
-from .statistics import KINDS, Plan
+from .statistics import KINDS, MICRODATA_CURVE_NAME, Plan
 
 #: The number of records assumed in a mean's cell when the buyer names none.
 DEFAULT_RECORDS = 1000
@@ -63,7 +63,7 @@ def statistic_curves(plan: Plan, *, records: int | None = None) -> list[dict]:
 def microdata_curves(md) -> list[dict]:
     """A microdata listing's one curve (``market.catalog.microdata``): the 95% half-width of every
     decoded count, the same for each bit (the number of records is public, nothing is assumed)."""
-    name = "each decoded count"
+    name = MICRODATA_CURVE_NAME
     return [{"name": name, "kind": "microdata", "bound": md.bound, "assumes_records": None, "assumption": "",
              "shown": name}]
 

@@ -1470,6 +1470,10 @@ MICRODATA_COLUMN = {
 }
 
 
+#: The one accuracy curve of a microdata listing: every decoded count has the same 95% bound.
+MICRODATA_CURVE_NAME = "each decoded count"
+
+
 class Microdata(Kind):
     """Bit-report microdata (``market.catalog.microdata``): not a statistic of the records but the
     records themselves, each bit randomised. It is never part of a statistics spec (a microdata
@@ -1495,7 +1499,7 @@ class Microdata(Kind):
         }, ("columns", "levels", "salt"), "bit-report microdata: every record, each bit randomised (read only)")
 
     def curve_name(self, stat):
-        return "each decoded count"
+        return MICRODATA_CURVE_NAME
 
     def statistic_name(self, stat, where, labels):
         return self.curve_name(stat)

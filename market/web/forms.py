@@ -5,6 +5,7 @@ from django.contrib.auth.forms import UserCreationForm
 
 from market.accounts.models import User
 from market.catalog.selectors import KINDS
+from market.catalog.statistics import MICRODATA_CURVE_NAME
 
 
 class SignupForm(UserCreationForm):
@@ -74,7 +75,10 @@ class TargetForm(forms.Form):
     def __init__(self, *args, names: list[str] = (), **kwargs):
         kwargs.setdefault("auto_id", "target_%s")
         super().__init__(*args, **kwargs)
-        self.fields["statistic"].choices = [(self.EVERY, "every statistic")] + [(n, n) for n in names]
+        if list(names) == [MICRODATA_CURVE_NAME]:  # microdata: one bound, the same for every bit
+            self.fields["statistic"].choices = [(self.EVERY, names[0])]
+        else:
+            self.fields["statistic"].choices = [(self.EVERY, "every statistic")] + [(n, n) for n in names]
 
     def clean_within(self):
         within = self.cleaned_data["within"]

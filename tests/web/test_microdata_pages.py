@@ -189,6 +189,9 @@ def test_the_listing_page_shows_the_ladder_and_sells_its_levels_only(client, md_
     assert "One row per record (400 rows)" in words and "CSV or Parquet" in words
     assert md.salt in body and "island = Biscoe" in words and "Bloom filter of 16 bits" in words
     assert "Randomised records" in words  # the engine's guarantee line
+    # buying by accuracy names its one bound, the same for every bit (not "every statistic")
+    target = re.search(r'<select name="statistic".*?</select>', body, re.S).group(0)
+    assert re.findall(r">([^<]+)</option>", target) == ["each decoded count"]
 
     client.force_login(buyer)
     fund(buyer, 100)
