@@ -533,7 +533,8 @@ class MicrodataCreateSerializer(StrictSerializer):
 
 class MicrodataLevelSerializer(serializers.Serializer):
     level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="eps per record")
-    bit_level = serializers.FloatField(help_text="each bit's level: level / weight")
+    bit_level = serializers.CharField(help_text='each bit\'s level, exactly: level / weight, as a whole number or a '
+                                      'fraction such as "1/8"')
     p = serializers.FloatField(help_text="the chance a bit set to 1 is reported 1")
     q = serializers.FloatField(help_text="the chance a bit set to 0 is reported 1")
     error_bound = serializers.FloatField(help_text="the 95% half-width of every decoded count (normal approximation)")
@@ -591,7 +592,7 @@ class ListingSerializer(serializers.Serializer):
         md = listing.microdata()
         return MicrodataOfferSerializer({
             "records": md.records, "bits": md.bits, "weight": md.weight, "salt": md.salt,
-            "levels": [{"level": level, "bit_level": float(md.bit_level(level)), "p": md.rates(level)[0],
+            "levels": [{"level": level, "bit_level": str(md.bit_level(level)), "p": md.rates(level)[0],
                         "q": md.rates(level)[1], "error_bound": md.bound(level)} for level in md.levels],
         }).data
 
@@ -980,7 +981,8 @@ class ReleaseMicrodataSerializer(serializers.Serializer):
     records = serializers.IntegerField()
     bits = serializers.IntegerField()
     weight = serializers.IntegerField(help_text="the most bits one record change can flip")
-    bit_level = serializers.FloatField(help_text="each bit's level: the release's level / weight")
+    bit_level = serializers.CharField(help_text='each bit\'s level, exactly: the release\'s level / weight, as a whole '
+                                      'number or a fraction such as "1/8"')
     p = serializers.FloatField(help_text="P(report 1 | bit 1) = 1 / (1 + e^-bit_level)")
     q = serializers.FloatField(help_text="P(report 1 | bit 0) = e^-bit_level / (1 + e^-bit_level)")
     salt = serializers.CharField(help_text="the Bloom filters' public hash key (hex)")

@@ -90,7 +90,7 @@ def release_microdata(release) -> dict | None:
         "records": md.records,
         "bits": md.bits,
         "weight": md.weight,
-        "bit_level": float(md.bit_level(release.level)),
+        "bit_level": str(md.bit_level(release.level)),  # exact: eps / weight
         "p": p,
         "q": q,
         "salt": md.salt,

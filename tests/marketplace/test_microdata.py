@@ -250,3 +250,9 @@ def test_a_released_microdata_listing_counts_in_the_composition_what_if_without_
     (row,) = figures["listings"]
     assert figures["basic"] == Decimal(2) and figures["credited"] == 0
     assert "randomised records" in row["excluded"]
+
+
+def test_the_per_bit_level_is_shown_exactly(microdata_listing, api):
+    listing, _ = microdata_listing
+    shown = api().get(f"/api/v1/listings/{listing.pk}/").json()["microdata"]["levels"]
+    assert [x["bit_level"] for x in shown] == ["1/4", "1/2", "1"]  # eps / 4, as fractions: never rounded
