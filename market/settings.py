@@ -182,6 +182,12 @@ LOGIN_LOCKOUT_SECONDS = int(os.environ.get("LOGIN_LOCKOUT_SECONDS", "900"))
 if min(LOGIN_FAILURE_LIMIT, LOGIN_FAILURE_WINDOW, LOGIN_LOCKOUT_SECONDS) < 1:
     raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT, LOGIN_FAILURE_WINDOW and LOGIN_LOCKOUT_SECONDS must be at least 1")
 
+# --- sign-ins limited per client address too (market/accounts/signin.py): after this many failed
+# sign-ins from one address within the window, its attempts are refused (429) without looking at the password
+LOGIN_ADDRESS_LIMIT = int(os.environ.get("LOGIN_ADDRESS_LIMIT", "30"))
+LOGIN_ADDRESS_WINDOW = int(os.environ.get("LOGIN_ADDRESS_WINDOW", "900"))
+if min(LOGIN_ADDRESS_LIMIT, LOGIN_ADDRESS_WINDOW) < 1:
+    raise ImproperlyConfigured("LOGIN_ADDRESS_LIMIT and LOGIN_ADDRESS_WINDOW must be at least 1")
 # --- the API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
