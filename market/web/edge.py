@@ -11,7 +11,8 @@ reads its body: :class:`UploadSlotMiddleware` stands before Django's
 ``CsrfViewMiddleware`` (whose ``process_view`` reads a form's body) and runs
 before any view (DRF parses ``request.data`` in the view). The slot is given
 back when the answer is made; if the process dies it expires after the body's
-time limit (``market.core.bodies``) and a minute.
+time limit (``market.core.bodies``) and a minute. A refused upload's connection
+closes after the answer: its body is never read, nor drained.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 from market.accounts.selectors import api_key_for_secret
+from market.core.bodies import body_refused
 from market.core.clients import client_address
 from market.core.errors import error_body
 from market.core.slots import Limit, SlotsFull, slot_give, slot_take
@@ -56,6 +58,7 @@ def _refusal(request, full: Limit):
     else:
         response = render(request, "web/upload_busy.html", {"message": message, "back": request.path}, status=429)
     response["Retry-After"] = str(RETRY_AFTER)
+    body_refused(request.META)  # its body is never read: nothing waits for it (market.core.bodies)
     return response
 
 
