@@ -12,13 +12,14 @@ import logging
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, JsonResponse, UnreadablePostError
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from market.core.errors import Busy, DomainError
+from market.core.bodies import BodyTimeout
+from market.core.errors import Busy, DomainError, error_body
 from market.core.locks import lost_race
 
 from .parsers import PayloadTooLarge
@@ -38,6 +39,8 @@ MEANINGS = {
     "is busy with this listing; nothing was changed, try again after the `Retry-After` seconds. `conflict`: the "
     "Idempotency-Key was used for a different purchase.",
     413: "The request body is too large (JSON bodies: API_JSON_MAX_BYTES; uploads: UPLOAD_MAX_BYTES).",
+    408: "The request body did not arrive in time (see docs/operations.md, Web servers): nothing was kept; "
+    "the connection is closed.",
     415: "Unsupported media type: send the Content-Type this operation documents.",
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
 }
@@ -49,8 +52,7 @@ def documented(*statuses: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(ErrorSerializer, description=MEANINGS[code]) for code in sorted({401, 429, *statuses})}
 
 
-def body(status: int, code: str, message: str, fields: dict | None = None) -> dict:
-    return {"error": {"status": status, "code": code, "message": message, "fields": fields or {}}}
+body = error_body
 
 
 def _flatten(detail) -> tuple[str, dict]:
@@ -81,6 +83,9 @@ def exception_handler(exc, context):
         if exc.retry_after is not None:
             response["Retry-After"] = str(int(exc.retry_after))
         return response
+    if isinstance(exc, UnreadablePostError):  # the body stopped coming, or came too slowly (market.core.bodies)
+        message = str(exc) if isinstance(exc.__cause__, BodyTimeout) else "The request body stopped arriving."
+        return Response(body(408, "request_timeout", f"{message[:1].upper()}{message[1:]}."), status=408)
     if isinstance(exc, RequestDataTooBig):  # Django's own limit, met before a parser could judge
         exc = PayloadTooLarge()
     elif isinstance(exc, Http404):

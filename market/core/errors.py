@@ -7,6 +7,11 @@ error is about particular inputs, ``fields`` (name -> list of messages).
 from __future__ import annotations
 
 
+def error_body(status: int, code: str, message: str, fields: dict | None = None) -> dict:
+    """The one error shape of the API: ``{"error": {"status", "code", "message", "fields"}}``."""
+    return {"error": {"status": status, "code": code, "message": message, "fields": fields or {}}}
+
+
 class DomainError(Exception):
     status = 400
     code = "invalid"

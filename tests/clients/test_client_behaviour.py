@@ -181,3 +181,17 @@ def test_a_client_from_the_environment(monkeypatch, tmp_path):
         assert (client.api, client.key) == ("http://gradual.test/api/v1/", "gradual_env")
     with Client.from_env(key="gradual_given") as client:
         assert client.key == "gradual_given" and "gradual_given" not in repr(client)
+
+
+def test_a_wait_the_server_did_not_hold_is_asked_again_at_its_pace(monkeypatch):
+    """Past the server's open waits (no ``Preference-Applied``) the client sleeps ``Retry-After`` before
+    asking again, rather than at once; a held wait is followed at once."""
+    released = {**PURCHASE, "status": "failed", "failure_reason": "refunded"}
+    not_held = httpx.Response(200, json=PURCHASE, headers={"Retry-After": "1"})
+    held = httpx.Response(200, json=PURCHASE, headers={"Preference-Applied": "wait=30"})
+    client = scripted(httpx.Response(202, json=PURCHASE), not_held, held, httpx.Response(200, json=released))
+    slept = []
+    monkeypatch.setattr("gradual_client.client.time.sleep", slept.append)
+    with pytest.raises(PurchaseFailed):
+        client.buy(3, "0.5", timeout=300)
+    assert slept == [1.0] and len(client.sent) == 4

@@ -74,6 +74,14 @@ def _targets(target: Target) -> list[str]:
     return out
 
 
+
+def _seconds(retry_after: str | None, default: float = 1.0) -> float:
+    """A ``Retry-After`` in seconds (the API sends a number); ``default`` without one."""
+    try:
+        return max(0.0, float(retry_after)) if retry_after else default
+    except ValueError:
+        return default
+
 class Client:
     """A client of one Gradual marketplace.
 
@@ -291,9 +299,13 @@ class Client:
             if remaining <= 0:
                 raise ReleaseTimeout(current, timeout)
             seconds = max(1, min(MAX_PREFER_WAIT, math.ceil(remaining)))
-            current = Purchase.from_json(self._json(
+            response = self._request(
                 "GET", f"purchases/{current.id}/", headers={"Prefer": f"wait={seconds}"}, timeout=self.timeout + seconds,
-            ))
+            )
+            current = Purchase.from_json(response.json())
+            if current.pending and "wait" not in response.headers.get("Preference-Applied", ""):
+                # the server did not hold the answer (too many waits open): ask again at its pace, not at once
+                time.sleep(min(_seconds(response.headers.get("Retry-After")), max(0.0, deadline - time.monotonic())))
         if current.failed:
             raise PurchaseFailed(current)
         return current
