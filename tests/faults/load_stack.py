@@ -38,7 +38,7 @@ from bench.load.services import ProductServices, free_port
 class Config:
     """Every knob of a run; the defaults are the CI run's (about 3 minutes on two cores)."""
 
-    db: str = "faultload_under_load"
+    db: str = "gradual_under_load"
     pg_host: str = "127.0.0.1"
     pg_port: int = 5432
     pg_user: str = "postgres"
