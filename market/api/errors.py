@@ -18,11 +18,11 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from market.core.errors import Busy, DomainError
+from market.core.errors import Busy, DomainError, PriceChanged
 from market.core.locks import lost_race
 
 from .parsers import PayloadTooLarge
-from .serializers import ErrorSerializer
+from .serializers import ErrorSerializer, PriceChangedErrorSerializer, QuoteSerializer
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,25 @@ MEANINGS = {
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
 }
 
+#: the 409 of ``POST purchases/``, which may carry the new quote
+PRICE_CHANGED_MEANING = (
+    "Conflict. `price_changed`: the step costs more than your `max_price` now (its owner changed the price); "
+    "nothing was charged, and `quote` is the new quote: confirm its price as `max_price` to buy. "
+    + MEANINGS[409].removeprefix("Conflict. ")
+)
+
 
 def documented(*statuses: int) -> dict[int, OpenApiResponse]:
     """The error answers of one operation, for its schema (``extend_schema(responses=...)``):
     ``statuses`` plus 401 and 429, which any request may get. All share the ``Error`` component."""
     return {code: OpenApiResponse(ErrorSerializer, description=MEANINGS[code]) for code in sorted({401, 429, *statuses})}
+
+
+def documented_purchase(*statuses: int) -> dict[int, OpenApiResponse]:
+    """:func:`documented` for ``POST purchases/``, whose 409 may carry the new quote (``price_changed``)."""
+    answers = documented(*statuses)
+    answers[409] = OpenApiResponse(PriceChangedErrorSerializer, description=PRICE_CHANGED_MEANING)
+    return answers
 
 
 def body(status: int, code: str, message: str, fields: dict | None = None) -> dict:
@@ -77,7 +91,10 @@ def _flatten(detail) -> tuple[str, dict]:
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        response = Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        answer = body(exc.status, exc.code, exc.message, exc.fields)
+        if isinstance(exc, PriceChanged):  # the new quote, to confirm again
+            answer["error"]["quote"] = QuoteSerializer(exc.quote).data
+        response = Response(answer, status=exc.status)
         if exc.retry_after is not None:
             response["Retry-After"] = str(int(exc.retry_after))
         return response
