@@ -22,7 +22,7 @@ from market.core.errors import Busy, DomainError, PriceChanged
 from market.core.locks import lost_race
 
 from .parsers import PayloadTooLarge
-from .serializers import ErrorSerializer, PriceChangedErrorSerializer, QuoteSerializer
+from .serializers import ErrorSerializer, QuoteSerializer
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,9 @@ def documented(*statuses: int) -> dict[int, OpenApiResponse]:
 
 
 def documented_purchase(*statuses: int) -> dict[int, OpenApiResponse]:
-    """:func:`documented` for ``POST purchases/``, whose 409 may carry the new quote (``price_changed``)."""
+    """:func:`documented` for ``POST purchases/``, whose 409 may be ``price_changed`` (with ``quote``)."""
     answers = documented(*statuses)
-    answers[409] = OpenApiResponse(PriceChangedErrorSerializer, description=PRICE_CHANGED_MEANING)
+    answers[409] = OpenApiResponse(ErrorSerializer, description=PRICE_CHANGED_MEANING)
     return answers
 
 

@@ -1150,24 +1150,14 @@ class ErrorDetailSerializer(serializers.Serializer):
         child=serializers.ListField(child=serializers.CharField()),
         help_text="input name -> its messages; empty when the error is not about one input",
     )
+    quote = QuoteSerializer(required=False, help_text="`price_changed` only (POST purchases/): the quote as it "
+                                                      "stands now; send its price as max_price to buy")
 
 
 class ErrorSerializer(serializers.Serializer):
     """Every error answer of the API, from validation to 404 to throttling."""
 
     error = ErrorDetailSerializer()
-
-
-class PriceChangedDetailSerializer(ErrorDetailSerializer):
-    quote = QuoteSerializer(required=False, help_text="`price_changed` only: the quote as it stands now (confirm its price "
-                                      "as max_price to buy)")
-
-
-class PriceChangedErrorSerializer(serializers.Serializer):
-    """A purchase refused because its price rose above ``max_price`` (409 ``price_changed``): the error,
-    with the new quote."""
-
-    error = PriceChangedDetailSerializer()
 
 
 #: delta in (0, 1): a decimal fraction such as 0.001, or a power of ten such as 1e-6 (the schema states exactly
