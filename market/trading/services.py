@@ -399,7 +399,8 @@ def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str
                    max_price: Decimal | None = None) -> tuple[Purchase, bool]:
     """One attempt at :func:`purchase_create`'s transaction: eight statements on an uncapped
     listing with the buyer's holding and accounts already made."""
-    step = dict(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key, max_price=max_price)
+    step = {"buyer": buyer, "listing_id": listing_id, "eps": eps, "idempotency_key": idempotency_key,
+            "max_price": max_price}
     try:
         return _purchase_step(**step)
     except _BuyerLockNeeded:

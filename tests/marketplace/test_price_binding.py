@@ -103,7 +103,7 @@ def test_a_bad_max_price_is_a_400_naming_it_and_changes_nothing(api, listing, bu
     nothing_bought(buyer, listing, "100.00")
 
 
-def test_the_service_checks_the_price_read_under_its_locks(listing, owner, buyer, fund):
+def test_the_service_checks_the_price_read_under_its_locks(listing, owner, buyer, fund, monkeypatch):
     """The check is inside the purchase's transaction, on the listing as its share lock reads it (here
     the row read under the lock carries a price an owner committed just before), and the refusal
     rolls back everything the transaction did."""
@@ -118,14 +118,11 @@ def test_the_service_checks_the_price_read_under_its_locks(listing, owner, buyer
         locked.price_curve = {**curve_of(locked).as_dict(), "c": "25.00"}
         return locked
 
-    trading.listing_share_lock = read_after_the_owner_changed_it
-    try:
-        with pytest.raises(PriceChanged) as refused:
-            purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", max_price="10.00")
-    finally:
-        trading.listing_share_lock = real_lock
+    monkeypatch.setattr(trading, "listing_share_lock", read_after_the_owner_changed_it)
+    with pytest.raises(PriceChanged) as refused:
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", max_price="10.00")
     assert refused.value.status == 409 and "rose to 25.00 credits" in refused.value.message
-    assert refused.value.quote.epsilon == Decimal("1")
+    assert refused.value.quote.epsilon == Decimal(1)
     nothing_bought(buyer, listing, "100.00")
     assert not Holding.objects.filter(buyer=buyer).exists()  # the holding made under the lock was rolled back too
 

@@ -29,7 +29,13 @@ from typing import Any, TextIO
 from . import __version__
 from .client import Client
 from .config import ConfigError, resolve
-from .errors import GradualError, NetworkError, PriceChangedError, PurchaseFailed, ReleaseTimeout
+from .errors import (
+    GradualError,
+    NetworkError,
+    PriceChangedError,
+    PurchaseFailed,
+    ReleaseTimeout,
+)
 from .models import FRAME_COLUMNS, Purchase, Release
 
 OK, REFUSED, USAGE, UNREACHABLE, NOT_RELEASED = 0, 1, 2, 3, 4

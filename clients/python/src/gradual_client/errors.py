@@ -163,7 +163,8 @@ def error_from_response(response: httpx.Response) -> GradualError:
         message = (text[:200] if text and not text.startswith("<") else "") or response.reason_phrase or "error"
         fields = {}
     cls = BY_STATUS.get(status, ServerError if status >= 500 else GradualError)
-    common = dict(status=status, code=code, fields=fields, retry_after=retry_after_of(response), body=body)
+    common: dict[str, Any] = {"status": status, "code": code, "fields": fields, "retry_after": retry_after_of(response),
+                              "body": body}
     if status == 409 and code == "price_changed":
         from .models import Quote
 
