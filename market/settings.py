@@ -302,8 +302,9 @@ API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
 #: the demo "top up" button exists only when this is on
 DEMO_MODE = env_bool("DEMO_MODE", not PRODUCTION)
 #: webhook endpoints may be on private, loopback or link-local addresses (development, the demo and
-#: tests); off in production, where such an address is refused (market/webhooks/transport.py)
-WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", DEBUG or DEMO_MODE)
+#: tests); off in production, where such an address is refused (market/webhooks/transport.py), whatever
+#: DEBUG or DEMO_MODE say (``check --deploy`` fails if either this or DEMO_MODE is on in production)
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", (DEBUG or DEMO_MODE) and not PRODUCTION)
 #: how buyers' wallets are funded (see market/ledger/payments.py)
 PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.ManualFunding")
 #: how owners' earnings are paid out (see market/ledger/payments.py)

@@ -19,11 +19,11 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from market.core.bodies import BodyTimeout
-from market.core.errors import Busy, DomainError, error_body
+from market.core.errors import Busy, DomainError, PriceChanged, error_body
 from market.core.locks import lost_race
 
 from .parsers import PayloadTooLarge
-from .serializers import ErrorSerializer
+from .serializers import ErrorSerializer, QuoteSerializer
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,13 @@ MEANINGS = {
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
 }
 
+#: the 409 of ``POST purchases/``, which may carry the new quote
+PRICE_CHANGED_MEANING = (
+    "Conflict. `price_changed`: the step costs more than your `max_price` now (its owner changed the price); "
+    "nothing was charged, and `quote` is the new quote: confirm its price as `max_price` to buy. "
+    + MEANINGS[409].removeprefix("Conflict. ")
+)
+
 
 def documented(*statuses: int) -> dict[int, OpenApiResponse]:
     """The error answers of one operation, for its schema (``extend_schema(responses=...)``):
@@ -53,6 +60,13 @@ def documented(*statuses: int) -> dict[int, OpenApiResponse]:
 
 
 body = error_body
+
+
+def documented_purchase(*statuses: int) -> dict[int, OpenApiResponse]:
+    """:func:`documented` for ``POST purchases/``, whose 409 may be ``price_changed`` (with ``quote``)."""
+    answers = documented(*statuses)
+    answers[409] = OpenApiResponse(ErrorSerializer, description=PRICE_CHANGED_MEANING)
+    return answers
 
 
 def _flatten(detail) -> tuple[str, dict]:
@@ -79,7 +93,10 @@ def _flatten(detail) -> tuple[str, dict]:
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        response = Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        answer = body(exc.status, exc.code, exc.message, exc.fields)
+        if isinstance(exc, PriceChanged):  # the new quote, to confirm again
+            answer["error"]["quote"] = QuoteSerializer(exc.quote).data
+        response = Response(answer, status=exc.status)
         if exc.retry_after is not None:
             response["Retry-After"] = str(int(exc.retry_after))
         return response

@@ -36,7 +36,7 @@ from market.trading.waits import MAX_WAIT, parse_prefer_wait, wait_slot
 from market.trust.selectors import buyer_caps
 
 from . import serializers as s
-from .errors import documented
+from .errors import documented, documented_purchase
 from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
 from .parsers import LimitedMultiPartParser, StrictJSONParser
 
@@ -401,7 +401,7 @@ class PurchaseListView(GenericAPIView):
             201: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought and released within the `Prefer: wait`"),
             202: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought: the release follows (wait for it with `Prefer: wait=N`)"),
             200: OpenApiResponse(s.PurchaseAnswerSerializer, description="a repeated Idempotency-Key: the first purchase"),
-            **documented(400, 402, 403, 404, 409, 413, 415),
+            **documented_purchase(400, 402, 403, 404, 409, 413, 415),
         },
     )
     def post(self, request):
@@ -413,6 +413,7 @@ class PurchaseListView(GenericAPIView):
             listing_id=form.validated_data["listing"],
             epsilon=form.validated_data["epsilon"],
             idempotency_key=request.headers.get("Idempotency-Key"),
+            max_price=form.validated_data.get("max_price"),
         )
         purchase = result.purchase
         with wait_slot(buyer_id=request.user.pk, seconds=wait, needed=purchase.in_flight) as granted:

@@ -60,6 +60,18 @@ class Busy(Conflict):
     retry_after = 1
 
 
+class PriceChanged(Conflict):
+    """The price of a step rose above what the buyer agreed to pay (``max_price``): 409, nothing was
+    charged. ``quote`` is the new quote (``market.trading.services.Quote``), shown with the error
+    so that the buyer can confirm again."""
+
+    code = "price_changed"
+
+    def __init__(self, message: str, *, quote, **kwargs):
+        super().__init__(message, **kwargs)
+        self.quote = quote
+
+
 class InsufficientFunds(DomainError):
     status = 402
     code = "insufficient_funds"

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from market.accounts.locks import user_lock
@@ -33,7 +33,7 @@ from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
-from market.core.errors import Busy, Conflict, InvalidInput, NotFound
+from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged
 from market.core.locks import retrying
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import level_text, parse_level
@@ -296,7 +296,9 @@ class PurchaseResult(NamedTuple):
 IN_FLIGHT_MESSAGE = "your previous purchase on this listing is still being released; try again in a moment"
 
 
-def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> PurchaseResult:
+def purchase_create(
+    *, buyer, listing_id, epsilon, idempotency_key: str | None = None, max_price=None
+) -> PurchaseResult:
     """Buy ``listing`` up to level ``epsilon``: returns a :class:`PurchaseResult`.
 
     In one transaction: share-lock the listing and lock the buyer's holding
@@ -306,9 +308,15 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     transaction commits. With an idempotency key, a repeat returns the first
     purchase and charges nothing. A lost lock race is run again; a step that
     cannot be taken now is :class:`~market.core.errors.Busy` (409).
+
+    ``max_price`` (credits) is the most the buyer agreed to pay, usually the price they were
+    quoted: the price computed under the locks is checked against it, and a higher one is
+    :class:`~market.core.errors.PriceChanged` (409, with the new quote), nothing charged. A
+    lower price is charged as it is (``max_price`` is a ceiling, not the price).
     """
     require_role(buyer, "buyer")
     eps = parse_level(epsilon)
+    max_price = _parse_max_price(max_price)
     try:
         listing_id = int(listing_id)
     except (TypeError, ValueError):
@@ -319,9 +327,12 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
             raise InvalidInput("Idempotency-Key must be 1 to 255 characters", fields={"idempotency_key": ["1 to 255 characters."]})
     try:
         purchase, created = retrying(
-            lambda: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key),
+            lambda: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key,
+                                   max_price=max_price),
             what="purchase",
         )
+    except _PriceRose as rose:
+        raise _price_changed(buyer=buyer, listing_id=listing_id, eps=eps, max_price=max_price, price=rose.price) from None
     except IntegrityError as exc:
         # a concurrent request with the same key won the race: answer with its purchase
         if idempotency_key is not None:
@@ -340,21 +351,64 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     return PurchaseResult(purchase, True, purchase_queue(purchase_id=purchase.pk, listing_id=purchase.listing_id))
 
 
+def _parse_max_price(value) -> Decimal | None:
+    """``max_price`` read exactly: None, or credits from 0 with at most 2 decimal places."""
+    if value is None:
+        return None
+    try:
+        amount = Decimal(value) if isinstance(value, (str, int, Decimal)) and not isinstance(value, bool) else None
+    except (ArithmeticError, ValueError):
+        amount = None
+    if amount is None or not amount.is_finite() or amount < 0 or amount != amount.quantize(MONEY_QUANTUM):
+        raise InvalidInput("max_price: give the most you agree to pay, in credits, e.g. \"12.50\"",
+                           fields={"max_price": ["An amount of credits from 0, with at most 2 decimal places."]})
+    return amount
+
+
+class _PriceRose(Exception):
+    """Raised inside a purchase's transaction (rolled back: nothing charged): the step costs
+    ``price``, above the buyer's ``max_price``."""
+
+    def __init__(self, price: Decimal):
+        super().__init__(price)
+        self.price = price
+
+
+def _price_changed(*, buyer, listing_id: int, eps: Decimal, max_price: Decimal, price: Decimal) -> PriceChanged:
+    """The refusal of a purchase whose price rose above ``max_price``, with the quote as it stands now
+    (read after the rolled-back transaction, without its locks: the buyer confirms it with a new
+    ``max_price``, checked again under the locks)."""
+    listing = (Listing.objects.defer("answer").annotate(dataset_owner_id=F("dataset__owner_id"))
+               .filter(pk=listing_id, is_open=True).first())
+    if listing is None:
+        raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
+    quote = purchase_quote(buyer=buyer, listing=listing, epsilon=eps)
+    return PriceChanged(
+        f"the price of this step rose to {price} credits, above the {max_price} credits you agreed to pay; "
+        "nothing was charged: confirm the new quote to buy",
+        fields={"max_price": [f"The price is now {quote.price} credits."]},
+        quote=quote,
+    )
+
+
 class _BuyerLockNeeded(Exception):
     """The listing turned out to be trust-capped: its purchase must lock the buyer's row first."""
 
 
-def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None) -> tuple[Purchase, bool]:
+def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None,
+                   max_price: Decimal | None = None) -> tuple[Purchase, bool]:
     """One attempt at :func:`purchase_create`'s transaction: eight statements on an uncapped
     listing with the buyer's holding and accounts already made."""
+    step = {"buyer": buyer, "listing_id": listing_id, "eps": eps, "idempotency_key": idempotency_key,
+            "max_price": max_price}
     try:
-        return _purchase_step(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key)
+        return _purchase_step(**step)
     except _BuyerLockNeeded:
-        return _purchase_step(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key,
-                              lock_buyer=True)
+        return _purchase_step(**step, lock_buyer=True)
 
 
-def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool = False) -> tuple[Purchase, bool]:
+def _purchase_step(*, buyer, listing_id, eps, idempotency_key, max_price=None,
+                   lock_buyer: bool = False) -> tuple[Purchase, bool]:
     with transaction.atomic():
         # On a trust-capped listing the buyer's levels on the dataset's capped listings add up to at most
         # their cap on the dataset: the buyer's row lock (first in the lock order) makes their purchases
@@ -385,6 +439,8 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, lock_buyer: bool 
         if any(p.in_flight and p.listing_id == listing.pk for p in others):
             raise Busy(IN_FLIGHT_MESSAGE)
         price = _step_price(listing, holding.purchased, eps)
+        if max_price is not None and price > max_price:
+            raise _PriceRose(price)  # the price under the locks is above what the buyer agreed to: roll back
         purchase = Purchase.objects.create(
             buyer=buyer,
             listing=listing,

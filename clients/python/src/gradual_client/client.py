@@ -267,13 +267,21 @@ class Client:
         wait: bool = True,
         timeout: float = 300.0,
         idempotency_key: str | None = None,
+        max_price: Number | None = None,
     ) -> Purchase:
         """Buy ``listing`` up to level ``epsilon``. Sent with an idempotency key (a new one each call, or yours:
         a repeat of a key answers the first purchase and charges nothing). With ``wait`` the call returns once
         the release is made (``purchase.release``), waiting on the server (``Prefer: wait``) for at most
         ``timeout`` seconds: :class:`ReleaseTimeout` if it is still in flight then, :class:`PurchaseFailed` if
-        it failed (refunded)."""
+        it failed (refunded).
+
+        ``max_price``: the most you agree to pay, in credits (the price of your quote, ``quote.price``). If the
+        step costs more when it is bought, nothing is charged and :class:`PriceChangedError` carries the new
+        quote; a lower price is charged as it is. Without it the price of the moment is paid."""
         key = idempotency_key or f"gradual-client-{uuid.uuid4()}"
+        body = {"listing": _listing_id(listing), "epsilon": decimal_text(epsilon)}
+        if max_price is not None:
+            body["max_price"] = decimal_text(max_price)
         headers = {"Idempotency-Key": key}
         started = time.monotonic()
         seconds = 0
@@ -281,8 +289,7 @@ class Client:
             seconds = max(1, min(MAX_PREFER_WAIT, math.ceil(timeout)))
             headers["Prefer"] = f"wait={seconds}"
         answer = self._json(
-            "POST", "purchases/", json={"listing": _listing_id(listing), "epsilon": decimal_text(epsilon)},
-            headers=headers, timeout=self.timeout + seconds, repeatable=True,
+            "POST", "purchases/", json=body, headers=headers, timeout=self.timeout + seconds, repeatable=True,
         )
         purchase = Purchase.from_json(answer)
         if not wait:
