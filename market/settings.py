@@ -157,8 +157,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-pending-releases": {"task": "trading.sweep_pending", "schedule": 60.0},
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
 }
-# webhooks go through their own queue and worker: a slow receiver never holds up a release
-CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}}
+# Three queues, each served by its own worker (scripts/run.sh, docs/operations.md): releases on the
+# default "celery" queue; webhooks on "webhooks" (a slow receiver never holds up a release); reading
+# uploaded datasets on "ingest" (a large or hostile file never holds up a release either)
+CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}, "catalog.*": {"queue": "ingest"}}
 
 # --- cache (throttling): Redis when available so all processes share it
 CACHES = {

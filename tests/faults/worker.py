@@ -5,6 +5,9 @@
     FAULT=refuse-while:PATH      while PATH exists, make the database refuse a write at that
                                  point (a CHECK constraint), so the release transaction fails
 
+Its arguments go to Celery's worker: ``--queues=celery`` (releases, the default),
+``--queues=ingest`` (uploaded datasets) or ``--queues=webhooks``, as in production.
+
 The fault is installed by replacing ``releases.services._checkpoint`` in this
 process only; the product code has no fault switch of its own.
 """
