@@ -1,4 +1,5 @@
-"""Upload handlers that stop a file at ``UPLOAD_MAX_BYTES`` while it streams in.
+"""The limits of uploads: handlers that stop a file at ``UPLOAD_MAX_BYTES`` while it streams in,
+and the bounds of reading one (:func:`ingest_limits`).
 
 Django hands a multipart file to its handlers chunk by chunk: small files stay
 in memory, larger ones go to a temporary file (``FILE_UPLOAD_TEMP_DIR``,
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.files.uploadhandler import MemoryFileUploadHandler, StopUpload, TemporaryFileUploadHandler
+
+from .bounded import Limits, MiB
 
 
 class _Limited:
@@ -39,3 +42,11 @@ class LimitedTemporaryFileUploadHandler(_Limited, TemporaryFileUploadHandler):
 
 def too_large_message(limit: int) -> str:
     return f"The file is larger than the limit of {limit:,} bytes."
+
+
+def ingest_limits() -> Limits:
+    """The bounds of reading a dataset, from the settings (``INGEST_*``, ``UPLOAD_MAX_UNCOMPRESSED_BYTES``)."""
+    return Limits(
+        memory=settings.INGEST_MEMORY_BUDGET_MB * MiB, row_group=settings.INGEST_MAX_ROW_GROUP_BYTES,
+        uncompressed=settings.UPLOAD_MAX_UNCOMPRESSED_BYTES, threads=settings.INGEST_THREADS,
+    )
