@@ -279,6 +279,8 @@ INGEST_MAX_ROW_GROUP_BYTES = int(os.environ.get("INGEST_MAX_ROW_GROUP_BYTES", st
 #: a table larger than this once uncompressed (gzip CSV, Parquet decoded to text) is refused as soon as
 #: the count passes it: compression makes uploads quicker, not tables larger than an uncompressed upload
 UPLOAD_MAX_UNCOMPRESSED_BYTES = int(os.environ.get("UPLOAD_MAX_UNCOMPRESSED_BYTES", str(UPLOAD_MAX_BYTES)))
+#: datasets of one owner being read at once (uploads and column changes); one more upload is 429
+INGEST_MAX_PROCESSING_PER_OWNER = int(os.environ.get("INGEST_MAX_PROCESSING_PER_OWNER", "2"))
 #: seconds between two progress updates of a dataset being read
 DATASET_PROGRESS_EVERY = float(os.environ.get("DATASET_PROGRESS_EVERY", "0.5"))
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)

@@ -142,6 +142,7 @@ def dataset_create(
     one = _text(record_name, "record_name", max_length=RECORD_NAME_MAX, required=False) or "record"
     many = _text(record_name_plural, "record_name_plural", max_length=RECORD_NAME_MAX, required=False) or _plural(one)
     budget = parse_level(total_budget, field="total_budget")
+    uploads.processing_check(owner=owner)  # before anything is stored (and again under the owner's lock)
     stream = _upload_stream(upload if upload is not None else data)
     public_id = ids.new_dataset_id()
     limit = settings.UPLOAD_MAX_BYTES
@@ -157,6 +158,7 @@ def dataset_create(
         raise InvalidInput("the file is empty", fields={"file": ["The file is empty."]})
     try:
         with transaction.atomic():
+            uploads.processing_check(owner=owner, lock=True)
             same = list(
                 visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id")
                 .only("public_id", "name")
