@@ -29,9 +29,9 @@ worker=$!
 # webhooks on a worker of their own: a slow or failing receiver never holds up a release
 .venv/bin/celery -A market.celery:app worker --loglevel=INFO --concurrency=2 --queues=webhooks --hostname=webhooks@%h &
 hooks=$!
-# uploaded datasets on a worker of their own, one at a time, within a memory budget (KiB for Celery):
-# a large or hostile file never holds up a release (docs/operations.md, Ingestion)
-.venv/bin/celery -A market.celery:app worker --loglevel=INFO --concurrency=1 --queues=ingest --hostname=ingest@%h \
+# uploaded datasets on a worker of their own, one at a time, within a memory budget (KiB for Celery),
+# at a lower CPU priority: a large or hostile file never holds up a release (docs/operations.md, Ingestion)
+nice -n 10 .venv/bin/celery -A market.celery:app worker --loglevel=INFO --concurrency=1 --queues=ingest --hostname=ingest@%h \
     --max-memory-per-child=$(( ${INGEST_MEMORY_BUDGET_MB:-512} * 1024 )) &
 ingester=$!
 server=
