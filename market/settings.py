@@ -158,8 +158,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-pending-releases": {"task": "trading.sweep_pending", "schedule": 60.0},
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
 }
-# webhooks go through their own queue and worker: a slow receiver never holds up a release
-CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}}
+# Three queues, each served by its own worker (scripts/run.sh, docs/operations.md): releases on the
+# default "celery" queue; webhooks on "webhooks" (a slow receiver never holds up a release); reading
+# uploaded datasets on "ingest" (a large or hostile file never holds up a release either)
+CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}, "catalog.*": {"queue": "ingest"}}
 
 # --- cache (throttling): Redis when available so all processes share it
 CACHES = {
@@ -294,6 +296,19 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
 FILE_UPLOAD_PERMISSIONS = 0o600
 #: decrypted copies of datasets' files live in 0700 folders made here (default: the system's temporary folder)
 DATASET_TEMP_DIR = os.environ.get("DATASET_TEMP_DIR") or None
+#: Ingestion (market.catalog.ingest, on the "ingest" queue). The memory one ingest worker process may use,
+#: in MiB: DuckDB gets half of it (and INGEST_THREADS threads), a batch of decoded rows a sixteenth; run the
+#: ingest worker with --max-memory-per-child at this figure (KiB) so a process that grew is replaced
+INGEST_MEMORY_BUDGET_MB = int(os.environ.get("INGEST_MEMORY_BUDGET_MB", "512"))
+INGEST_THREADS = int(os.environ.get("INGEST_THREADS", "1"))
+#: a Parquet row group larger than this once uncompressed and decoded is refused (its footer says so, or
+#: reading it shows it): readers hold a row group at a time, and 794 KB of repeated text can decode to 1 GB
+INGEST_MAX_ROW_GROUP_BYTES = int(os.environ.get("INGEST_MAX_ROW_GROUP_BYTES", str(256 * 1024**2)))
+#: a table larger than this once uncompressed (gzip CSV, Parquet decoded to text) is refused as soon as
+#: the count passes it: compression makes uploads quicker, not tables larger than an uncompressed upload
+UPLOAD_MAX_UNCOMPRESSED_BYTES = int(os.environ.get("UPLOAD_MAX_UNCOMPRESSED_BYTES", str(UPLOAD_MAX_BYTES)))
+#: datasets of one owner being read at once (uploads and column changes); one more upload is 429
+INGEST_MAX_PROCESSING_PER_OWNER = int(os.environ.get("INGEST_MAX_PROCESSING_PER_OWNER", "2"))
 #: seconds between two progress updates of a dataset being read
 DATASET_PROGRESS_EVERY = float(os.environ.get("DATASET_PROGRESS_EVERY", "0.5"))
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is needed into .venv, prepares the database with demo data, and
 # runs the marketplace: the web server on http://$HOST:$PORT (default
-# http://127.0.0.1:8000), a Celery worker for releases (with the sweepers' schedule) and one
-# for webhooks, then prints the address to open once the server answers. Ctrl-C stops them all.
+# http://127.0.0.1:8000), a Celery worker for releases (with the sweepers' schedule), one
+# for webhooks and one reading uploaded datasets, then prints the address to open once the
+# server answers. Ctrl-C stops them all.
 # With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis; without,
 # SQLite and a broker on the file system. The demo runs with DEBUG off (its
 # visitors see the site's own 404 and 500 pages, never Django's debug pages);
@@ -28,12 +29,20 @@ worker=$!
 # webhooks on a worker of their own: a slow or failing receiver never holds up a release
 .venv/bin/celery -A market.celery:app worker --loglevel=INFO --concurrency=2 --queues=webhooks --hostname=webhooks@%h &
 hooks=$!
+# uploaded datasets on a worker of their own, one at a time, within a memory budget (KiB for Celery),
+# at a lower CPU priority: a large or hostile file never holds up a release (docs/operations.md, Ingestion)
+nice -n 10 .venv/bin/celery -A market.celery:app worker --loglevel=INFO --concurrency=1 --queues=ingest --hostname=ingest@%h \
+    --max-memory-per-child=$(( ${INGEST_MEMORY_BUDGET_MB:-512} * 1024 )) &
+ingester=$!
 server=
 stop() {
     trap - EXIT INT TERM
-    kill $server "$worker" "$hooks" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$worker" 2>/dev/null || kill -0 "$hooks" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$worker" "$hooks" 2>/dev/null || true  # a worker stuck in its warm shutdown after 10 s
+    kill $server "$worker" "$hooks" "$ingester" 2>/dev/null || true
+    for _ in $(seq 50); do
+        kill -0 "$worker" 2>/dev/null || kill -0 "$hooks" 2>/dev/null || kill -0 "$ingester" 2>/dev/null || break
+        sleep 0.2
+    done
+    kill -KILL "$worker" "$hooks" "$ingester" 2>/dev/null || true  # a worker stuck in its warm shutdown after 10 s
     wait 2>/dev/null || true
 }
 trap stop EXIT INT TERM

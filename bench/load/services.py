@@ -261,16 +261,30 @@ class ProductServices(Services):
         self.start("gunicorn", self.gunicorn_command(config), nice=self.args.nice_web)
 
     def start_celery(self) -> None:
+        """The release worker: the default queue only, as in production (docs/operations.md)."""
         a = self.args
         cmd = [
             str(VENV_BIN / "celery"), "-A", "market.celery:app", "worker",
-            "--pool", a.pool, "--concurrency", str(a.celery),
+            "--pool", a.pool, "--concurrency", str(a.celery), "--queues", "celery",
             "--loglevel", a.log_level, "--without-gossip", "--without-mingle", "--without-heartbeat",
             "--hostname", f"load-{os.getpid()}@%h",
         ]
         if a.profile:
             cmd += ["--include", "bench.load.celery_profile"]
         self.start("celery", cmd, nice=a.nice_celery)
+
+    def start_ingest(self) -> None:
+        """The ingest worker (uploaded datasets), as in production: the ``ingest`` queue, one
+        dataset at a time, replaced once it outgrows its memory budget. For runs that upload."""
+        budget_mb = int(self.env().get("INGEST_MEMORY_BUDGET_MB", "512"))
+        cmd = [
+            str(VENV_BIN / "celery"), "-A", "market.celery:app", "worker",
+            "--pool", "prefork", "--concurrency", "1", "--queues", "ingest",
+            "--max-memory-per-child", str(budget_mb * 1024),
+            "--loglevel", self.args.log_level, "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "--hostname", f"ingest-{os.getpid()}@%h",
+        ]
+        self.start("ingest", cmd, nice=self.args.nice_celery)
 
 
 class BaselineServices(Services):

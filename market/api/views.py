@@ -273,7 +273,9 @@ class DatasetListView(GenericAPIView):
         request={"multipart/form-data": s.DatasetUploadSerializer},  # a file: multipart only
         responses={202: s.DatasetCreatedSerializer, **documented(400, 403, 413, 415)},
         description="Accepted (202): the file is stored and read in the background. Poll GET datasets/{id}/: "
-        "status processing (with progress), then ready (with columns) or failed (with the reasons).",
+        "status processing (with progress), then ready (with columns) or failed (with the reasons). A CSV file "
+        "may be gzip-compressed. An owner who already has INGEST_MAX_PROCESSING_PER_OWNER datasets being read "
+        "gets 429 too_many_processing with Retry-After, and nothing is stored.",
     )
     def post(self, request):
         form = s.DatasetCreateSerializer(data=request.data)

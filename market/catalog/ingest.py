@@ -3,10 +3,12 @@
 Two steps, both on local files (``market.catalog.files`` decrypts and seals them):
 
 * :func:`read_upload` streams the upload (CSV: delimiter and quoting detected,
-  UTF-8 with or without a byte order mark, Latin-1 when the bytes are not UTF-8;
-  or Parquet) into a *raw* Parquet file whose columns are the cells' text
-  (Parquet columns are turned into text too), checking the whole-file limits
-  and reporting progress;
+  UTF-8 with or without a byte order mark, Latin-1 when the bytes are not UTF-8,
+  gzip-compressed or not; or Parquet) into a *raw* Parquet file whose columns are
+  the cells' text (Parquet columns are turned into text too), checking the
+  whole-file limits and reporting progress; what it holds in memory and how large
+  the table may be once uncompressed are bounded by :class:`~.bounded.Limits`
+  (Parquet footers, decoded text and gzip output counted before they are expanded);
 * :func:`infer` reads the raw file with DuckDB (in one scan) and returns, per column, the
   inferred type, the missing-value count and markers, and summaries for the
   owner (min/max, distinct values, the most frequent categories, and for each
@@ -38,10 +40,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from . import bounded
+from .bounded import Limits
 from .columns import TYPES
 
 __all__ = [
-    "MISSING_MARKERS", "IngestError", "Upload", "check_columns", "detect_format", "infer",
+    "MISSING_MARKERS", "IngestError", "Limits", "Upload", "check_columns", "detect_format", "infer",
     "read_upload", "write_typed",
 ]
 
@@ -85,16 +89,22 @@ def _quoted(text: str, length: int = 30) -> str:
 
 
 def detect_format(path: str) -> str:
-    """``"parquet"`` or ``"csv"``, from the file's first bytes; IngestError for anything else."""
+    """``"parquet"``, ``"gzip"`` (a compressed CSV) or ``"csv"``, from the file's first bytes;
+    IngestError for anything else."""
     with open(path, "rb") as f:
         head = f.read(8192)
     if not head.strip(b" \r\n\t" + _BOM):
         raise IngestError(["the file is empty"])
     if head.startswith(b"PAR1"):
         return "parquet"
-    for magic, what in ((b"PK\x03\x04", "a ZIP archive"), (b"\x1f\x8b", "a gzip archive"), (b"BZh", "a bzip2 archive"),
-                        (b"\xfd7zXZ", "an xz archive"), (b"7z\xbc\xaf", "a 7-Zip archive"), (b"%PDF", "a PDF document"),
-                        (b"\xd0\xcf\x11\xe0", "an old Excel/Office file")):
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    for magic, what in ((b"PK\x03\x04", "a ZIP archive"), (b"BZh", "a bzip2 archive"), (b"\xfd7zXZ", "an xz archive"),
+                        (b"7z\xbc\xaf", "a 7-Zip archive")):
+        if head.startswith(magic):
+            raise IngestError([f"this is {what}, not a CSV or Parquet file: upload the table itself, "
+                               "or a CSV file compressed with gzip"])
+    for magic, what in ((b"%PDF", "a PDF document"), (b"\xd0\xcf\x11\xe0", "an old Excel/Office file")):
         if head.startswith(magic):
             raise IngestError([f"this is {what}, not a CSV or Parquet file: upload the table itself"])
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
@@ -211,20 +221,22 @@ _GROUP_BYTES = 64 << 20
 
 
 class _RawWriter:
-    """Writes the raw text Parquet file in row groups of about ``_GROUP_ROWS`` rows (the CSV reader
-    gives small batches; a row group each is slow to write and to read), without dictionaries or
-    statistics (the cells are mostly distinct text that nothing filters on)."""
+    """Writes the raw text Parquet file in row groups of about ``_GROUP_ROWS`` rows, or fewer past
+    ``group_bytes`` of text (the CSV reader gives small batches; a row group each is slow to write
+    and to read), without dictionaries or statistics (the cells are mostly distinct text that
+    nothing filters on)."""
 
-    def __init__(self, path: str, schema: pa.Schema):
+    def __init__(self, path: str, schema: pa.Schema, group_bytes: int = _GROUP_BYTES):
         self.out = pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=False, write_statistics=False)
         self.pending: list[pa.RecordBatch] = []
         self.rows = self.bytes = 0
+        self.group_bytes = min(group_bytes, _GROUP_BYTES)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.pending.append(batch)
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
-        if self.rows >= _GROUP_ROWS or self.bytes >= _GROUP_BYTES:
+        if self.rows >= _GROUP_ROWS or self.bytes >= self.group_bytes:
             self.flush()
 
     def flush(self) -> None:
@@ -245,55 +257,89 @@ Progress = Callable[[int, float], None]
 
 def read_upload(
     path: str, raw_path: str, *, max_rows: int, max_columns: int, progress: Progress | None = None,
-    batch_rows: int = 65_536,
+    batch_rows: int = 65_536, limits: Limits | None = None,
 ) -> Upload:
     """Stream the upload at ``path`` into ``raw_path``: a Parquet file of text columns (the
     cells as written, an empty cell as ""; a Parquet upload's values as text, null as null).
-    ``progress(rows_read, percent_of_bytes)`` is called every few batches."""
+    ``progress(rows_read, percent_of_bytes)`` is called every few batches. A gzip-compressed
+    file is expanded beside ``path`` first (and removed after)."""
+    limits = limits or Limits()
     kind = detect_format(path)
-    size = max(os.path.getsize(path), 1)
     report = progress or (lambda rows, percent: None)
+    if kind == "gzip":
+        expanded = path + ".expanded"
+        try:
+            problem = bounded.gunzip(path, expanded, limit=limits.uncompressed)
+            if problem:
+                raise IngestError([problem])
+            if detect_format(expanded) != "csv":
+                raise IngestError(["the gzip file holds something other than CSV text: compress only a CSV file"])
+            return _read_csv(expanded, raw_path, max_rows=max_rows, max_columns=max_columns, report=report,
+                             limits=limits)
+        finally:
+            if os.path.exists(expanded):
+                os.remove(expanded)
     if kind == "parquet":
-        return _read_parquet(path, raw_path, size, max_rows=max_rows, max_columns=max_columns, report=report,
-                             batch_rows=batch_rows)
-    return _read_csv(path, raw_path, size, max_rows=max_rows, max_columns=max_columns, report=report)
+        return _read_parquet(path, raw_path, max_rows=max_rows, max_columns=max_columns, report=report,
+                             batch_rows=batch_rows, limits=limits)
+    return _read_csv(path, raw_path, max_rows=max_rows, max_columns=max_columns, report=report, limits=limits)
 
 
-def _read_parquet(path, raw_path, size, *, max_rows, max_columns, report, batch_rows) -> Upload:
+def _read_parquet(path, raw_path, *, max_rows, max_columns, report, batch_rows, limits: Limits) -> Upload:
     try:
-        source = pq.ParquetFile(path)
+        # read as a stream (not a row group's bytes at once); dictionary-encoded text as dictionaries, to be
+        # measured before it is expanded (others are plain: their footer sizes are what they decode to)
+        source = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20,
+                                read_dictionary=bounded.dictionary_columns(pq.ParquetFile(path)))
     except (pa.ArrowException, OSError) as exc:
         raise IngestError([f"this is not a readable Parquet file ({str(exc)[:200]})"]) from None
     names = list(source.schema_arrow.names)
     _check_names(names, max_columns, where="the Parquet schema")
-    total = source.metadata.num_rows
+    meta = source.metadata
+    total = meta.num_rows
     if total > max_rows:
         raise IngestError([f"the file has {total:,} rows; the limit is {max_rows:,}"])
+    problem = bounded.parquet_footer_problem(meta, limits)
+    if problem:
+        raise IngestError([problem])
     schema = pa.schema([(n, pa.string()) for n in names])
-    rows = 0
+    tally = bounded.Tally(limits, os.path.getsize(path))
+    rows = batches = 0
     try:
-        with _RawWriter(raw_path, schema) as out:
-            for i, batch in enumerate(source.iter_batches(batch_size=batch_rows)):
-                arrays = []
-                for column in batch.columns:
-                    if pa.types.is_dictionary(column.type):
-                        column = column.dictionary_decode()
-                    if pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
-                        raise IngestError([f"a column holds {column.type} values; only plain values can be read"])
-                    arrays.append(column.cast(pa.string()))
-                out.write(pa.record_batch(arrays, schema=schema))
-                rows += batch.num_rows
-                if i % 4 == 0:
-                    report(rows, min(100.0, 100.0 * rows / max(total, 1)))
+        with _RawWriter(raw_path, schema, limits.batch_bytes) as out:
+            for group in range(meta.num_row_groups):
+                for batch in source.iter_batches(batch_size=bounded.batch_rows(meta, limits, most=batch_rows),
+                                                 row_groups=[group], use_threads=False):
+                    columns = []
+                    for column in batch.columns:
+                        if pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
+                            raise IngestError([f"a column holds {column.type} values; only plain values can be read"])
+                        columns.append(bounded.as_text(column))
+                    text = sum(bounded.text_bytes(c) for c in columns)
+                    problem = tally.add(group, text)
+                    if problem:
+                        raise IngestError([problem])
+                    for offset, length in bounded.slices(batch.num_rows, text, limits):
+                        arrays = [c.slice(offset, length) for c in columns]
+                        arrays = [a.dictionary_decode() if pa.types.is_dictionary(a.type) else a for a in arrays]
+                        out.write(pa.record_batch(arrays, schema=schema))
+                    rows += batch.num_rows
+                    batches += 1
+                    if batches % 4 == 1:
+                        report(rows, min(100.0, 100.0 * rows / max(total, 1)))
     except pa.ArrowException as exc:
         raise IngestError([f"the Parquet file could not be read ({str(exc)[:200]})"]) from None
     if not rows:
         raise IngestError(["the file has no rows"])
     report(rows, 100.0)
+    pa.default_memory_pool().release_unused()  # what the batches held goes back before DuckDB reads
     return Upload("parquet", [n.strip() for n in names], rows)
 
 
-def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
+def _read_csv(path, raw_path, *, max_rows, max_columns, report, limits: Limits) -> Upload:
+    size = max(os.path.getsize(path), 1)
+    if size > limits.uncompressed:  # (a CSV upload is at most UPLOAD_MAX_BYTES, a gzip one expands to at most this)
+        raise IngestError([f"the file is {bounded.size(size)}; the limit is {bounded.size(limits.uncompressed)}"])
     encoding = _encoding(path)
     with open(path, "rb") as f:
         head = f.read(64 * 1024)
@@ -333,7 +379,7 @@ def _read_csv(path, raw_path, size, *, max_rows, max_columns, report) -> Upload:
             raw.seek(0)
         reader = pacsv.open_csv(io.BufferedReader(counting, 1 << 20), read_options=read, parse_options=parse,
                                 convert_options=convert)
-        with _RawWriter(raw_path, schema) as out:
+        with _RawWriter(raw_path, schema, limits.batch_bytes) as out:
             for i, batch in enumerate(reader):
                 if ragged:
                     break
@@ -392,8 +438,12 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _connect(tmpdir: str | None = None) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB", "enable_external_access": True})
+def _connect(tmpdir: str | None = None, limits: Limits | None = None) -> duckdb.DuckDBPyConnection:
+    limits = limits or Limits()
+    con = duckdb.connect(config={
+        "threads": limits.threads, "memory_limit": f"{limits.duckdb_memory // bounded.MiB}MB",
+        "enable_external_access": True,
+    })
     if tmpdir:
         con.execute(f"SET temp_directory = {_lit(tmpdir)}")
     return con
@@ -474,7 +524,9 @@ _MISSING_FLAG = 1 << (len(_CHECKED) + 1)  # the flag of a missing cell (and no o
 _NONE = 1 << 62  # added to the row index of the cells a minimum must skip
 
 
-def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> list[dict]:
+def infer(
+    raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None, limits: Limits | None = None,
+) -> list[dict]:
     """Each column of the raw file: ``{"name", "type", "inferred", "missing", "missing_count",
     "present", "missing_line", "markers", "fits": {type: null | {"bad", "line", "example"}},
     "distinct", "categories", "min", "max"}``. ``line_offset`` turns a row index into a line
@@ -488,7 +540,7 @@ def infer(raw_path: str, *, line_offset: int = 2, tmpdir: str | None = None) -> 
     inferred type's are kept). Then one scan of one column per text column (its most frequent
     categories), one lookup of the rows of the first misfits when there are any, and an exact
     distinct count of a column with few values."""
-    con = _connect(tmpdir)
+    con = _connect(tmpdir, limits)
     try:
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
         everything = {i: "nt" for i in range(len(names))}
@@ -705,12 +757,14 @@ def check_columns(current: list[dict], changes: list) -> tuple[list[dict], dict[
     return [by_name[c["name"]] for c in current], problems
 
 
-def write_typed(raw_path: str, typed_path: str, columns: list[dict], *, tmpdir: str | None = None) -> None:
+def write_typed(
+    raw_path: str, typed_path: str, columns: list[dict], *, tmpdir: str | None = None, limits: Limits | None = None,
+) -> None:
     """The typed Parquet file of ``columns`` (their confirmed types; ignored columns left out)."""
     kept = [c for c in columns if c["type"] != "ignored"]
     if not kept:
         raise IngestError(["every column is ignored: keep at least one"])
-    con = _connect(tmpdir)
+    con = _connect(tmpdir, limits)
     try:
         names = [c["name"] for c in columns]
         wanted = {i: "" for i, c in enumerate(columns) if c["type"] != "ignored"}

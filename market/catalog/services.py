@@ -24,7 +24,7 @@ from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 from market.webhooks.events import emit as webhook_emit
 
-from . import files, ingest, microdata
+from . import files, ingest, microdata, uploads
 from .budget import NOT_EPS_DP
 from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock, listing_lock
 from .models import Dataset, DatasetBudgetChange, Listing
@@ -142,6 +142,7 @@ def dataset_create(
     one = _text(record_name, "record_name", max_length=RECORD_NAME_MAX, required=False) or "record"
     many = _text(record_name_plural, "record_name_plural", max_length=RECORD_NAME_MAX, required=False) or _plural(one)
     budget = parse_level(total_budget, field="total_budget")
+    uploads.processing_check(owner=owner)  # before anything is stored (and again under the owner's lock)
     stream = _upload_stream(upload if upload is not None else data)
     public_id = ids.new_dataset_id()
     limit = settings.UPLOAD_MAX_BYTES
@@ -157,6 +158,7 @@ def dataset_create(
         raise InvalidInput("the file is empty", fields={"file": ["The file is empty."]})
     try:
         with transaction.atomic():
+            uploads.processing_check(owner=owner, lock=True)
             same = list(
                 visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id")
                 .only("public_id", "name")
@@ -240,6 +242,7 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
     job = (dataset.progress or {}).get("job", "")
     fresh = not dataset.raw_file
     new_files: list[str] = []
+    limits = uploads.ingest_limits()  # memory and uncompressed sizes (a worker's budget)
     try:
         with files.private_dir() as tmp:
             raw = os.path.join(tmp, "raw.parquet")
@@ -250,17 +253,17 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
                 _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
                 found = ingest.read_upload(
                     upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
-                    progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY),
+                    progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY), limits=limits,
                 )
                 os.remove(upload)
                 _progress(dataset.pk, job, phase="inferring", rows=found.rows, percent=100)
-                columns = ingest.infer(raw, line_offset=2 if found.format == "csv" else 1, tmpdir=tmp)
+                columns = ingest.infer(raw, line_offset=2 if found.format == "csv" else 1, tmpdir=tmp, limits=limits)
                 row_count, fmt = found.rows, found.format
             else:
                 files.unseal_to(dataset.raw_file, raw)
                 columns, row_count, fmt = dataset.columns, dataset.row_count, dataset.format
             _progress(dataset.pk, job, phase="typing", rows=row_count, percent=100)
-            ingest.write_typed(raw, typed, columns, tmpdir=tmp)
+            ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
             if fresh:
                 new_files.append(files.seal_path(raw, files.new_name(dataset.public_id, "raw")))
             new_files.append(files.seal_path(typed, files.new_name(dataset.public_id, "typed")))

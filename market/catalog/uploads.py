@@ -1,4 +1,6 @@
-"""Upload handlers that stop a file at ``UPLOAD_MAX_BYTES`` while it streams in.
+"""The limits of uploads: handlers that stop a file at ``UPLOAD_MAX_BYTES`` while it streams in,
+the bounds of reading one (:func:`ingest_limits`), and how many one owner may have being read at
+once (:func:`processing_check`).
 
 Django hands a multipart file to its handlers chunk by chunk: small files stay
 in memory, larger ones go to a temporary file (``FILE_UPLOAD_TEMP_DIR``,
@@ -12,6 +14,14 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.files.uploadhandler import MemoryFileUploadHandler, StopUpload, TemporaryFileUploadHandler
+
+from market.core import visibility
+from market.core.errors import TooManyAttempts
+
+from .bounded import Limits, MiB
+
+#: seconds an owner refused for having too many datasets being read is told to wait
+PROCESSING_RETRY_AFTER = 30
 
 
 class _Limited:
@@ -39,3 +49,32 @@ class LimitedTemporaryFileUploadHandler(_Limited, TemporaryFileUploadHandler):
 
 def too_large_message(limit: int) -> str:
     return f"The file is larger than the limit of {limit:,} bytes."
+
+
+def ingest_limits() -> Limits:
+    """The bounds of reading a dataset, from the settings (``INGEST_*``, ``UPLOAD_MAX_UNCOMPRESSED_BYTES``)."""
+    return Limits(
+        memory=settings.INGEST_MEMORY_BUDGET_MB * MiB, row_group=settings.INGEST_MAX_ROW_GROUP_BYTES,
+        uncompressed=settings.UPLOAD_MAX_UNCOMPRESSED_BYTES, threads=settings.INGEST_THREADS,
+    )
+
+
+def processing_check(*, owner, lock: bool = False) -> None:
+    """Refuse (429, ``Retry-After``) an upload from an owner who already has
+    ``INGEST_MAX_PROCESSING_PER_OWNER`` datasets being read: one owner cannot fill the ingest
+    queue for everyone. With ``lock`` (inside the transaction that creates the dataset) the
+    owner's row is locked first, so two uploads at once count each other."""
+    from market.accounts.locks import user_lock
+
+    from .models import Dataset
+
+    if lock:
+        user_lock(user=owner)
+    most = settings.INGEST_MAX_PROCESSING_PER_OWNER
+    busy = visibility.owned_datasets(owner).filter(status=Dataset.Status.PROCESSING).count()
+    if busy >= most:
+        raise TooManyAttempts(
+            f"you already have {busy} datasets being read, the most at once; upload this one when one of them "
+            "is ready or has failed",
+            retry_after=PROCESSING_RETRY_AFTER, code="too_many_processing",
+        )

@@ -55,7 +55,7 @@ class DatasetUploadForm(forms.Form):
     file = forms.FileField(
         label="CSV or Parquet file",
         help_text="A header line of column names, then one record per line (or a Parquet file).",
-        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.tsv,.txt,.parquet,text/csv"}),
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.tsv,.txt,.gz,.parquet,text/csv"}),
     )
     total_budget = forms.DecimalField(
         label="Privacy budget (ε)",

@@ -189,6 +189,11 @@ def dataset_new(request):
             )
         except DomainError as exc:
             add_domain_errors(form, exc)
+            if exc.retry_after is not None:  # too many of the owner's datasets being read: try again later
+                context = {"form": form, "max_mb": settings.UPLOAD_MAX_BYTES / 2**20}
+                page = render(request, "owner/dataset_new.html", context, status=exc.status)
+                page["Retry-After"] = str(exc.retry_after)
+                return page
         else:
             messages.success(
                 request,

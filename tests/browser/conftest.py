@@ -43,7 +43,9 @@ def _celery_worker():
     from market.celery import app
 
     app.conf.task_always_eager = False
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20):
+    # releases and uploaded datasets (in production each queue has its own worker: docs/operations.md)
+    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20,
+                      queues=["celery", "ingest"]):
         yield app
 
 

@@ -35,17 +35,19 @@ def broker(transactional_db):
     client = redis.Redis.from_url(settings.REDIS_URL)
     for key in client.scan_iter("celery*"):
         client.delete(key)
-    client.delete("unacked", "unacked_index", "unacked_mutex")
+    client.delete("ingest", "webhooks", "unacked", "unacked_index", "unacked_mutex")  # the other queues too
     app.conf.task_always_eager = False
     yield client
 
 
 @pytest.fixture
 def workers(broker):
-    """Start worker processes (with an optional fault); all are killed at the end."""
+    """Start worker processes (with an optional fault); all are killed at the end. A worker serves
+    the release queue unless told otherwise: ``start(queues="ingest")`` is an ingest worker (uploaded
+    datasets), as in production each queue on its own worker (docs/operations.md)."""
     started = []
 
-    def start(fault: str = "") -> subprocess.Popen:
+    def start(fault: str = "", queues: str = "celery") -> subprocess.Popen:
         env = {
             **os.environ,
             "DATABASE_URL": database_url(),
@@ -56,7 +58,9 @@ def workers(broker):
             "FAULT": fault,
         }
         log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"fault-worker-{len(started)}.log", "w")
-        proc = subprocess.Popen([sys.executable, "-m", "tests.faults.worker"], cwd=ROOT, env=env, stdout=log, stderr=log)
+        command = [sys.executable, "-m", "tests.faults.worker", f"--queues={queues}",
+                   f"--hostname={queues.replace(',', '-')}-{len(started)}@test"]
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
         started.append(proc)
         return proc
 

@@ -8,6 +8,9 @@
 
 Extra arguments go to ``celery worker`` (default ``--pool=solo``).
 
+Its arguments go to Celery's worker: ``--queues=celery`` (releases, the default),
+``--queues=ingest`` (uploaded datasets) or ``--queues=webhooks``, as in production.
+
 The fault is installed by replacing ``releases.services._checkpoint`` in this
 process only; the product code has no fault switch of its own.
 """

@@ -101,7 +101,8 @@ def test_diamonds_parquet_written_by_pandas(tmp_path):
         (b"=cmd,b\n1,2\n", "looks like a spreadsheet formula"),
         (b"\x00\x01garbage", "binary"),
         (b"PK\x03\x04\x14\x00", "ZIP archive"),
-        (b"\x1f\x8b\x08\x00", "gzip archive"),
+        (b"\x1f\x8b\x08\x00", "the gzip file is damaged or cut short"),
+        (b"BZh91AY&SY", "bzip2 archive, not a CSV or Parquet file: upload the table itself, or a CSV file compressed with gzip"),
         (b"PAR1 not really parquet", "not a readable Parquet file"),
     ],
 )

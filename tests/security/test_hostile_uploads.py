@@ -12,11 +12,15 @@ both doors, so the refusals are the limits', not something else's.
 
 from __future__ import annotations
 
+import gzip
 import html
+import io
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -41,6 +45,13 @@ def _latin1_junk() -> bytes:
     """Random bytes above 0x7F, without NUL: not UTF-8 from the first byte of line 2."""
     rng = np.random.default_rng(7)
     return b"a,b\n" + rng.integers(0x80, 0x100, 300, dtype=np.uint8).tobytes()
+
+
+def _repeats() -> bytes:
+    out = io.BytesIO()
+    column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(2000, dtype=np.int32)), pa.array(["r" * 1000]))
+    pq.write_table(pa.table({"text": column}), out, store_schema=False)
+    return out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,17 @@ CASES = [
         ("this is a binary file", "text saved as UTF-16 looks like this too: save it as UTF-8"),
     ),
     Case("zip-archive", b"PK\x03\x04" + bytes(200), ("this is a ZIP archive, not a CSV or Parquet file",)),
-    Case("gzip-bomb-start", b"\x1f\x8b\x08\x00" + bytes(200), ("this is a gzip archive",)),
+    Case("gzip-bomb-start", b"\x1f\x8b\x08\x00" + bytes(200), ("the gzip file is damaged or cut short",)),
+    Case(  # a gzip CSV is read, expanded a chunk at a time and stopped past the limit
+        "gzip-bomb", gzip.compress(b"a,b\n" + b"1,2\n" * 1_000_000, 9),
+        ("the file expands to more than 1.0 MB once uncompressed (from 3.8 KB of gzip); the limit is 1.0 MB",),
+        {"UPLOAD_MAX_UNCOMPRESSED_BYTES": 1 << 20},
+    ),
+    Case(  # 2,000 repeats of a 1,000-character text: a dictionary of one entry in the file, 2 MB decoded
+        "parquet-repeats", _repeats(),
+        ("row group 1 of the Parquet file holds more than 1.0 MB of values once decoded",),
+        {"INGEST_MAX_ROW_GROUP_BYTES": 1 << 20},
+    ),
     Case("fake-parquet", b"PAR1" + b"x" * 100, ("this is not a readable Parquet file",)),
     # a file of zero bytes is refused by the upload field itself, before the reader
     Case("empty-file", b"", ("The submitted file is empty.",)),
@@ -107,6 +128,7 @@ ACCEPTED = [
     b"a,b\n1,2\n3,\xb5\n",  # Latin-1 text in a cell
     b"a,b\n1,NaN\ninf,2\n3,-Infinity\nnan,+inf\n",  # NaN is missing; infinities are text
     b"a,b\n1,1e308\n2,1e16\n-1e400,3\n",  # large numbers (statistics clamp to declared bounds)
+    gzip.compress(b"a,b\n1,2\n3,4\n"),  # a gzip-compressed CSV
 ]
 
 

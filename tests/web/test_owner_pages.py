@@ -160,7 +160,7 @@ def upload(client, content: bytes, **fields):
 
 def test_the_upload_form_takes_a_csv_file(signed_in, owner):
     page = text(signed_in(owner).get(DATASET_NEW))
-    assert 'type="file"' in page and 'accept=".csv,.tsv,.txt,.parquet,text/csv"' in page
+    assert 'type="file"' in page and 'accept=".csv,.tsv,.txt,.gz,.parquet,text/csv"' in page
     assert 'enctype="multipart/form-data"' in page
     for field in ("id_name", "id_description", "id_source", "id_licence", "id_file", "id_total_budget", "id_relation_0",
                   "id_record_name"):

@@ -1,0 +1,44 @@
+"""Read each file given the way the ingest worker does (``dataset_process``'s steps, with the limits
+from the settings) and print, per file, what came of it and how long it took; then the process's
+peak resident memory (VmHWM), for ``test_ingest_memory.py``. Run as
+``python -m tests.market.ingest_probe TMPDIR FILE...``; no database is used."""
+
+import json
+import os
+import sys
+import time
+
+
+def peak_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:"))
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+    import django
+
+    django.setup()
+    from market.catalog import ingest, uploads
+
+    tmp, paths = sys.argv[1], sys.argv[2:]
+    limits = uploads.ingest_limits()
+    results = {"loaded_mb": peak_mb(), "files": {}}
+    for path in paths:
+        start = time.monotonic()
+        raw, typed = os.path.join(tmp, "raw.parquet"), os.path.join(tmp, "typed.parquet")
+        try:
+            found = ingest.read_upload(path, raw, max_rows=10**7, max_columns=100, limits=limits)
+            columns = ingest.infer(raw, line_offset=1, tmpdir=tmp, limits=limits)
+            ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
+            outcome = {"rows": found.rows}
+        except ingest.IngestError as exc:
+            outcome = {"refused": exc.reasons}
+        outcome["seconds"] = time.monotonic() - start
+        results["files"][os.path.basename(path)] = outcome
+    results["peak_mb"] = peak_mb()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
