@@ -129,6 +129,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         # how often workers look for such tasks: every interval x throttle seconds
         "unacked_restore_interval": float(os.environ.get("CELERY_UNACKED_RESTORE_INTERVAL", "10")),
         "unacked_restore_throttle": int(os.environ.get("CELERY_UNACKED_RESTORE_THROTTLE", "6")),
+        # a hung Redis must not hold a purchase's answer: publishing gives up within these
+        # (a worker's blocking pop waits 1 s at a time, well within them)
+        "socket_connect_timeout": float(os.environ.get("REDIS_CONNECT_TIMEOUT", "0.5")),
+        "socket_timeout": float(os.environ.get("CELERY_REDIS_SOCKET_TIMEOUT", "2")),
     }
     if REDIS_URL
     else {
@@ -160,10 +164,20 @@ CELERY_BEAT_SCHEDULE = {
 # webhooks go through their own queue and worker: a slow receiver never holds up a release
 CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}}
 
-# --- cache (throttling): Redis when available so all processes share it
+# --- cache (throttling, remembered API keys, sign-in failures): Redis when available so all
+# processes share it, behind a circuit breaker (market/core/cache.py): a Redis error sends the
+# process to its own memory for REDIS_COOLDOWN seconds, and a dead Redis costs milliseconds
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "market.core.cache.ResilientRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                "COOLDOWN": float(os.environ.get("REDIS_COOLDOWN", "5")),
+                "socket_connect_timeout": float(os.environ.get("REDIS_CONNECT_TIMEOUT", "0.5")),
+                "socket_timeout": float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.5")),
+            },
+        }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
