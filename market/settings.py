@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "market.web.edge.UploadSlotMiddleware",  # before CSRF: an upload over its limits is refused before its body is read
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -196,6 +197,33 @@ LOGIN_LOCKOUT_SECONDS = int(os.environ.get("LOGIN_LOCKOUT_SECONDS", "900"))
 if min(LOGIN_FAILURE_LIMIT, LOGIN_FAILURE_WINDOW, LOGIN_LOCKOUT_SECONDS) < 1:
     raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT, LOGIN_FAILURE_WINDOW and LOGIN_LOCKOUT_SECONDS must be at least 1")
 
+# --- sign-ins limited per client address too (market/accounts/signin.py): after this many failed
+# sign-ins from one address within the window, its attempts are refused (429) without looking at the password
+LOGIN_ADDRESS_LIMIT = int(os.environ.get("LOGIN_ADDRESS_LIMIT", "30"))
+LOGIN_ADDRESS_WINDOW = int(os.environ.get("LOGIN_ADDRESS_WINDOW", "900"))
+if min(LOGIN_ADDRESS_LIMIT, LOGIN_ADDRESS_WINDOW) < 1:
+    raise ImproperlyConfigured("LOGIN_ADDRESS_LIMIT and LOGIN_ADDRESS_WINDOW must be at least 1")
+
+# --- the web edge: what a slow or greedy client may hold (docs/operations.md, "Web servers").
+# Request bodies (market/core/bodies.py): an upload (multipart) must arrive within UPLOAD_BODY_TIMEOUT
+# seconds, any other body (JSON, a form) within REQUEST_BODY_TIMEOUT; after BODY_RATE_GRACE seconds at
+# an average of at least BODY_MIN_RATE bytes a second. Else 408, and the connection closes.
+UPLOAD_BODY_TIMEOUT = float(os.environ.get("UPLOAD_BODY_TIMEOUT", "600"))
+REQUEST_BODY_TIMEOUT = float(os.environ.get("REQUEST_BODY_TIMEOUT", "15"))
+BODY_MIN_RATE = int(os.environ.get("BODY_MIN_RATE", str(64 * 1024)))
+BODY_RATE_GRACE = float(os.environ.get("BODY_RATE_GRACE", "10"))
+#: uploads being received at once (market/web/edge.py): per owner, and in the whole deployment
+UPLOAD_MAX_CONCURRENT_PER_OWNER = int(os.environ.get("UPLOAD_MAX_CONCURRENT_PER_OWNER", "2"))
+UPLOAD_MAX_CONCURRENT = int(os.environ.get("UPLOAD_MAX_CONCURRENT", "4"))
+#: threads of one web process (gunicorn gthread, market/gunicorn_conf.py reads the same variable)
+WEB_THREADS = int(os.environ.get("GUNICORN_THREADS", "8"))
+#: ``Prefer: wait`` held open at once (market/trading/waits.py): per buyer, and per web process
+#: (default: half its threads); beyond them the answer comes at once, without waiting
+WAIT_MAX_PER_BUYER = int(os.environ.get("WAIT_MAX_PER_BUYER", "2"))
+WAIT_MAX_PER_PROCESS = int(os.environ.get("WAIT_MAX_PER_PROCESS", str(max(1, WEB_THREADS // 2))))
+if min(UPLOAD_BODY_TIMEOUT, REQUEST_BODY_TIMEOUT, UPLOAD_MAX_CONCURRENT_PER_OWNER, UPLOAD_MAX_CONCURRENT) <= 0:
+    raise ImproperlyConfigured("the body timeouts and upload concurrency limits must be positive")
+
 # --- the API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -288,8 +316,9 @@ API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
 #: the demo "top up" button exists only when this is on
 DEMO_MODE = env_bool("DEMO_MODE", not PRODUCTION)
 #: webhook endpoints may be on private, loopback or link-local addresses (development, the demo and
-#: tests); off in production, where such an address is refused (market/webhooks/transport.py)
-WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", DEBUG or DEMO_MODE)
+#: tests); off in production, where such an address is refused (market/webhooks/transport.py), whatever
+#: DEBUG or DEMO_MODE say (``check --deploy`` fails if either this or DEMO_MODE is on in production)
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", (DEBUG or DEMO_MODE) and not PRODUCTION)
 #: how buyers' wallets are funded (see market/ledger/payments.py)
 PAYMENT_PROVIDER = os.environ.get("PAYMENT_PROVIDER", "market.ledger.payments.ManualFunding")
 #: how owners' earnings are paid out (see market/ledger/payments.py)

@@ -75,8 +75,12 @@ Where the product's time goes, three ways:
   throughput without it.
 """
 
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+#: the project's virtualenv (scripts/test.sh makes it), else the interpreter running this (a git worktree)
 PYTHON = ROOT / ".venv" / "bin" / "python"
+if not PYTHON.exists():
+    PYTHON = Path(sys.executable)
 VENV_BIN = PYTHON.parent

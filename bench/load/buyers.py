@@ -30,11 +30,13 @@ API = "/api/v1"
 
 @dataclass
 class BuyerLog:
-    """What one buyer did: (start wall time, seconds, status, wait honoured) per call, and its purchases."""
+    """What one buyer did: (start wall time, seconds, status, wait honoured, Idempotency-Key) per call
+    (``_timed``), and its purchases."""
 
     quotes: list = field(default_factory=list)
     posts: list = field(default_factory=list)
     polls: list = field(default_factory=list)
+    resyncs: list = field(default_factory=list)  # GET listings/{id}/ after a refused step
     releases: list = field(default_factory=list)  # (POST start, seconds to released/failed, final status, purchase id)
     purchases: list = field(default_factory=list)  # (id, listing, level_to, quoted price, charged price, code)
     errors: Counter = field(default_factory=Counter)
@@ -51,10 +53,16 @@ class BuyerLog:
 
 
 def _timed(log_rows: list, client: Client, method: str, path: str, body=None, headers=None):
-    """One request, written down as (start wall time, seconds, status, wait honoured)."""
+    """One request, written down as (start wall time, seconds, status, wait honoured, Idempotency-Key
+    or None); a request that got no answer at all (the connection failed twice) as status 0."""
+    key = (headers or {}).get("Idempotency-Key")
     start, t = time.time(), time.perf_counter()
-    reply = client.request(method, path, body, headers)
-    log_rows.append((start, time.perf_counter() - t, reply.status, wait_applied(reply.headers)))
+    try:
+        reply = client.request(method, path, body, headers)
+    except Exception:
+        log_rows.append((start, time.perf_counter() - t, 0, False, key))
+        raise
+    log_rows.append((start, time.perf_counter() - t, reply.status, wait_applied(reply.headers), key))
     return start, reply
 
 
@@ -78,7 +86,8 @@ def product_buyer(*, port: int, token: str, listings: list[dict], step_min: floa
             _, quote = _timed(log.quotes, client, "GET", f"{API}/listings/{current}/quote/?epsilon={level}")
             if quote.status != 200:
                 log.error("quote", quote.status, quote.data)
-                held[current] = _resync(client, current, held[current])
+                held[current] = _resync(client, current, held[current], log)
+                time.sleep(args.poll)
                 continue
             start, bought = _timed(log.posts, client, "POST", f"{API}/purchases/",
                                    {"listing": current, "epsilon": str(level)},
@@ -87,7 +96,7 @@ def product_buyer(*, port: int, token: str, listings: list[dict], step_min: floa
                 log.error("purchase", bought.status, bought.data)
                 if bought.status == 402:  # out of credits: this buyer is done
                     return
-                held[current] = _resync(client, current, held[current])
+                held[current] = _resync(client, current, held[current], log)
                 time.sleep(args.poll)
                 continue
             if bought.status == 200:
@@ -118,10 +127,10 @@ def product_buyer(*, port: int, token: str, listings: list[dict], step_min: floa
         client.close()
 
 
-def _resync(client: Client, listing_id: int, guess: Decimal) -> Decimal:
+def _resync(client: Client, listing_id: int, guess: Decimal, log: BuyerLog) -> Decimal:
     """The level this buyer holds on a listing, as the API says (after a refused step)."""
     try:
-        reply = client.request("GET", f"{API}/listings/{listing_id}/")
+        _, reply = _timed(log.resyncs, client, "GET", f"{API}/listings/{listing_id}/")
         if reply.status == 200 and reply.data.get("your_level") is not None:
             return Decimal(reply.data["your_level"])
     except Exception:

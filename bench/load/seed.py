@@ -5,7 +5,7 @@
 Through the services, as the product does it: one owner, one dataset
 (processed here, at once, rather than by a worker), ``--listings`` listings (counts, sums, means and histograms, linear price
 ``--price`` credits per epsilon), ``--buyers`` buyers plus one canary buyer,
-each with an API token and a wallet funded by
+the owner and each buyer with an API token and a wallet funded by
 ``market.ledger.payments.ManualFunding().fund``. Writes the listings and the
 buyers' tokens as JSON to ``--out``.
 """
@@ -65,6 +65,7 @@ def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) ->
 
     User = get_user_model()
     owner = User.objects.create_user("load-owner", password=None, is_owner=True, is_buyer=False)
+    owner_token = api_key_create(user=owner, name="load benchmark")[1]  # uploads through the API (tests/faults)
     budget = max(Decimal(100), listings * Decimal(ceiling))  # room for every listing's ceiling
     dataset = dataset_create(owner=owner, name="load", data=csv_bytes(), total_budget=str(budget))
     if dataset.status == Dataset.Status.PROCESSING:  # its task was sent to the broker, which nobody reads yet
@@ -88,8 +89,8 @@ def seed(*, buyers: int, listings: int, ceiling: str, price: str, funds: str) ->
     for user, token in zip(users, tokens):
         funding.fund(user=user, amount=Decimal(funds), reference=f"load-seed-{user.pk}", memo="load benchmark credits")
         people.append({"id": user.pk, "username": user.username, "token": token})
-    return {"owner": owner.pk, "dataset": dataset.public_id, "listings": made, "canary": people[0], "buyers": people[1:],
-            "funds": funds}
+    return {"owner": owner.pk, "owner_token": owner_token, "dataset": dataset.public_id, "listings": made,
+            "canary": people[0], "buyers": people[1:], "funds": funds}
 
 
 def main(argv=None) -> int:

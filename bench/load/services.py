@@ -74,6 +74,9 @@ class Services:
             LOG_LEVEL=self.args.log_level,
             PYTHONPATH=str(ROOT),
             PYTHONUNBUFFERED="1",
+            # market/gunicorn_conf.py and the settings (WAIT_MAX_PER_PROCESS: half the threads) read these
+            GUNICORN_WORKERS=str(self.args.workers),
+            GUNICORN_THREADS=str(self.args.threads),
         )
         return env
 
@@ -135,17 +138,17 @@ class Services:
         return proc
 
     def gunicorn_command(self, config: Path | None = None) -> list[str]:
-        """The one gunicorn command both the product and the baseline are served with."""
+        """The one gunicorn command both the product and the baseline are served with: production's
+        settings (``market/gunicorn_conf.py``, or ``config``, which starts from them), the bench's own
+        bind, workers, threads and timeouts on the command line."""
         a = self.args
         cmd = [
-            str(VENV_BIN / "gunicorn"), self.wsgi,
+            str(VENV_BIN / "gunicorn"), self.wsgi, "--config", str(config or ROOT / "market" / "gunicorn_conf.py"),
             "--bind", f"127.0.0.1:{self.port}",
             "--workers", str(a.workers), "--threads", str(a.threads), "--worker-class", "gthread",
             "--keep-alive", "30", "--backlog", "2048", "--timeout", "120", "--graceful-timeout", "20",
             "--log-level", "warning", "--chdir", str(ROOT),
         ]
-        if config:
-            cmd += ["--config", str(config)]
         return cmd
 
     def start_gunicorn(self) -> None:

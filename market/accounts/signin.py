@@ -11,6 +11,13 @@ count. The per-address throttles (``market/api/throttling.py``) limit how fast
 one client guesses; this limits how many guesses one account gets, however
 many addresses the guesser has.
 
+Per client address too (``market.core.clients.client_address``, never a
+header the client writes): more than ``LOGIN_ADDRESS_LIMIT`` failed sign-ins
+from one address within a window of ``LOGIN_ADDRESS_WINDOW`` seconds (fixed,
+whatever the usernames) refuse every further attempt from it until the window
+ends, without looking at the password: one address cannot try one password
+on many accounts (password spraying) however few tries each account gets.
+
 Trade-off: anyone who knows a username can lock its owner out by failing on
 purpose. The lockout is therefore short and ends by itself (it is never
 permanent and needs no support ticket), a correct password is not revealed
@@ -33,6 +40,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import cache
 
+from market.core.clients import client_address
 from market.core.errors import TooManyAttempts
 
 
@@ -75,6 +83,39 @@ def _count_failure(username: str) -> int:
     return 1
 
 
+def _address_key(request, now: float) -> tuple[str, float] | None:
+    """The failure counter of the request's address in the current window, and the seconds left in it."""
+    address = client_address(request) if request is not None else ""
+    if not address:
+        return None
+    window = settings.LOGIN_ADDRESS_WINDOW
+    digest = hashlib.sha256(address.encode()).hexdigest()
+    return f"signin:address:{digest}:{int(now // window)}", window - now % window
+
+
+def _address_check(request) -> None:
+    counter = _address_key(request, time.time())
+    if counter is not None and (cache.get(counter[0]) or 0) >= settings.LOGIN_ADDRESS_LIMIT:
+        wait = max(1, math.ceil(counter[1]))
+        minutes = math.ceil(wait / 60)
+        raise TooManyAttempts(
+            f"Too many sign-in attempts from your address; try again in {minutes} minute{'s' if minutes != 1 else ''}.",
+            retry_after=wait,
+        )
+
+
+def _address_failure(request) -> None:
+    counter = _address_key(request, time.time())
+    if counter is None:
+        return
+    key, left = counter
+    cache.add(key, 0, timeout=math.ceil(left) + 1)
+    try:
+        cache.incr(key)
+    except ValueError:  # the window ended between add and incr: the next window counts from zero
+        pass
+
+
 def signin_check(*, username: str) -> None:
     """Raise :class:`TooManyAttempts` while ``username`` is locked out."""
     until = _locked_until(username)
@@ -84,12 +125,15 @@ def signin_check(*, username: str) -> None:
 
 def signin_authenticate(*, request, username: str, password: str):
     """The user these credentials belong to, or None when they are wrong (a failure is
-    counted). Raises :class:`TooManyAttempts` while the account is locked out."""
+    counted, for the account and for the request's address). Raises :class:`TooManyAttempts` while
+    the account is locked out or the address has failed too often."""
+    _address_check(request)
     signin_check(username=username)
     user = authenticate(request, username=username, password=password)
     if user is not None:
         cache.delete(_account_key(username, "failures"))
         return user
+    _address_failure(request)
     if _count_failure(username) >= settings.LOGIN_FAILURE_LIMIT:
         until = time.time() + settings.LOGIN_LOCKOUT_SECONDS
         # add, not set: concurrent failures do not push the end of a lockout further away

@@ -12,18 +12,19 @@ import logging
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, JsonResponse, UnreadablePostError
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from market.core.errors import Busy, DomainError
+from market.core.bodies import BodyTimeout
+from market.core.errors import Busy, DomainError, PriceChanged, error_body
 from market.core.locks import lost_race
 from market.core.outages import is_outage, unavailable
 
 from .parsers import PayloadTooLarge
-from .serializers import ErrorSerializer
+from .serializers import ErrorSerializer, QuoteSerializer
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +40,21 @@ MEANINGS = {
     "is busy with this listing; nothing was changed, try again after the `Retry-After` seconds. `conflict`: the "
     "Idempotency-Key was used for a different purchase.",
     413: "The request body is too large (JSON bodies: API_JSON_MAX_BYTES; uploads: UPLOAD_MAX_BYTES).",
+    408: "The request body did not arrive in time (see docs/operations.md, Web servers): nothing was kept; "
+    "the connection is closed.",
     415: "Unsupported media type: send the Content-Type this operation documents.",
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
     503: "The database or cache did not answer just now: try again after the `Retry-After` seconds. A purchase "
     "answered 503 was not charged (one that was is answered 202); repeating it with the same Idempotency-Key "
     "is safe either way.",
 }
+
+#: the 409 of ``POST purchases/``, which may carry the new quote
+PRICE_CHANGED_MEANING = (
+    "Conflict. `price_changed`: the step costs more than your `max_price` now (its owner changed the price); "
+    "nothing was charged, and `quote` is the new quote: confirm its price as `max_price` to buy. "
+    + MEANINGS[409].removeprefix("Conflict. ")
+)
 
 
 def documented(*statuses: int) -> dict[int, OpenApiResponse]:
@@ -54,8 +64,14 @@ def documented(*statuses: int) -> dict[int, OpenApiResponse]:
             for code in sorted({401, 429, 503, *statuses})}
 
 
-def body(status: int, code: str, message: str, fields: dict | None = None) -> dict:
-    return {"error": {"status": status, "code": code, "message": message, "fields": fields or {}}}
+body = error_body
+
+
+def documented_purchase(*statuses: int) -> dict[int, OpenApiResponse]:
+    """:func:`documented` for ``POST purchases/``, whose 409 may be ``price_changed`` (with ``quote``)."""
+    answers = documented(*statuses)
+    answers[409] = OpenApiResponse(ErrorSerializer, description=PRICE_CHANGED_MEANING)
+    return answers
 
 
 def _flatten(detail) -> tuple[str, dict]:
@@ -82,10 +98,16 @@ def _flatten(detail) -> tuple[str, dict]:
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        response = Response(body(exc.status, exc.code, exc.message, exc.fields), status=exc.status)
+        answer = body(exc.status, exc.code, exc.message, exc.fields)
+        if isinstance(exc, PriceChanged):  # the new quote, to confirm again
+            answer["error"]["quote"] = QuoteSerializer(exc.quote).data
+        response = Response(answer, status=exc.status)
         if exc.retry_after is not None:
             response["Retry-After"] = str(int(exc.retry_after))
         return response
+    if isinstance(exc, UnreadablePostError):  # the body stopped coming, or came too slowly (market.core.bodies)
+        message = str(exc) if isinstance(exc.__cause__, BodyTimeout) else "The request body stopped arriving."
+        return Response(body(408, "request_timeout", f"{message[:1].upper()}{message[1:]}."), status=408)
     if isinstance(exc, RequestDataTooBig):  # Django's own limit, met before a parser could judge
         exc = PayloadTooLarge()
     elif isinstance(exc, Http404):

@@ -179,6 +179,21 @@ class PayoutAmountField(_DecimalInput):
     }
 
 
+#: a price agreed to (``max_price``): 0.00 .. PAYOUT_MAX credits, exact as a JSON number too
+MAX_PRICE_PATTERN = r"^(?:0|[1-9][0-9]{0,11})(?:\.[0-9]{1,2})?$"
+
+
+@extend_schema_field(_decimal_schema(MAX_PRICE_PATTERN, 0, PAYOUT_MAX, 2, False, "12.50"))
+class MaxPriceField(_DecimalInput):
+    """The most a buyer agrees to pay: from 0 credits, with at most 2 decimal places."""
+
+    pattern, places, minimum, maximum = MAX_PRICE_PATTERN, 2, Decimal(0), PAYOUT_MAX
+    default_error_messages = {
+        **_DecimalInput.default_error_messages,
+        "invalid": f"An amount of credits from 0 to {PAYOUT_MAX}, with at most 2 decimal places, e.g. \"12.50\".",
+    }
+
+
 class TextField(serializers.CharField):
     """Text that is a JSON string: a number is not text (DRF's CharField would take 2 as "2")."""
 
@@ -658,7 +673,12 @@ class ListingCreateSerializer(StrictSerializer):
 
 
 class ListingUpdateSerializer(StrictSerializer):
-    title = text_field(max_length=200, required=False)
+    # partial: a field left out keeps its value (no default: an absent title is not an empty one)
+    title = TextField(
+        max_length=200, required=False, trim_whitespace=False,
+        validators=[RegexValidator(TEXT_PATTERN, "Must contain a visible character.")],
+        help_text="the new title (left out: it stays as it is)",
+    )
     description = TextField(
         max_length=5000, required=False, allow_blank=True, trim_whitespace=False,
         validators=[RegexValidator(OPTIONAL_TEXT_PATTERN, "No NUL characters.")],
@@ -1037,6 +1057,12 @@ class ReleaseSerializer(serializers.Serializer):
 class PurchaseCreateSerializer(StrictSerializer):
     listing = IdField(help_text="the listing's id")
     epsilon = LevelInputField(help_text="the level to go up to, e.g. \"0.5\"")
+    max_price = MaxPriceField(
+        required=False,
+        help_text="the most you agree to pay, in credits: send the price you were quoted. If the step costs more "
+        "now (its owner changed the price), nothing is charged and the answer is 409 `price_changed` with the new "
+        "quote; a lower price is charged as it is",
+    )
 
 
 class PurchaseSerializer(serializers.Serializer):
@@ -1124,6 +1150,8 @@ class ErrorDetailSerializer(serializers.Serializer):
         child=serializers.ListField(child=serializers.CharField()),
         help_text="input name -> its messages; empty when the error is not about one input",
     )
+    quote = QuoteSerializer(required=False, help_text="`price_changed` only (POST purchases/): the quote as it "
+                                                      "stands now; send its price as max_price to buy")
 
 
 class ErrorSerializer(serializers.Serializer):

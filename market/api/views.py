@@ -32,11 +32,11 @@ from market.ledger.payments import payout_provider, provider
 from market.trading import selectors as trading
 from market.trading.records import records_response
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
-from market.trading.waits import MAX_WAIT, parse_prefer_wait
+from market.trading.waits import MAX_WAIT, parse_prefer_wait, wait_slot
 from market.trust.selectors import buyer_caps
 
 from . import serializers as s
-from .errors import documented
+from .errors import documented, documented_purchase
 from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
 from .parsers import LimitedMultiPartParser, StrictJSONParser
 
@@ -50,6 +50,8 @@ PREFER_WAIT = OpenApiParameter(
     description=(
         f"`wait=N`: hold the answer until the purchase is released (or failed), at most N seconds "
         f"(cut to {MAX_WAIT}); the answer says `Preference-Applied: wait=N`. Without it the answer is immediate. "
+        f"The server may not wait when many waits are open (more than a few of yours, or many on the server): "
+        f"then it answers at once, without `Preference-Applied` and with `Retry-After: 1`, the pace to ask again at. "
         f"Other preferences (RFC 7240), and a wait that is not a number, are ignored."
     ),
 )
@@ -399,7 +401,7 @@ class PurchaseListView(GenericAPIView):
             201: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought and released within the `Prefer: wait`"),
             202: OpenApiResponse(s.PurchaseAnswerSerializer, description="bought: the release follows (wait for it with `Prefer: wait=N`)"),
             200: OpenApiResponse(s.PurchaseAnswerSerializer, description="a repeated Idempotency-Key: the first purchase"),
-            **documented(400, 402, 403, 404, 409, 413, 415),
+            **documented_purchase(400, 402, 403, 404, 409, 413, 415),
         },
     )
     def post(self, request):
@@ -411,17 +413,19 @@ class PurchaseListView(GenericAPIView):
             listing_id=form.validated_data["listing"],
             epsilon=form.validated_data["epsilon"],
             idempotency_key=request.headers.get("Idempotency-Key"),
+            max_price=form.validated_data.get("max_price"),
         )
         purchase = result.purchase
-        if wait is not None:
-            purchase = trading.purchase_wait(user=request.user, purchase_id=purchase.pk, seconds=wait, purchase=purchase)
+        with wait_slot(buyer_id=request.user.pk, seconds=wait, needed=purchase.in_flight) as granted:
+            if granted is not None:
+                purchase = trading.purchase_wait(user=request.user, purchase_id=purchase.pk, seconds=granted, purchase=purchase)
         code = status.HTTP_200_OK
         if result.created:
             code = status.HTTP_202_ACCEPTED if purchase.in_flight else status.HTTP_201_CREATED
         body = s.PurchaseSerializer(purchase).data
         if result.queued is False:
             body["note"] = QUEUE_DOWN_NOTE
-        return _waited(Response(body, status=code), wait)
+        return _waited(Response(body, status=code), wait, granted, in_flight=purchase.in_flight)
 
 
 class PurchaseDetailView(APIView):
@@ -430,17 +434,22 @@ class PurchaseDetailView(APIView):
     @extend_schema(parameters=[PREFER_WAIT], responses={200: s.PurchaseSerializer, **documented(404)})
     def get(self, request, purchase_id):
         wait = parse_prefer_wait(request.headers.get("Prefer"))
-        if wait is None:
-            purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)
-        else:
-            purchase = trading.purchase_wait(user=request.user, purchase_id=purchase_id, seconds=wait)
-        return _waited(Response(s.PurchaseSerializer(purchase).data), wait)
+        purchase = trading.purchase_get(user=request.user, purchase_id=purchase_id)  # 404 before any waiting
+        with wait_slot(buyer_id=request.user.pk, seconds=wait, needed=purchase.in_flight) as granted:
+            if granted is not None:
+                purchase = trading.purchase_wait(user=request.user, purchase_id=purchase_id, seconds=granted, purchase=purchase)
+        return _waited(Response(s.PurchaseSerializer(purchase).data), wait, granted, in_flight=purchase.in_flight)
 
 
-def _waited(response: Response, wait: float | None) -> Response:
+def _waited(response: Response, wait: float | None, granted: float | None, *, in_flight: bool) -> Response:
+    """``Preference-Applied`` when the wait was held; when it was asked but not held (too many
+    open: ``market.trading.waits.wait_slot``), ``Retry-After: 1`` instead."""
     if wait is not None:
-        response["Preference-Applied"] = f"wait={wait:g}"
         response["Vary"] = "Prefer"
+        if granted is not None:
+            response["Preference-Applied"] = f"wait={granted:g}"
+        elif in_flight:
+            response["Retry-After"] = "1"
     return response
 
 

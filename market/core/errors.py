@@ -7,6 +7,11 @@ error is about particular inputs, ``fields`` (name -> list of messages).
 from __future__ import annotations
 
 
+def error_body(status: int, code: str, message: str, fields: dict | None = None) -> dict:
+    """The one error shape of the API: ``{"error": {"status", "code", "message", "fields"}}``."""
+    return {"error": {"status": status, "code": code, "message": message, "fields": fields or {}}}
+
+
 class DomainError(Exception):
     status = 400
     code = "invalid"
@@ -53,6 +58,18 @@ class Busy(Conflict):
 
     code = "busy"
     retry_after = 1
+
+
+class PriceChanged(Conflict):
+    """The price of a step rose above what the buyer agreed to pay (``max_price``): 409, nothing was
+    charged. ``quote`` is the new quote (``market.trading.services.Quote``), shown with the error
+    so that the buyer can confirm again."""
+
+    code = "price_changed"
+
+    def __init__(self, message: str, *, quote, **kwargs):
+        super().__init__(message, **kwargs)
+        self.quote = quote
 
 
 class InsufficientFunds(DomainError):

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from market.accounts.locks import user_lock
@@ -35,7 +35,7 @@ from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
 from market.core.cache import Unavailable, shared
-from market.core.errors import Busy, Conflict, InvalidInput, NotFound, ServiceUnavailable
+from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
 from market.core.locks import retrying
 from market.core.outages import database_gone, unavailable
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
@@ -299,7 +299,9 @@ class PurchaseResult(NamedTuple):
 IN_FLIGHT_MESSAGE = "your previous purchase on this listing is still being released; try again in a moment"
 
 
-def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None = None) -> PurchaseResult:
+def purchase_create(
+    *, buyer, listing_id, epsilon, idempotency_key: str | None = None, max_price=None
+) -> PurchaseResult:
     """Buy ``listing`` up to level ``epsilon``: returns a :class:`PurchaseResult`.
 
     In one transaction: share-lock the listing and lock the buyer's holding
@@ -309,9 +311,15 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     transaction commits. With an idempotency key, a repeat returns the first
     purchase and charges nothing. A lost lock race is run again; a step that
     cannot be taken now is :class:`~market.core.errors.Busy` (409).
+
+    ``max_price`` (credits) is the most the buyer agreed to pay, usually the price they were
+    quoted: the price computed under the locks is checked against it, and a higher one is
+    :class:`~market.core.errors.PriceChanged` (409, with the new quote), nothing charged. A
+    lower price is charged as it is (``max_price`` is a ceiling, not the price).
     """
     require_role(buyer, "buyer")
     eps = parse_level(epsilon)
+    max_price = _parse_max_price(max_price)
     try:
         listing_id = int(listing_id)
     except (TypeError, ValueError):
@@ -325,9 +333,11 @@ def purchase_create(*, buyer, listing_id, epsilon, idempotency_key: str | None =
     try:
         purchase, created = _purchase_committed(
             lambda again: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key,
-                                         purchase_id=purchase_id, again=again),
+                                         max_price=max_price, purchase_id=purchase_id, again=again),
             purchase_id=purchase_id,
         )
+    except _PriceRose as rose:
+        raise _price_changed(buyer=buyer, listing_id=listing_id, eps=eps, max_price=max_price, price=rose.price) from None
     except IntegrityError as exc:
         found = Purchase.objects.filter(pk=purchase_id).first()
         if found is not None:  # a retry's INSERT met the first attempt's, committed after all
@@ -406,20 +416,63 @@ def _purchase_after_disconnect(purchase_id) -> Purchase | None:
     ) from failed
 
 
+def _parse_max_price(value) -> Decimal | None:
+    """``max_price`` read exactly: None, or credits from 0 with at most 2 decimal places."""
+    if value is None:
+        return None
+    try:
+        amount = Decimal(value) if isinstance(value, (str, int, Decimal)) and not isinstance(value, bool) else None
+    except (ArithmeticError, ValueError):
+        amount = None
+    if amount is None or not amount.is_finite() or amount < 0 or amount != amount.quantize(MONEY_QUANTUM):
+        raise InvalidInput("max_price: give the most you agree to pay, in credits, e.g. \"12.50\"",
+                           fields={"max_price": ["An amount of credits from 0, with at most 2 decimal places."]})
+    return amount
+
+
+class _PriceRose(Exception):
+    """Raised inside a purchase's transaction (rolled back: nothing charged): the step costs
+    ``price``, above the buyer's ``max_price``."""
+
+    def __init__(self, price: Decimal):
+        super().__init__(price)
+        self.price = price
+
+
+def _price_changed(*, buyer, listing_id: int, eps: Decimal, max_price: Decimal, price: Decimal) -> PriceChanged:
+    """The refusal of a purchase whose price rose above ``max_price``, with the quote as it stands now
+    (read after the rolled-back transaction, without its locks: the buyer confirms it with a new
+    ``max_price``, checked again under the locks)."""
+    listing = (Listing.objects.defer("answer").annotate(dataset_owner_id=F("dataset__owner_id"))
+               .filter(pk=listing_id, is_open=True).first())
+    if listing is None:
+        raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
+    quote = purchase_quote(buyer=buyer, listing=listing, epsilon=eps)
+    return PriceChanged(
+        f"the price of this step rose to {price} credits, above the {max_price} credits you agreed to pay; "
+        "nothing was charged: confirm the new quote to buy",
+        fields={"max_price": [f"The price is now {quote.price} credits."]},
+        quote=quote,
+    )
+
+
 class _BuyerLockNeeded(Exception):
     """The listing turned out to be trust-capped: its purchase must lock the buyer's row first."""
 
 
-def _purchase_take(**kwargs) -> tuple[Purchase, bool]:
+def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None,
+                   max_price: Decimal | None = None, purchase_id, again: bool = False) -> tuple[Purchase, bool]:
     """One attempt at :func:`purchase_create`'s transaction: eight statements on an uncapped
     listing with the buyer's holding and accounts already made."""
+    step = {"buyer": buyer, "listing_id": listing_id, "eps": eps, "idempotency_key": idempotency_key,
+            "max_price": max_price, "purchase_id": purchase_id, "again": again}
     try:
-        return _purchase_step(**kwargs)
+        return _purchase_step(**step)
     except _BuyerLockNeeded:
-        return _purchase_step(**kwargs, lock_buyer=True)
+        return _purchase_step(**step, lock_buyer=True)
 
 
-def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, again: bool,
+def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, max_price=None, again: bool = False,
                    lock_buyer: bool = False) -> tuple[Purchase, bool]:
     """``again``: a run after a broken connection, which first looks for the purchase ``purchase_id``
     (an earlier run's commit that landed late)."""
@@ -457,6 +510,8 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, agai
         if any(p.in_flight and p.listing_id == listing.pk for p in others):
             raise Busy(IN_FLIGHT_MESSAGE)
         price = _step_price(listing, holding.purchased, eps)
+        if max_price is not None and price > max_price:
+            raise _PriceRose(price)  # the price under the locks is above what the buyer agreed to: roll back
         purchase = Purchase.objects.create(
             id=purchase_id,
             buyer=buyer,

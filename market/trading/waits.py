@@ -9,6 +9,13 @@ reads the purchase again after the wait, so a lost token only costs the
 wait's time, never a wrong answer. Without Redis (the embedded default) the
 wait reads the purchase's status every 50 ms instead, as it does while Redis is
 unavailable (``market.core.cache``).
+
+A wait holds a web thread, so few are held at once (:func:`wait_slot`): at most
+``WAIT_MAX_PER_BUYER`` per buyer (counted in Redis across processes) and
+``WAIT_MAX_PER_PROCESS`` in one web process (its threads are its own). Beyond
+them the answer comes at once, as without the preference: RFC 7240 lets a
+server ignore a preference, and the answer then carries no
+``Preference-Applied`` (and ``Retry-After: 1``, the pace to ask again at).
 """
 
 from __future__ import annotations
@@ -16,10 +23,12 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from contextlib import contextmanager
 
 from django.conf import settings
 
 from market.core.cache import redis_down
+from market.core.slots import Limit, slot_hold
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +99,20 @@ def parse_prefer_wait(header: str | None) -> float | None:
                 except ValueError:
                     return None
     return None
+
+
+@contextmanager
+def wait_slot(*, buyer_id, seconds: float | None, needed: bool = True):
+    """``with wait_slot(buyer_id=..., seconds=wait, needed=purchase.in_flight) as wait``: ``wait`` is
+    the seconds to wait, or None when no wait was asked or none may be held now (the buyer's or this
+    process's waits are at their limit). A wait not ``needed`` (the purchase is final) takes no slot.
+    The slot is given back on leaving."""
+    if seconds is None or not needed:
+        yield seconds
+        return
+    limits = [
+        Limit(f"wait:buyer:{buyer_id}", settings.WAIT_MAX_PER_BUYER),
+        Limit("wait:process", settings.WAIT_MAX_PER_PROCESS, local=True),
+    ]
+    with slot_hold(limits=limits, ttl=MAX_WAIT + 15) as slot:
+        yield seconds if slot is not None else None

@@ -58,6 +58,9 @@ class BuyForm(forms.Form):
     epsilon = forms.CharField(label="Buy up to ε", widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}))
     records = _records_field("A mean's bound depends on how many records its cell holds, which stays private: "
                              "the figures assume this many (default {default:,}).")
+    #: the price the Confirm button showed: the purchase pays at most this (a higher price asks again)
+    max_price = forms.DecimalField(required=False, min_value=0, max_digits=14, decimal_places=2,
+                                   widget=forms.HiddenInput)
 
 
 class TargetForm(forms.Form):

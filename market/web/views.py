@@ -22,7 +22,7 @@ from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
 from releases.engine.guarantee import engine_words, guarantee_statement
-from market.core.errors import DomainError, InsufficientFunds, ServiceUnavailable
+from market.core.errors import DomainError, InsufficientFunds, PriceChanged, ServiceUnavailable
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
@@ -216,13 +216,18 @@ def listing_buy(request, listing_id):
             listing_id=listing_id,
             epsilon=form.cleaned_data["epsilon"],
             idempotency_key=request.POST.get("idempotency_key") or None,
+            max_price=form.cleaned_data.get("max_price"),
         )
     except DomainError as exc:
         if exc.status == 404:
             raise Http404(exc.message) from None
         if isinstance(exc, ServiceUnavailable):  # nothing was charged: the 503 page (market.web.middleware)
             raise
-        if isinstance(exc, InsufficientFunds):
+        if isinstance(exc, PriceChanged):  # the page shows the new quote with its own Confirm
+            form.add_error(None, f"The price changed: going up to ε {level_text(exc.quote.epsilon)} now costs "
+                                 f"{exc.quote.price} credits, not the {form.cleaned_data['max_price']} credits shown. "
+                                 "Nothing was charged: check the new price and confirm again.")
+        elif isinstance(exc, InsufficientFunds):
             balance = ledger.wallet_balance(user=request.user)
             form.add_error(None, f"Not enough credits: nothing was bought. Your wallet holds {balance:.2f} credits.")
         else:

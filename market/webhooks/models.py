@@ -55,6 +55,11 @@ class Outbox(models.Model):
     user_id = models.BigIntegerField()
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
+    class Meta:
+        # the clearing of recorded notes (``services._outbox_clear``) looks each up by (object, type, user):
+        # without it every event scanned the whole outbox (0.3 to 0.9 s per event at a 12k backlog)
+        indexes = [models.Index(fields=["object_id", "type", "user_id"], name="webhooks_outbox_note")]
+
 
 class Event(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=new_event_id, editable=False)

@@ -60,11 +60,50 @@ def check_url(url: str) -> None:
         raise RefusedAddress("the address has an invalid port") from None
 
 
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+#: IPv6 ranges that are never a webhook's receiver, whatever ``ipaddress`` says of them: NAT64's
+#: local-use prefix (RFC 8215), IPv4-compatible addresses (deprecated, RFC 4291), site-local (deprecated,
+#: RFC 3879), unique-local (RFC 4193; also not global for ``ipaddress``), Teredo (RFC 4380: its client's
+#: address is on the inside of a NAT) and the other IETF protocol assignments of 2001::/23
+_NEVER = tuple(ipaddress.ip_network(net) for net in (
+    "64:ff9b:1::/48", "::/96", "fec0::/10", "fc00::/7", "2001::/23",  # 2001::/23 holds Teredo's 2001::/32
+))
+#: IPv6 ranges that carry an IPv4 address: it is judged as itself. NAT64's well-known prefix (RFC 6052,
+#: the address in the last 32 bits), 6to4 (RFC 3056, in bits 16 to 48) and IPv4-mapped addresses
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for (mapped, NAT64, 6to4), None if it stands for none."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.sixtofour
+
+
+def refusal(address: str) -> str | None:
+    """Why ``address`` (an IP, as ``getaddrinfo`` gives it) is no webhook's receiver, None if it may be.
+
+    Only global unicast addresses are allowed. An IPv6 address that embeds an IPv4 one (mapped
+    ``::ffff:a.b.c.d``, NAT64 ``64:ff9b::a.b.c.d``, 6to4 ``2002:aabb:ccdd::``) is judged by that IPv4
+    address, so a private, loopback, link-local or metadata address cannot be reached through it; the
+    IPv4-compatible ``::a.b.c.d``, NAT64's local-use prefix, site-local, unique-local and Teredo
+    addresses are refused whatever they hold."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return f"{address} is not an IP address"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in net for net in _NEVER):
+            return f"{ip} is a local or transitional IPv6 address"
+        inner = embedded_ipv4(ip)
+        if inner is not None and (not inner.is_global or inner.is_multicast):
+            return f"{ip} stands for the IPv4 address {inner}, which is private or local"
+    if not ip.is_global or ip.is_multicast:
+        return f"{ip} is a private, loopback, link-local or otherwise non-public address"
+    return None
+
+
 
 
 def resolve(url: str) -> tuple[str, int, list[str]]:
@@ -79,9 +118,11 @@ def resolve(url: str) -> tuple[str, int, list[str]]:
         raise RefusedAddress(f"the host name {parts.hostname} could not be found") from None
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not _allow_private():
-        for address in addresses:
-            if not _public(address):
-                raise RefusedAddress("the address leads to a private or local network, which webhooks may not reach")
+        for address in addresses:  # every one: a name with one private address among public ones is refused
+            why = refusal(address)
+            if why is not None:
+                raise RefusedAddress(f"the address leads to a private or local network, which webhooks may not "
+                                     f"reach ({parts.hostname}: {why})")
     return parts.hostname, port, addresses
 
 

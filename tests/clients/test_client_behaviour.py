@@ -14,6 +14,7 @@ from gradual_client import (
     ConflictError,
     GradualError,
     NetworkError,
+    PriceChangedError,
     PurchaseFailed,
     RateLimitError,
     ServerError,
@@ -96,6 +97,61 @@ def test_a_conflict_and_a_validation_error_are_not_sent_again():
         client.quote(3, epsilon=7)
     assert invalid.value.fields == {"epsilon": ["At most 5.0000 (the ceiling)."]} and len(client.sent) == 1
     assert "epsilon: At most 5.0000 (the ceiling)." in str(invalid.value)
+
+
+QUOTE = {"listing": 3, "epsilon": "1.0000", "current_level": "0.0000", "ceiling": "5.0000", "cap": "5.0000",
+         "cap_reason": "the listing's ceiling", "price": "10.00", "accuracy": [], "statistics": [], "target": None}
+
+
+def price_changed(new_price: str) -> httpx.Response:
+    answer = error(409, "price_changed", f"the price of this step rose to {new_price} credits, above the 10.00 "
+                   "credits you agreed to pay; nothing was charged: confirm the new quote to buy",
+                   {"max_price": [f"The price is now {new_price} credits."]})
+    body = answer.json()
+    body["error"]["quote"] = {**QUOTE, "price": new_price}
+    return httpx.Response(409, json=body)
+
+
+def test_buy_sends_max_price_and_a_price_changed_carries_the_new_quote_and_is_not_sent_again():
+    client = scripted(price_changed("40.00"), httpx.Response(202, json=PURCHASE))
+    with pytest.raises(PriceChangedError) as changed:
+        client.buy(3, 1, wait=False, max_price=Decimal("10.00"), idempotency_key="k")
+    assert len(client.sent) == 1 and json.loads(client.sent[0].content) == {"listing": 3, "epsilon": "1", "max_price": "10.00"}
+    assert isinstance(changed.value, ConflictError) and changed.value.code == "price_changed"
+    assert changed.value.quote is not None and changed.value.quote.price == Decimal("40.00")
+    assert changed.value.fields == {"max_price": ["The price is now 40.00 credits."]}
+    client.buy(3, 1, wait=False, max_price=changed.value.quote.price)  # confirming the new price
+    assert json.loads(client.sent[1].content)["max_price"] == "40.00"
+
+
+def cli_run(monkeypatch, answers, *argv):
+    """``gradual`` run in this process against scripted answers: (exit code, stdout, stderr, requests)."""
+    import io
+
+    from gradual_client import cli
+
+    client = scripted(*answers)
+    monkeypatch.setattr(cli, "Client", lambda url, key: client)
+    monkeypatch.setenv("GRADUAL_URL", "http://gradual.test/")
+    monkeypatch.setenv("GRADUAL_API_KEY", "gradual_k")
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue(), client.sent
+
+
+def test_the_command_line_buys_at_most_the_price_it_quoted_and_says_when_it_changed(monkeypatch):
+    code, out, err, sent = cli_run(monkeypatch, [httpx.Response(200, json=QUOTE), price_changed("40.00")],
+                                   "buy", "3", "--epsilon", "1", "--no-wait")
+    assert [(r.method, r.url.path) for r in sent] == [("GET", "/api/v1/listings/3/quote/"), ("POST", "/api/v1/purchases/")]
+    assert json.loads(sent[1].content) == {"listing": 3, "epsilon": "1", "max_price": "10.00"}  # the quoted price
+    assert code == 1 and out == ""
+    assert "gradual: the price changed:" in err and "nothing was charged" in err
+    assert "now costs 40.00 credits" in err and "--max-price 40.00" in err
+
+    code, out, err, sent = cli_run(monkeypatch, [httpx.Response(202, json=PURCHASE)],
+                                   "buy", "3", "--epsilon", "0.5", "--max-price", "6", "--no-wait")
+    assert code == 0 and len(sent) == 1 and json.loads(sent[0].content)["max_price"] == "6"  # no quote needed
+    assert "queued" in out
 
 
 def test_a_lost_connection_is_retried_for_reads_only():
@@ -181,3 +237,17 @@ def test_a_client_from_the_environment(monkeypatch, tmp_path):
         assert (client.api, client.key) == ("http://gradual.test/api/v1/", "gradual_env")
     with Client.from_env(key="gradual_given") as client:
         assert client.key == "gradual_given" and "gradual_given" not in repr(client)
+
+
+def test_a_wait_the_server_did_not_hold_is_asked_again_at_its_pace(monkeypatch):
+    """Past the server's open waits (no ``Preference-Applied``) the client sleeps ``Retry-After`` before
+    asking again, rather than at once; a held wait is followed at once."""
+    released = {**PURCHASE, "status": "failed", "failure_reason": "refunded"}
+    not_held = httpx.Response(200, json=PURCHASE, headers={"Retry-After": "1"})
+    held = httpx.Response(200, json=PURCHASE, headers={"Preference-Applied": "wait=30"})
+    client = scripted(httpx.Response(202, json=PURCHASE), not_held, held, httpx.Response(200, json=released))
+    slept = []
+    monkeypatch.setattr("gradual_client.client.time.sleep", slept.append)
+    with pytest.raises(PurchaseFailed):
+        client.buy(3, "0.5", timeout=300)
+    assert slept == [1.0] and len(client.sent) == 4

@@ -269,6 +269,13 @@ def test_the_command_line_says_what_went_wrong(live_server, users, fund, key_for
 
     short = gradual("buy", str(listing.pk), "--epsilon", "5", env=env, home=tmp_path, check=False)
     assert short.returncode == 1 and "402 insufficient_funds" in short.stderr and short.stdout == ""
+    # a price above the one agreed to buys nothing, and says what to do
+    changed = gradual("buy", str(listing.pk), "--epsilon", "0.05", "--max-price", "0.40", env=env, home=tmp_path,
+                      check=False)
+    assert changed.returncode == 1 and changed.stdout == "", changed.stderr
+    assert "the price changed" in changed.stderr and "now costs 0.50 credits" in changed.stderr
+    assert f"gradual buy {listing.pk} --epsilon 0.05 --max-price 0.50" in changed.stderr
+    assert ledger.wallet_balance(user=poor) == Decimal("1.00")
     above = gradual("quote", str(listing.pk), "--epsilon", "7", env=env, home=tmp_path, check=False)
     assert above.returncode == 1 and "epsilon:" in above.stderr
 

@@ -4,6 +4,9 @@
                                  the release transaction (the test kills the process there)
     FAULT=refuse-while:PATH      while PATH exists, make the database refuse a write at that
                                  point (a CHECK constraint), so the release transaction fails
+    SWEEP_EVERY=SECONDS          with --beat: run the beat's sweepers every SECONDS (not every minute)
+
+Extra arguments go to ``celery worker`` (default ``--pool=solo``).
 
 The fault is installed by replacing ``releases.services._checkpoint`` in this
 process only; the product code has no fault switch of its own.
@@ -45,7 +48,12 @@ def main() -> None:
         install_fault(os.environ["FAULT"])
     from market.celery import app
 
-    app.worker_main(["worker", "--pool=solo", "--loglevel=INFO", "--without-mingle", "--without-gossip", *sys.argv[1:]])
+    if os.environ.get("SWEEP_EVERY"):  # the beat's sweepers every N seconds rather than every minute
+        every = float(os.environ["SWEEP_EVERY"])
+        app.conf.beat_schedule = {name: {**entry, "schedule": every} for name, entry in app.conf.beat_schedule.items()}
+    given = sys.argv[1:]
+    pool = [] if any(arg.startswith(("--pool", "-P")) for arg in given) else ["--pool=solo"]
+    app.worker_main(["worker", *pool, "--loglevel=INFO", "--without-mingle", "--without-gossip", *given])
 
 
 if __name__ == "__main__":

@@ -265,3 +265,35 @@ def test_the_api_manages_a_listing_for_its_owner_only(api, listing, owner, other
     assert api(buyer).get(url).status_code == 404  # closed, and not held by this buyer
     opened = mine.post(url + "reopen/", format="json")
     assert opened.status_code == 200 and opened.json()["is_open"] is True and opened.json()["closed_reason"] == ""
+
+
+def test_patch_is_partial_only_the_fields_given_change(api, listing, owner):
+    """An owner changes only the price, only the description or only the title (issue 27: leaving the
+    title out was a 400 "title is required")."""
+    url = f"/api/v1/listings/{listing.pk}/"
+    mine = api(owner)
+    listing.refresh_from_db()
+    title, description = listing.title, listing.description
+
+    priced = mine.patch(url, {"price_per_epsilon": "12.50"}, format="json")
+    assert priced.status_code == 200, priced.json()
+    assert priced.json()["price_curve"]["c"] == "12.50"
+    assert (priced.json()["title"], priced.json()["description"]) == (title, description)
+
+    described = mine.patch(url, {"description": "Now with a description."}, format="json")
+    assert described.status_code == 200, described.json()
+    assert described.json()["title"] == title and described.json()["price_curve"]["c"] == "12.50"
+
+    curved = mine.patch(url, {"price_curve": {"kind": "power", "c": "4", "p": "1.5"}}, format="json")
+    assert curved.status_code == 200, curved.json()
+    assert curved.json()["description"] == "Now with a description." and curved.json()["title"] == title
+
+    renamed = mine.patch(url, {"title": "Renamed"}, format="json")
+    assert renamed.status_code == 200, renamed.json()
+    assert renamed.json()["price_curve"]["kind"] == "power"
+    listing.refresh_from_db()
+    assert (listing.title, listing.description, listing.price_curve["kind"]) == (
+        "Renamed", "Now with a description.", "power")
+    # a title given empty is still refused (left out is not the same as cleared)
+    blank = mine.patch(url, {"title": "  "}, format="json")
+    assert blank.status_code == 400 and "title" in blank.json()["error"]["fields"]

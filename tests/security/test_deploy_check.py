@@ -92,15 +92,38 @@ def test_development_starts_without_a_secret_key():
         ({"DJANGO_SECURE_SSL_REDIRECT": "false"}, "security.W008"),
         ({"GRADUAL_ENCRYPTION_KEYS": None}, "gradual.W001"),
         ({"GRADUAL_ENCRYPTION_KEYS": "k1:too-short"}, "gradual.E001"),
-        ({"WEBHOOKS_ALLOW_PRIVATE": "1"}, "gradual.W101"),
+        ({"WEBHOOKS_ALLOW_PRIVATE": "1"}, "gradual.E101"),
+        ({"DEMO_MODE": "1"}, "gradual.E002"),
     ],
     ids=["weak-secret-key", "debug-on", "no-hsts", "no-ssl-redirect", "derived-encryption-key", "malformed-keys",
-         "webhooks-to-private-addresses"],
+         "webhooks-to-private-addresses", "demo-mode"],
 )
 def test_a_weakened_production_fails_the_deploy_check(changes, issue):
     done = deploy_check(production_env(**changes))
     assert done.returncode != 0
     assert f"({issue})" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("changes,issue", [
+    ({"DEMO_MODE": "1"}, "gradual.E002"),
+    ({"WEBHOOKS_ALLOW_PRIVATE": "1"}, "gradual.E101"),
+], ids=["demo-mode", "webhooks-to-private-addresses"])
+def test_demo_mode_or_private_webhooks_in_production_are_errors_not_warnings(changes, issue):
+    """``check --deploy`` at its default level (errors only) fails: an operator who reads only errors, or a
+    deploy script that runs the plain check, cannot miss them (issue 27: DEMO_MODE quietly allowed
+    private webhook targets in production, with a warning at most)."""
+    done = run(["manage.py", "check", "--deploy"], production_env(**changes))
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert f"({issue})" in done.stderr and "ERRORS:" in done.stderr
+    if "DEMO_MODE" in changes:  # demo mode no longer turns private webhook addresses on in production
+        assert "gradual.E101" not in done.stderr
+
+
+def test_private_webhooks_outside_production_are_a_warning():
+    done = run(["manage.py", "check", "--deploy"],
+               production_env(DJANGO_ENV="development", WEBHOOKS_ALLOW_PRIVATE="1", DEMO_MODE="1"))
+    assert "(gradual.W101)" in done.stdout + done.stderr and "gradual.E101" not in done.stdout + done.stderr
+    assert "gradual.E002" not in done.stdout + done.stderr
 
 
 PROBE = r"""

@@ -194,3 +194,35 @@ def test_pages_need_login_and_forms_carry_csrf(client, listing):
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(User.objects.create_user("csrf", password="a-long-password-1"))
     assert strict.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1"}).status_code == 403
+
+
+def test_the_confirm_button_binds_the_price_it_shows(
+    client, listing, owner, buyer, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    """Confirm sends the quoted price; if the owner raised it meanwhile, nothing is charged and the page
+    shows the new price with a Confirm of its own (issue 27)."""
+    from market.catalog.services import listing_update
+
+    fund(buyer, 100)
+    client.force_login(buyer)
+    quoted = page_text(client.get(f"/listings/{listing.pk}/?epsilon=1"))
+    shown = re.search(r'<input type="hidden" name="max_price" value="([\d.]+)">', quoted)
+    assert shown and shown.group(1) == "10.00"
+    key = re.search(r'name="idempotency_key" value="(\w+)"', quoted).group(1)
+    listing_update(owner=owner, listing_id=listing.pk, price_per_epsilon="30.00")  # the owner, meanwhile
+
+    asked_again = client.post(f"/listings/{listing.pk}/buy/",
+                              {"epsilon": "1", "idempotency_key": key, "max_price": shown.group(1)})
+    assert asked_again.status_code == 409
+    text = page_text(asked_again)
+    assert "The price changed" in text and "now costs 30.00 credits, not the 10.00 credits shown" in text
+    assert "Nothing was charged" in text and "Confirm: pay 30.00 credits" in text
+    assert 'name="max_price" value="30.00"' in text
+    assert not Purchase.objects.exists() and wallet_balance(user=buyer) == Decimal("100.00")
+
+    new_key = re.search(r'name="idempotency_key" value="(\w+)"', text).group(1)
+    with django_capture_on_commit_callbacks(execute=True):
+        bought = client.post(f"/listings/{listing.pk}/buy/", {"epsilon": "1", "idempotency_key": new_key,
+                                                               "max_price": "30.00"})
+    assert bought.status_code == 302
+    assert Purchase.objects.get().price == Decimal("30.00") and wallet_balance(user=buyer) == Decimal("70.00")

@@ -20,6 +20,7 @@ from .errors import (  # noqa: E402
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
+    PriceChangedError,
     PurchaseFailed,
     RateLimitError,
     ReleaseTimeout,
@@ -43,7 +44,7 @@ from .models import (  # noqa: E402
 __all__ = [
     "Accuracy", "AuthenticationError", "Client", "ConfigError", "ConflictError", "Dataset", "GradualError",
     "InsufficientFundsError", "Listing", "NetworkError", "NotFoundError", "PayloadTooLargeError",
-    "PermissionDeniedError", "Purchase", "PurchaseFailed", "Quote", "RateLimitError", "Reading", "Release",
+    "PermissionDeniedError", "PriceChangedError", "Purchase", "PurchaseFailed", "Quote", "RateLimitError", "Reading", "Release",
     "ReleaseTimeout", "ServerError", "Settings", "StatementLine", "StatisticBound", "ValidationError", "Wallet",
     "__version__", "decimal_text", "releases_to_frame", "resolve",
 ]

@@ -2,7 +2,7 @@
 
     gradual listings [--search TEXT]
     gradual quote LISTING (--epsilon E | --target T [--target T ...]) [--records N]
-    gradual buy LISTING --epsilon E [--no-wait] [--idempotency-key K] [--timeout S]
+    gradual buy LISTING --epsilon E [--max-price P] [--no-wait] [--idempotency-key K] [--timeout S]
     gradual releases
     gradual wallet
     gradual statement
@@ -29,7 +29,13 @@ from typing import Any, TextIO
 from . import __version__
 from .client import Client
 from .config import ConfigError, resolve
-from .errors import GradualError, NetworkError, PurchaseFailed, ReleaseTimeout
+from .errors import (
+    GradualError,
+    NetworkError,
+    PriceChangedError,
+    PurchaseFailed,
+    ReleaseTimeout,
+)
 from .models import FRAME_COLUMNS, Purchase, Release
 
 OK, REFUSED, USAGE, UNREACHABLE, NOT_RELEASED = 0, 1, 2, 3, 4
@@ -132,8 +138,11 @@ def _release_rows(releases: Sequence[Release]) -> list[dict[str, Any]]:
 
 
 def cmd_buy(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    # the price paid is at most the price agreed to: --max-price, else the price quoted just now
+    max_price = args.max_price if args.max_price is not None else client.quote(args.listing, args.epsilon).price
     purchase = client.buy(
-        args.listing, args.epsilon, wait=not args.no_wait, timeout=args.timeout, idempotency_key=args.idempotency_key
+        args.listing, args.epsilon, wait=not args.no_wait, timeout=args.timeout, idempotency_key=args.idempotency_key,
+        max_price=max_price,
     )
     _write_purchase(purchase, args.format, out)
     return OK
@@ -220,6 +229,8 @@ def parser() -> argparse.ArgumentParser:
     buy.add_argument("--no-wait", action="store_true", help="answer at once, without waiting for the release")
     buy.add_argument("--timeout", type=float, default=300.0, help="the longest wait for the release, in seconds")
     buy.add_argument("--idempotency-key", help="repeat-safe key (default: a new one); a repeat charges nothing")
+    buy.add_argument("--max-price", help="the most to pay, in credits (default: the price quoted just before "
+                     "buying); a higher price buys nothing")
 
     command("releases", cmd_releases, "your releases: one row per released value")
     command("wallet", cmd_wallet, "your wallet's balance")
@@ -247,6 +258,13 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except NetworkError as exc:
         err.write(f"gradual: {exc.message}\n")
         return UNREACHABLE
+    except PriceChangedError as exc:
+        err.write(f"gradual: the price changed: {exc.message}\n")
+        if exc.quote is not None:
+            err.write(f"  going up to epsilon {_text(exc.quote.epsilon)} now costs {_text(exc.quote.price)} credits; "
+                      f"nothing was charged. To buy at that price: gradual buy {args.listing} "
+                      f"--epsilon {args.epsilon} --max-price {_text(exc.quote.price)}\n")
+        return REFUSED
     except GradualError as exc:
         err.write(f"gradual: error {exc.status} {exc.code}: {exc.message}\n")
         for name, messages in exc.fields.items():

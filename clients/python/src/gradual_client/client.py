@@ -74,6 +74,14 @@ def _targets(target: Target) -> list[str]:
     return out
 
 
+
+def _seconds(retry_after: str | None, default: float = 1.0) -> float:
+    """A ``Retry-After`` in seconds (the API sends a number); ``default`` without one."""
+    try:
+        return max(0.0, float(retry_after)) if retry_after else default
+    except ValueError:
+        return default
+
 class Client:
     """A client of one Gradual marketplace.
 
@@ -259,13 +267,21 @@ class Client:
         wait: bool = True,
         timeout: float = 300.0,
         idempotency_key: str | None = None,
+        max_price: Number | None = None,
     ) -> Purchase:
         """Buy ``listing`` up to level ``epsilon``. Sent with an idempotency key (a new one each call, or yours:
         a repeat of a key answers the first purchase and charges nothing). With ``wait`` the call returns once
         the release is made (``purchase.release``), waiting on the server (``Prefer: wait``) for at most
         ``timeout`` seconds: :class:`ReleaseTimeout` if it is still in flight then, :class:`PurchaseFailed` if
-        it failed (refunded)."""
+        it failed (refunded).
+
+        ``max_price``: the most you agree to pay, in credits (the price of your quote, ``quote.price``). If the
+        step costs more when it is bought, nothing is charged and :class:`PriceChangedError` carries the new
+        quote; a lower price is charged as it is. Without it the price of the moment is paid."""
         key = idempotency_key or f"gradual-client-{uuid.uuid4()}"
+        body = {"listing": _listing_id(listing), "epsilon": decimal_text(epsilon)}
+        if max_price is not None:
+            body["max_price"] = decimal_text(max_price)
         headers = {"Idempotency-Key": key}
         started = time.monotonic()
         seconds = 0
@@ -273,8 +289,7 @@ class Client:
             seconds = max(1, min(MAX_PREFER_WAIT, math.ceil(timeout)))
             headers["Prefer"] = f"wait={seconds}"
         answer = self._json(
-            "POST", "purchases/", json={"listing": _listing_id(listing), "epsilon": decimal_text(epsilon)},
-            headers=headers, timeout=self.timeout + seconds, repeatable=True,
+            "POST", "purchases/", json=body, headers=headers, timeout=self.timeout + seconds, repeatable=True,
         )
         purchase = Purchase.from_json(answer)
         if not wait:
@@ -291,9 +306,13 @@ class Client:
             if remaining <= 0:
                 raise ReleaseTimeout(current, timeout)
             seconds = max(1, min(MAX_PREFER_WAIT, math.ceil(remaining)))
-            current = Purchase.from_json(self._json(
+            response = self._request(
                 "GET", f"purchases/{current.id}/", headers={"Prefer": f"wait={seconds}"}, timeout=self.timeout + seconds,
-            ))
+            )
+            current = Purchase.from_json(response.json())
+            if current.pending and "wait" not in response.headers.get("Preference-Applied", ""):
+                # the server did not hold the answer (too many waits open): ask again at its pace, not at once
+                time.sleep(min(_seconds(response.headers.get("Retry-After")), max(0.0, deadline - time.monotonic())))
         if current.failed:
             raise PurchaseFailed(current)
         return current

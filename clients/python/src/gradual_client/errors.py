@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import httpx
 
-    from .models import Purchase
+    from .models import Purchase, Quote
 
 
 class GradualError(Exception):
@@ -71,6 +71,16 @@ class NotFoundError(GradualError):
 class ConflictError(GradualError):
     """409: ``busy`` (your previous step on this listing is still being released: try again after
     ``retry_after`` seconds), ``conflict`` (an idempotency key reused for another purchase), ``too_many_keys``."""
+
+
+class PriceChangedError(ConflictError):
+    """409 ``price_changed``: the step costs more now than the ``max_price`` you sent (its owner changed the
+    price); nothing was charged. ``quote`` is the new quote: buy again with ``max_price=quote.price`` to
+    accept it."""
+
+    def __init__(self, message: str, *, quote: Quote | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.quote = quote
 
 
 class PayloadTooLargeError(GradualError):
@@ -153,4 +163,11 @@ def error_from_response(response: httpx.Response) -> GradualError:
         message = (text[:200] if text and not text.startswith("<") else "") or response.reason_phrase or "error"
         fields = {}
     cls = BY_STATUS.get(status, ServerError if status >= 500 else GradualError)
-    return cls(message, status=status, code=code, fields=fields, retry_after=retry_after_of(response), body=body)
+    common: dict[str, Any] = {"status": status, "code": code, "fields": fields, "retry_after": retry_after_of(response),
+                              "body": body}
+    if status == 409 and code == "price_changed":
+        from .models import Quote
+
+        quote = detail.get("quote") if isinstance(detail, dict) else None
+        return PriceChangedError(message, quote=Quote.from_json(quote) if isinstance(quote, dict) else None, **common)
+    return cls(message, **common)
