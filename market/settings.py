@@ -4,6 +4,8 @@
 ``DJANGO_SECRET_KEY`` required in production
 ``DATABASE_URL``      e.g. ``postgres://user@host:5432/name``; default: SQLite in the project folder
 ``REDIS_URL``         Celery broker and shared cache; default: a broker on the file system
+``REDIS_COOLDOWN``, ``REDIS_CONNECT_TIMEOUT``, ``REDIS_SOCKET_TIMEOUT`` the cache's breaker and
+                      timeouts (market/core/cache.py, docs/operations.md)
 ``DJANGO_ALLOWED_HOSTS`` comma-separated, production only
 ``DB_LOCK_TIMEOUT_MS`` PostgreSQL: the longest wait for a row lock (default 3000)
 ``GRADUAL_ENCRYPTION_KEYS`` keys for encryption at rest: ``id:base64-32-bytes,...``, the first seals

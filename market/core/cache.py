@@ -22,6 +22,7 @@ and any option of redis-py's connection pool (``socket_timeout``,
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -115,6 +116,9 @@ def _falling_back(name: str):
                 result = getattr(RedisCache, name)(self, *args, **kwargs)
             except REDIS_ERRORS as exc:
                 breaker.trip(exc)
+            except Exception:  # Redis answered (e.g. incr of a missing key): the caller's to handle
+                breaker.succeeded()
+                raise
             else:
                 breaker.succeeded()
                 return result
@@ -134,7 +138,7 @@ class ResilientRedisCache(RedisCache):
         options.setdefault("socket_connect_timeout", 0.25)
         options.setdefault("socket_timeout", 0.5)
         super().__init__(server, {**params, "OPTIONS": options})
-        location = ",".join(self._servers)
+        location = re.sub(r"//[^/@]*@", "//", ",".join(self._servers))  # logged: never its password
         self.breaker = breaker_for(location, cooldown)
         # one per process and location: LocMemCache keeps its entries in a module-level dict by name
         self.local = LocMemCache(f"gradual-fallback:{location}", {"TIMEOUT": params.get("TIMEOUT", 300)})
