@@ -4,6 +4,8 @@
 ``DJANGO_SECRET_KEY`` required in production
 ``DATABASE_URL``      e.g. ``postgres://user@host:5432/name``; default: SQLite in the project folder
 ``REDIS_URL``         Celery broker and shared cache; default: a broker on the file system
+``REDIS_COOLDOWN``, ``REDIS_CONNECT_TIMEOUT``, ``REDIS_SOCKET_TIMEOUT`` the cache's breaker and
+                      timeouts (market/core/cache.py, docs/operations.md)
 ``DJANGO_ALLOWED_HOSTS`` comma-separated, production only
 ``DB_LOCK_TIMEOUT_MS`` PostgreSQL: the longest wait for a row lock (default 3000)
 ``GRADUAL_ENCRYPTION_KEYS`` keys for encryption at rest: ``id:base64-32-bytes,...``, the first seals
@@ -130,6 +132,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         # how often workers look for such tasks: every interval x throttle seconds
         "unacked_restore_interval": float(os.environ.get("CELERY_UNACKED_RESTORE_INTERVAL", "10")),
         "unacked_restore_throttle": int(os.environ.get("CELERY_UNACKED_RESTORE_THROTTLE", "6")),
+        # a hung Redis must not hold a purchase's answer: publishing gives up within these
+        # (a worker's blocking pop waits 1 s at a time, well within them)
+        "socket_connect_timeout": float(os.environ.get("REDIS_CONNECT_TIMEOUT", "0.5")),
+        "socket_timeout": float(os.environ.get("CELERY_REDIS_SOCKET_TIMEOUT", "2")),
     }
     if REDIS_URL
     else {
@@ -163,10 +169,20 @@ CELERY_BEAT_SCHEDULE = {
 # uploaded datasets on "ingest" (a large or hostile file never holds up a release either)
 CELERY_TASK_ROUTES = {"webhooks.*": {"queue": "webhooks"}, "catalog.*": {"queue": "ingest"}}
 
-# --- cache (throttling): Redis when available so all processes share it
+# --- cache (throttling, remembered API keys, sign-in failures): Redis when available so all
+# processes share it, behind a circuit breaker (market/core/cache.py): a Redis error sends the
+# process to its own memory for REDIS_COOLDOWN seconds, and a dead Redis costs milliseconds
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "market.core.cache.ResilientRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                "COOLDOWN": float(os.environ.get("REDIS_COOLDOWN", "5")),
+                "socket_connect_timeout": float(os.environ.get("REDIS_CONNECT_TIMEOUT", "0.5")),
+                "socket_timeout": float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.5")),
+            },
+        }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )

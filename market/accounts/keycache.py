@@ -8,18 +8,26 @@ write that can change whether a key signs a request in, or who it signs in
 tombstone for :data:`TTL` seconds when its transaction commits: a tombstone
 sends lookups to the database, and an entry is only ever added where there is
 none (``SET NX``), so a request that read the key before the change cannot put
-the old state back. Without Redis nothing is remembered.
+the old state back. Without Redis nothing is remembered, and every request
+reads its key from the database.
+
+While Redis is unavailable (``market.core.cache``) keys are read from the
+database; a tombstone that could not be written then is kept in this process
+and written before its next use of Redis, so an entry made before the outage
+cannot sign a revoked key in once Redis is back.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
+import threading
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+
+from market.core.cache import Unavailable, shared
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +40,9 @@ def cache_key(digest: str) -> str:
     return f"gradual:apikey:{digest}"
 
 
-def redis_client():
-    """The Redis connection of Django's cache (None without Redis)."""
-    if not settings.REDIS_URL:
-        return None
-    from django.core.cache import cache
-
-    return cache._cache.get_client(write=True)
+#: digests whose tombstone could not be written (Redis unavailable): written by :func:`forget_pending`
+_unforgotten: set[str] = set()
+_unforgotten_lock = threading.Lock()
 
 
 def entry_decode(raw: bytes | None):
@@ -53,9 +57,6 @@ def entry_decode(raw: bytes | None):
 
 def entry_add(key) -> None:
     """Remember ``key`` (an ApiKey with its user loaded) unless an entry or tombstone is there."""
-    client = redis_client()
-    if client is None:
-        return
     ttl = TTL
     now = timezone.now()
     for limit in (key.expires_at, key.revoked_at):
@@ -65,9 +66,10 @@ def entry_add(key) -> None:
         return
     raw = str(key.user_id).encode() + b"|" + pickle.dumps(key)
     try:
-        client.set(cache_key(key.secret_hash), raw, ex=ttl, nx=True)
-    except Exception:
-        log.warning("could not remember an API key", exc_info=True)
+        forget_pending()
+        shared(lambda client: client.set(cache_key(key.secret_hash), raw, ex=ttl, nx=True))
+    except Unavailable:
+        pass  # not remembered: the next request reads the database again
 
 
 def keys_forget(*, digests=None, user_id=None) -> None:
@@ -75,23 +77,43 @@ def keys_forget(*, digests=None, user_id=None) -> None:
     current transaction commits."""
 
     def forget():
-        client = redis_client()
-        if client is None:
-            return
         from .models import ApiKey
 
         hashes = list(digests or [])
         if user_id is not None:
             hashes += list(ApiKey.objects.filter(user_id=user_id).values_list("secret_hash", flat=True))
-        if not hashes:
-            return
-        try:
-            pipe = client.pipeline(transaction=False)
-            for digest in hashes:
-                pipe.set(cache_key(digest), TOMBSTONE, ex=TTL)
-            pipe.execute()
-        except Exception:
-            log.exception("could not forget API keys %s", hashes)
+        _tombstones(hashes)
 
     forget()
     transaction.on_commit(forget)
+
+
+def _tombstones(hashes) -> None:
+    """Write a tombstone for each digest, or keep them for :func:`forget_pending` if Redis is unavailable."""
+    if not hashes:
+        return
+    try:
+        shared(lambda client: _write(client, hashes))
+    except Unavailable:
+        with _unforgotten_lock:
+            _unforgotten.update(hashes)
+        log.warning("could not forget %d API key(s) in Redis now; kept to be forgotten when it is back", len(hashes))
+
+
+def _write(client, hashes) -> None:
+    pipe = client.pipeline(transaction=False)
+    for digest in hashes:
+        pipe.set(cache_key(digest), TOMBSTONE, ex=TTL)
+    pipe.execute()
+
+
+def forget_pending() -> None:
+    """Write the tombstones an outage kept back, before this process reads or adds an entry
+    (:class:`~market.core.cache.Unavailable` if Redis still fails: nothing is read from it then)."""
+    if not _unforgotten:
+        return
+    with _unforgotten_lock:
+        hashes = list(_unforgotten)
+    shared(lambda client: _write(client, hashes))
+    with _unforgotten_lock:
+        _unforgotten.difference_update(hashes)

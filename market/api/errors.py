@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from market.core.bodies import BodyTimeout
 from market.core.errors import Busy, DomainError, PriceChanged, error_body
 from market.core.locks import lost_race
+from market.core.outages import is_outage, unavailable
 
 from .parsers import PayloadTooLarge
 from .serializers import ErrorSerializer, QuoteSerializer
@@ -43,6 +44,9 @@ MEANINGS = {
     "the connection is closed.",
     415: "Unsupported media type: send the Content-Type this operation documents.",
     429: "Too many requests: the `Retry-After` header gives the seconds to wait.",
+    503: "The database or cache did not answer just now: try again after the `Retry-After` seconds. A purchase "
+    "answered 503 was not charged (one that was is answered 202); repeating it with the same Idempotency-Key "
+    "is safe either way.",
 }
 
 #: the 409 of ``POST purchases/``, which may carry the new quote
@@ -55,8 +59,9 @@ PRICE_CHANGED_MEANING = (
 
 def documented(*statuses: int) -> dict[int, OpenApiResponse]:
     """The error answers of one operation, for its schema (``extend_schema(responses=...)``):
-    ``statuses`` plus 401 and 429, which any request may get. All share the ``Error`` component."""
-    return {code: OpenApiResponse(ErrorSerializer, description=MEANINGS[code]) for code in sorted({401, 429, *statuses})}
+    ``statuses`` plus 401, 429 and 503, which any request may get. All share the ``Error`` component."""
+    return {code: OpenApiResponse(ErrorSerializer, description=MEANINGS[code])
+            for code in sorted({401, 429, 503, *statuses})}
 
 
 body = error_body
@@ -122,6 +127,9 @@ def exception_handler(exc, context):
         if auth_header:
             response["WWW-Authenticate"] = auth_header
         return response
+    if is_outage(exc):  # the database or Redis did not answer: try again shortly, never a 500
+        log.warning("a dependency did not answer: %s: %s", type(exc).__name__, exc)
+        return exception_handler(unavailable(exc), context)
     if lost_race(exc):  # a lock race a service did not run again itself: busy, not broken
         log.warning("a lost lock race reached the API's error handler: %s", exc)
         busy = Busy("the marketplace is busy right now; nothing was changed, try again in a moment")

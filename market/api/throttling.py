@@ -13,8 +13,9 @@ shape with ``Retry-After`` the seconds left in the window; every counted answer
 carries ``RateLimit-Limit``, ``-Remaining``, ``-Reset`` and ``-Policy`` from the same
 counts (:func:`rate_limit_headers`). A fixed window lets a
 client send up to twice the rate across a window's edge; the limits are there
-to stop floods, not to meter. Without Redis (the embedded default) the
-process's own cache counts the same way.
+to stop floods, not to meter. Without Redis (the embedded default), or while
+Redis is unavailable (``market.core.cache``: its breaker is open), the
+process's own memory counts the same way: each process then allows the rate.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from __future__ import annotations
 import math
 import time
 
-from django.conf import settings
-from django.core.cache import cache
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from market.core.cache import Unavailable, local_cache, shared
 from market.core.clients import client_address
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -161,11 +161,8 @@ def key_and_counts(request, digest: str):
     """The remembered API key of ``digest`` (None on a miss) and, with it, the request's limits
     counted against the key's user: one Redis round trip. The counts are kept on the request
     for :class:`RateLimits`."""
-    from market.accounts.keycache import cache_key, entry_decode, redis_client
+    from market.accounts.keycache import cache_key, entry_decode, forget_pending
 
-    client = redis_client()
-    if client is None:
-        return None
     view = (getattr(request, "parser_context", None) or {}).get("view")
     now = time.time()
     limits = RateLimits.scopes(view, signed_in=True)
@@ -173,8 +170,9 @@ def key_and_counts(request, digest: str):
     for scope, _, period in limits:
         args += [f"gradual:throttle:{scope}:user:", int(now // period), period + 1]
     try:
-        reply = client.eval(_KEY_AND_COUNTS, 1, cache_key(digest), *args)
-    except Exception:
+        forget_pending()
+        reply = shared(lambda client: client.eval(_KEY_AND_COUNTS, 1, cache_key(digest), *args))
+    except Unavailable:  # the key is read from the database, the limits counted in this process
         return None
     key = entry_decode(reply[0])
     if key is not None:
@@ -183,17 +181,31 @@ def key_and_counts(request, digest: str):
 
 
 def _count(windows: list[tuple[str, int]]) -> list[int]:
-    """Add one to each window's counter and return the counts: one round trip to Redis."""
-    if settings.REDIS_URL:
-        client = cache._cache.get_client(write=True)  # Django's Redis cache: its connection pool
-        pipe = client.pipeline(transaction=False)
-        for key, period in windows:
-            pipe.incr(key)
-            pipe.expire(key, period + 1, nx=True)
-        replies = pipe.execute()
-        return [int(n) for n in replies[0::2]]
+    """Add one to each window's counter and return the counts: one round trip to Redis, or this
+    process's memory without it."""
+    try:
+        return shared(lambda client: _count_shared(client, windows))
+    except Unavailable:
+        return _count_here(windows)
+
+
+def _count_shared(client, windows: list[tuple[str, int]]) -> list[int]:
+    pipe = client.pipeline(transaction=False)
+    for key, period in windows:
+        pipe.incr(key)
+        pipe.expire(key, period + 1, nx=True)
+    replies = pipe.execute()
+    return [int(n) for n in replies[0::2]]
+
+
+def _count_here(windows: list[tuple[str, int]]) -> list[int]:
+    here = local_cache()
     counts = []
     for key, period in windows:
-        cache.add(key, 0, timeout=period + 1)
-        counts.append(cache.incr(key))
+        here.add(key, 0, timeout=period + 1)
+        try:
+            counts.append(here.incr(key))
+        except ValueError:  # expired between add and incr: a new window
+            here.add(key, 1, timeout=period + 1)
+            counts.append(1)
     return counts

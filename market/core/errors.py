@@ -90,3 +90,12 @@ class TooManyAttempts(DomainError):
 
     def __init__(self, message: str, *, retry_after: int, **kwargs):
         super().__init__(message, retry_after=retry_after, **kwargs)
+
+
+class ServiceUnavailable(DomainError):
+    """The database or Redis did not answer (a lost connection, a restart): 503 with ``Retry-After``.
+    Never raised after a charge: a purchase that committed is answered with what is known."""
+
+    status = 503
+    code = "unavailable"
+    retry_after = 2

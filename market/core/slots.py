@@ -21,7 +21,8 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.conf import settings
+from .cache import Unavailable
+from .cache import shared as in_redis
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +66,6 @@ _lock = threading.Lock()
 _held: Counter[str] = Counter()
 
 
-def _redis():
-    if not settings.REDIS_URL:
-        return None
-    from django.core.cache import cache
-
-    return cache._cache.get_client(write=True)
-
-
 def _redis_key(key: str) -> str:
     return f"gradual:slots:{key}"
 
@@ -99,33 +92,36 @@ def slot_take(*, limits: list[Limit], ttl: float) -> Slot:
     """A slot under every one of ``limits``; :class:`SlotsFull` when one of them is full (nothing is taken)."""
     token = uuid.uuid4().hex
     shared = [limit for limit in limits if not limit.local]
-    client = _redis() if shared else None
-    if client is not None:
+    if shared:
         now = time.time()
         keys = [_redis_key(limit.key) for limit in shared]
+        allowed = [limit.allowed for limit in shared]
         try:
-            full = int(client.eval(_TAKE, len(keys), *keys, now, now + ttl, token, *[limit.allowed for limit in shared]))
-        except Exception:
-            log.warning("counting slots in Redis failed; counting in this process", exc_info=True)
+            full = int(in_redis(lambda client: client.eval(_TAKE, len(keys), *keys, now, now + ttl, token, *allowed)))
+        except Unavailable:  # no Redis, or it failed (market.core.cache): counted in this process
+            pass
         else:
             if full:
                 raise SlotsFull(shared[full - 1])
             try:
                 return Slot(token, keys, _take_local([limit for limit in limits if limit.local]))
             except SlotsFull:
-                _give_shared(client, keys, token)
+                _give_shared(keys, token)
                 raise
     return Slot(token, [], _take_local(limits))  # no Redis (or it failed): every limit counted in this process
 
 
-def _give_shared(client, keys: list[str], token: str) -> None:
-    try:
+def _give_shared(keys: list[str], token: str) -> None:
+    def give(client):
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.zrem(key, token)
         pipe.execute()
-    except Exception:  # it expires by itself after its ttl
-        log.warning("could not give back slot %s in Redis", token, exc_info=True)
+
+    try:
+        in_redis(give)
+    except Unavailable:  # it expires by itself after its ttl
+        log.warning("could not give back slot %s in Redis", token)
 
 
 def slot_give(slot: Slot | None) -> None:
@@ -133,9 +129,7 @@ def slot_give(slot: Slot | None) -> None:
     if slot is None:
         return
     if slot.shared:
-        client = _redis()
-        if client is not None:
-            _give_shared(client, slot.shared, slot.token)
+        _give_shared(slot.shared, slot.token)
     if slot.local:
         _give_local(slot.local)
 

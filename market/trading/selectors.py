@@ -1,8 +1,10 @@
 """Reading purchases and their releases as buyers see them (values, labels, noise scales, error bounds)."""
 
+import logging
 import uuid
 
 import numpy as np
+from django.db import DatabaseError, InterfaceError
 from django.db.models import QuerySet
 
 from market.catalog.selectors import listing_plan
@@ -12,6 +14,8 @@ from market.core.errors import NotFound
 
 from .models import Purchase
 from .waits import release_wait
+
+log = logging.getLogger(__name__)
 
 
 def purchase_list(*, user) -> QuerySet:
@@ -38,18 +42,27 @@ def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
 
 def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purchase":
     """The user's purchase once it is released or failed, or as it is after ``seconds`` (``Prefer:
-    wait``). ``purchase``: the caller's copy, just read or made (it is read again only if it waited)."""
+    wait``). ``purchase``: the caller's copy, just read or made (it is read again only if it waited;
+    if the database cannot be read then, the copy is the answer: a purchase just paid for is never
+    answered with an error)."""
+    copy = purchase
     if purchase is None:
         purchase = purchase_get(user=user, purchase_id=purchase_id)  # 404 before any waiting
     if not purchase.in_flight:
         return purchase
-    release_wait(
-        purchase_id=purchase.pk,
-        seconds=seconds,
-        done=lambda: Purchase.objects.filter(pk=purchase.pk).values_list("status", flat=True).first()
-        not in Purchase.IN_FLIGHT,
-    )
-    return purchase_get(user=user, purchase_id=purchase.pk)
+    try:
+        release_wait(
+            purchase_id=purchase.pk,
+            seconds=seconds,
+            done=lambda: Purchase.objects.filter(pk=purchase.pk).values_list("status", flat=True).first()
+            not in Purchase.IN_FLIGHT,
+        )
+        return purchase_get(user=user, purchase_id=purchase.pk)
+    except (DatabaseError, InterfaceError) as exc:
+        if copy is None:  # a GET: nothing was paid in this request, the error handler answers 503
+            raise
+        log.warning("purchase %s could not be read again after its wait (%s); answering what is known", purchase.pk, exc)
+        return copy
 
 
 def release_list(*, user) -> QuerySet:

@@ -16,13 +16,14 @@ holdings, then the purchases.
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NamedTuple
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -33,8 +34,10 @@ from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
-from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged
+from market.core.cache import Unavailable, shared
+from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
 from market.core.locks import retrying
+from market.core.outages import database_gone, unavailable
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import level_text, parse_level
 from market.ledger.models import Account, Leg, Transfer
@@ -325,15 +328,20 @@ def purchase_create(
         idempotency_key = idempotency_key.strip()
         if not idempotency_key or len(idempotency_key) > 255:
             raise InvalidInput("Idempotency-Key must be 1 to 255 characters", fields={"idempotency_key": ["1 to 255 characters."]})
+    # known before the INSERT: a commit whose answer was lost with the connection is looked up by it
+    purchase_id = uuid.uuid4()
     try:
-        purchase, created = retrying(
-            lambda: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key,
-                                   max_price=max_price),
-            what="purchase",
+        purchase, created = _purchase_committed(
+            lambda again: _purchase_take(buyer=buyer, listing_id=listing_id, eps=eps, idempotency_key=idempotency_key,
+                                         max_price=max_price, purchase_id=purchase_id, again=again),
+            purchase_id=purchase_id,
         )
     except _PriceRose as rose:
         raise _price_changed(buyer=buyer, listing_id=listing_id, eps=eps, max_price=max_price, price=rose.price) from None
     except IntegrityError as exc:
+        found = Purchase.objects.filter(pk=purchase_id).first()
+        if found is not None:  # a retry's INSERT met the first attempt's, committed after all
+            return _created(found)
         # a concurrent request with the same key won the race: answer with its purchase
         if idempotency_key is not None:
             found = _existing_for_key(buyer, idempotency_key, listing_id, eps)
@@ -344,11 +352,68 @@ def purchase_create(
         raise
     if not created:
         return PurchaseResult(purchase, False, None)
+    return _created(purchase)
+
+
+def _created(purchase: Purchase) -> PurchaseResult:
     if transaction.get_connection().in_atomic_block:
         # inside the caller's transaction: the task goes when that commits (tasks are queued on commit)
         transaction.on_commit(lambda: purchase_queue(purchase_id=purchase.pk, listing_id=purchase.listing_id))
         return PurchaseResult(purchase, True, None)
     return PurchaseResult(purchase, True, purchase_queue(purchase_id=purchase.pk, listing_id=purchase.listing_id))
+
+
+#: runs of a purchase's transaction when the database connection breaks (the first, and one more)
+CONNECTION_ATTEMPTS = 2
+
+
+def _purchase_committed(take, *, purchase_id) -> tuple[Purchase, bool]:
+    """``take(again)`` (one purchase transaction; a lost lock race run again by ``retrying``),
+    surviving a database connection that breaks under it.
+
+    A broken connection leaves one question: did the COMMIT land? The purchase's id was chosen
+    before its INSERT, so a fresh connection answers it: found, the purchase was made (and paid)
+    and is answered as made; not found, nothing was charged and the transaction runs once more
+    on the fresh connection, with the same id (a first attempt's commit that lands late makes the
+    second's INSERT collide: never two charges). If it still cannot be made, or the database
+    cannot say, the answer is 503 with ``Retry-After``."""
+    for attempt in range(1, CONNECTION_ATTEMPTS + 1):
+        try:
+            return retrying(lambda: take(attempt > 1), what="purchase")
+        except (OperationalError, InterfaceError) as exc:
+            if not database_gone(exc) or connection.in_atomic_block:  # in a caller's transaction: theirs to handle
+                raise
+            log.warning("purchase %s: the database connection broke (attempt %d): %s", purchase_id, attempt, exc)
+            found = _purchase_after_disconnect(purchase_id)
+            if found is not None:
+                log.warning("purchase %s had committed before its connection broke", purchase_id)
+                return found, True
+            cause = exc
+    raise unavailable(cause)
+
+
+#: seconds between look-ups of a purchase whose connection broke (a database restarting)
+RECONNECT_DELAYS = (0, 0.2, 0.5)
+
+
+def _purchase_after_disconnect(purchase_id) -> Purchase | None:
+    """The purchase ``purchase_id`` read on a fresh connection, None if it was not committed;
+    503 if the database cannot be reached to say."""
+    for delay in RECONNECT_DELAYS:
+        time.sleep(delay)
+        connection.close()  # the broken one: the next query connects again
+        try:
+            return Purchase.objects.filter(pk=purchase_id).first()
+        except (OperationalError, InterfaceError) as exc:
+            failed = exc
+    connection.close()
+    log.error("purchase %s: the database could not be reached to tell whether it committed", purchase_id)
+    raise ServiceUnavailable(
+        "the connection to the database broke while your purchase was being recorded, and the database could "
+        "not be reached to tell whether it was; repeat it with the same Idempotency-Key (never charged twice), "
+        "or look at your purchases first",
+        retry_after=5,
+    ) from failed
 
 
 def _parse_max_price(value) -> Decimal | None:
@@ -396,19 +461,21 @@ class _BuyerLockNeeded(Exception):
 
 
 def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None,
-                   max_price: Decimal | None = None) -> tuple[Purchase, bool]:
+                   max_price: Decimal | None = None, purchase_id, again: bool = False) -> tuple[Purchase, bool]:
     """One attempt at :func:`purchase_create`'s transaction: eight statements on an uncapped
     listing with the buyer's holding and accounts already made."""
     step = {"buyer": buyer, "listing_id": listing_id, "eps": eps, "idempotency_key": idempotency_key,
-            "max_price": max_price}
+            "max_price": max_price, "purchase_id": purchase_id, "again": again}
     try:
         return _purchase_step(**step)
     except _BuyerLockNeeded:
         return _purchase_step(**step, lock_buyer=True)
 
 
-def _purchase_step(*, buyer, listing_id, eps, idempotency_key, max_price=None,
+def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, max_price=None, again: bool = False,
                    lock_buyer: bool = False) -> tuple[Purchase, bool]:
+    """``again``: a run after a broken connection, which first looks for the purchase ``purchase_id``
+    (an earlier run's commit that landed late)."""
     with transaction.atomic():
         # On a trust-capped listing the buyer's levels on the dataset's capped listings add up to at most
         # their cap on the dataset: the buyer's row lock (first in the lock order) makes their purchases
@@ -430,7 +497,11 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, max_price=None,
         clash = Q(listing_id=listing.pk, status__in=Purchase.IN_FLIGHT)
         if idempotency_key is not None:
             clash |= Q(idempotency_key=idempotency_key)
+        if again:
+            clash |= Q(pk=purchase_id)
         others = list(Purchase.objects.filter(clash, buyer=buyer))
+        if again and (mine := next((p for p in others if p.pk == purchase_id), None)):
+            return mine, True
         if idempotency_key is not None:
             found = _same_purchase([p for p in others if p.idempotency_key == idempotency_key], listing_id, eps)
             if found:
@@ -442,6 +513,7 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, max_price=None,
         if max_price is not None and price > max_price:
             raise _PriceRose(price)  # the price under the locks is above what the buyer agreed to: roll back
         purchase = Purchase.objects.create(
+            id=purchase_id,
             buyer=buyer,
             listing=listing,
             level_from=holding.purchased,
@@ -476,26 +548,37 @@ def purchase_queue(*, purchase_id, listing_id=None) -> bool:
     purchases in flight, so a purchase that finds the flag raised is seen by
     that task; the flag lapses after :data:`RELEASE_FLAG_TTL` seconds in case
     a task is lost (and the sweeper sends any purchase left in flight).
+    Without the shared flag (no Redis, or Redis unavailable) each purchase
+    sends its own task.
 
     If the broker cannot be reached the purchase stays queued, charged, and
-    the sweeper sends it again later: it is never lost.
+    the sweeper sends it again later: it is never lost. Never raises: the
+    purchase has committed, and its answer must not be an error. While the
+    broker's Redis is unavailable (``market.core.cache``: the flag could not be
+    raised) the task is not tried either.
     """
     from .tasks import purchase_release_task
 
-    if listing_id is not None and settings.REDIS_URL:
+    if listing_id is not None:
         try:
-            if not cache.add(_release_flag(listing_id), 1, timeout=RELEASE_FLAG_TTL):
+            if not shared(lambda client: client.set(_release_flag(listing_id), 1, ex=RELEASE_FLAG_TTL, nx=True)):
                 return True  # a task for this listing has not started yet: it will serve this purchase
-        except Exception:
-            log.warning("release flag of listing %s unavailable; sending a task", listing_id, exc_info=True)
+        except Unavailable:
+            if _broker_is_the_cache():  # that Redis is the broker: it cannot take the task either now
+                log.warning("Redis is unavailable: the release of purchase %s is left to the sweeper", purchase_id)
+                return False
+            # no shared flag: this purchase sends its own task
     try:
         purchase_release_task.delay(str(purchase_id), listing_id)
         return True
-    except Exception:
-        if listing_id is not None and settings.REDIS_URL:
-            cache.delete(_release_flag(listing_id))
-        log.exception("could not queue the release of purchase %s; the sweeper will retry", purchase_id)
+    except Exception as exc:
+        _release_flag_lower(listing_id)
+        log.warning("could not queue the release of purchase %s (%s); the sweeper will retry", purchase_id, exc)
         return False
+
+
+def _broker_is_the_cache() -> bool:
+    return bool(settings.REDIS_URL) and settings.CELERY_BROKER_URL == settings.REDIS_URL
 
 
 #: seconds a listing's "a release task is waiting" flag lasts at most
@@ -507,11 +590,11 @@ def _release_flag(listing_id) -> str:
 
 
 def _release_flag_lower(listing_id) -> None:
-    if listing_id is not None and settings.REDIS_URL:
+    if listing_id is not None:
         try:
-            cache.delete(_release_flag(listing_id))
-        except Exception:  # the flag lapses by itself
-            log.warning("could not lower the release flag of listing %s", listing_id, exc_info=True)
+            shared(lambda client: client.delete(_release_flag(listing_id)))
+        except Unavailable:  # the flag lapses by itself
+            log.info("could not lower the release flag of listing %s (it lapses by itself)", listing_id)
 
 
 def purchases_sweep(*, older_than=None) -> int:
@@ -520,7 +603,12 @@ def purchases_sweep(*, older_than=None) -> int:
 
     age = older_than if older_than is not None else timedelta(seconds=settings.RELEASE_SWEEP_AFTER)
     stale = Purchase.objects.filter(status__in=Purchase.IN_FLIGHT, updated_at__lt=timezone.now() - age)
-    return sum(purchase_queue(purchase_id=purchase_id) for purchase_id in stale.values_list("pk", flat=True))
+    sent = 0
+    for purchase_id in stale.values_list("pk", flat=True):
+        if not purchase_queue(purchase_id=purchase_id):
+            break  # the broker cannot be reached: the next sweep tries again
+        sent += 1
+    return sent
 
 
 #: the most purchases of one listing released in one transaction

@@ -7,7 +7,8 @@ comes or the time is up, and puts the token back so that every other waiter
 on the same purchase wakes too. The database stays the truth: the caller
 reads the purchase again after the wait, so a lost token only costs the
 wait's time, never a wrong answer. Without Redis (the embedded default) the
-wait reads the purchase's status every 50 ms instead.
+wait reads the purchase's status every 50 ms instead, as it does while Redis is
+unavailable (``market.core.cache``).
 
 A wait holds a web thread, so few are held at once (:func:`wait_slot`): at most
 ``WAIT_MAX_PER_BUYER`` per buyer (counted in Redis across processes) and
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
+from market.core.cache import redis_down
 from market.core.slots import Limit, slot_hold
 
 log = logging.getLogger(__name__)
@@ -40,16 +42,20 @@ def _key(purchase_id) -> str:
     return f"gradual:released:{purchase_id}"
 
 
-@functools.cache
 def _redis():
+    return _client(settings.REDIS_URL)
+
+
+@functools.cache
+def _client(url: str):
     import redis
 
-    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=MAX_WAIT + 5)
+    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=MAX_WAIT + 5)
 
 
 def releases_announce(*, purchase_ids) -> None:
     """Wake whoever waits for these purchases (called once their release or refund has committed)."""
-    if not settings.REDIS_URL or not purchase_ids:
+    if not settings.REDIS_URL or not purchase_ids or redis_down():
         return
     try:
         pipe = _redis().pipeline(transaction=False)
@@ -70,7 +76,7 @@ def release_wait(*, purchase_id, seconds: float, done) -> None:
     Redis, every 50 ms, or if Redis fails.
     """
     deadline = time.monotonic() + min(max(seconds, 0), MAX_WAIT)
-    if settings.REDIS_URL:
+    if settings.REDIS_URL and not redis_down():
         key = _key(purchase_id)
         try:
             if _redis().blpop([key], timeout=max(deadline - time.monotonic(), 0.01)) is not None:

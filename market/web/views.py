@@ -22,7 +22,7 @@ from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.statistics import describe
 from releases.engine.guarantee import engine_words, guarantee_statement
-from market.core.errors import DomainError, InsufficientFunds, PriceChanged
+from market.core.errors import DomainError, InsufficientFunds, PriceChanged, ServiceUnavailable
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
@@ -221,6 +221,8 @@ def listing_buy(request, listing_id):
     except DomainError as exc:
         if exc.status == 404:
             raise Http404(exc.message) from None
+        if isinstance(exc, ServiceUnavailable):  # nothing was charged: the 503 page (market.web.middleware)
+            raise
         if isinstance(exc, PriceChanged):  # the page shows the new quote with its own Confirm
             form.add_error(None, f"The price changed: going up to ε {level_text(exc.quote.epsilon)} now costs "
                                  f"{exc.quote.price} credits, not the {form.cleaned_data['max_price']} credits shown. "

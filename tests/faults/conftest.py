@@ -79,3 +79,35 @@ def wait_for(condition, timeout: float, what: str):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def own_redis(settings):
+    """A redis-server of this test's own (``tests.faults.redis_server``), used as the cache and the
+    Celery broker while the test runs, and by the workers it starts: the test may kill it, hang it
+    and start it again. The cache's breaker (``market.core.cache``) tries Redis again after 1 s."""
+    from market.celery import app
+
+    from .redis_server import RedisServer
+
+    if not RedisServer.available():
+        pytest.skip("needs redis-server on the PATH")
+    before = app.conf.broker_url  # read (and the app configured) before the settings change
+    server = RedisServer()
+    server.start()
+    cache = dict(settings.CACHES["default"], LOCATION=server.url)
+    if "COOLDOWN" in cache.get("OPTIONS", {}):
+        cache["OPTIONS"] = dict(cache["OPTIONS"], COOLDOWN=1.0)
+    settings.CACHES = {"default": cache}
+    settings.REDIS_URL = settings.CELERY_BROKER_URL = server.url
+
+    def use(url):
+        app.conf.broker_url = url
+        app._pool = app.amqp._producer_pool = None  # tasks are published to ``url`` from now on
+
+    use(server.url)
+    try:
+        yield server
+    finally:
+        server.kill()  # a hung (stopped) server too
+        use(before)

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from market.accounts.services import api_key_create
 from market.catalog.models import Dataset
 from market.core import slots
+from market.core.cache import Unavailable
 from market.core.slots import Limit, SlotsFull, slot_give, slot_hold, slot_take
 from market.trading.services import purchase_create
 from tests.security.conftest import PASSWORD, buyer, fund, listing, make_listing, owner, users  # noqa: F401
@@ -31,12 +32,16 @@ def _clean_slots():
 
 
 # --- the slots themselves
+def _no_redis(operation):
+    raise Unavailable("no Redis")
+
+
 @pytest.mark.parametrize("backend", ["redis", "process"])
 def test_a_slot_is_refused_past_any_of_its_limits_and_free_again_once_given_back(backend, monkeypatch):
     if backend == "redis" and not settings.REDIS_URL:
         pytest.skip("needs Redis (REDIS_URL)")
     if backend == "process":
-        monkeypatch.setattr(slots, "_redis", lambda: None)
+        monkeypatch.setattr(slots, "in_redis", _no_redis)
     owner_a = [Limit("t:owner:a", 2), Limit("t:all", 3)]
     owner_b = [Limit("t:owner:b", 2), Limit("t:all", 3)]
     first, second = slot_take(limits=owner_a, ttl=60), slot_take(limits=owner_a, ttl=60)
@@ -68,11 +73,20 @@ def test_a_slot_its_process_never_gave_back_expires_after_its_ttl(monkeypatch):
 
 @pytest.mark.skipif(not settings.REDIS_URL, reason="needs Redis (REDIS_URL)")
 def test_when_redis_fails_slots_are_counted_in_the_process_never_an_error(monkeypatch):
-    class Broken:
-        def eval(self, *args):
-            raise ConnectionError("Redis is down")
+    import redis
+    from django.core.cache import caches
 
-    monkeypatch.setattr(slots, "_redis", lambda: Broken())
+    class Broken:  # every command fails
+        def __getattr__(self, name):
+            def command(*args, **kwargs):
+                raise redis.ConnectionError("Redis is down")
+
+            return command
+
+    backend = caches["default"]
+    backend.breaker.reset()
+    monkeypatch.setattr(backend._cache, "get_client", lambda *args, **kwargs: Broken())  # the cache's own client
+    monkeypatch.setattr(backend.breaker, "cooldown", 0)
     limit = [Limit("t:fallback", 1)]
     taken = slot_take(limits=limit, ttl=60)
     assert slots.slots_held("t:fallback") == 1
@@ -80,6 +94,7 @@ def test_when_redis_fails_slots_are_counted_in_the_process_never_an_error(monkey
         slot_take(limits=limit, ttl=60)
     slot_give(taken)
     assert slots.slots_held("t:fallback") == 0
+    backend.breaker.reset()
 
 
 # --- uploads: refused before the body is read
