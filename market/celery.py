@@ -5,7 +5,11 @@ from pathlib import Path
 
 from celery import Celery
 
+from market.core import broker
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+
+broker.install()  # a lost broker connection never ends a worker (market/core/broker.py)
 
 app = Celery("market")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -186,7 +186,13 @@ class FaultStack(ProductServices):
 
     def start_ingest_worker(self) -> str | None:
         c = self.config
-        return self._worker("ingest", c.ingest_queues, c.ingest_concurrency) if c.ingest_queues else None
+        if not c.ingest_queues:
+            return None
+        # as scripts/run.sh starts it: replaced after a task that left it above its memory budget (KiB)
+        from django.conf import settings
+
+        return self._worker("ingest", c.ingest_queues, c.ingest_concurrency,
+                            f"--max-memory-per-child={settings.INGEST_MEMORY_BUDGET_MB * 1024}")
 
     def kill_release_worker(self) -> int:
         """SIGKILL to the release worker's whole session (its pool and its beat): no clean-up at all."""
