@@ -19,6 +19,7 @@ from market.catalog.models import Listing
 from market.catalog.statistics import MICRODATA_COLUMN, statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.catalog.whatif import MAX_PAIRS, MAX_SUBSAMPLE, MIN_SUBSAMPLE
 from market.core import ids
 from market.core.levels import MAX_LEVEL
 from market.trading.models import Purchase
@@ -1202,6 +1203,23 @@ class CompositionSerializer(serializers.Serializer):
     listings = CompositionListingSerializer(many=True)
 
 
+# The what-if's numbers documented with their exact ranges; the service checks them (every problem named at
+# once, in its own words), so the fields only state them in the schema
+@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1, "example": 0.9})
+class _Risk(serializers.FloatField):
+    pass
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_PAIRS, "example": 200})
+class _Pairs(serializers.IntegerField):
+    pass
+
+
+@extend_schema_field({"type": "integer", "minimum": MIN_SUBSAMPLE, "maximum": MAX_SUBSAMPLE, "example": 1000})
+class _Subsample(serializers.IntegerField):
+    pass
+
+
 class SampledSensitivityRequestSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=["mean", "ridge"])
     column = serializers.CharField(required=False, max_length=200, help_text="the column of a mean")
@@ -1209,9 +1227,9 @@ class SampledSensitivityRequestSerializer(StrictSerializer):
     features = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=10,
                                      help_text="a regression's feature columns")
     lam = serializers.FloatField(required=False, help_text="a regression's regularisation, above 0")
-    gamma2 = serializers.FloatField(help_text="the risk: above 0, at most 1")
-    pairs = serializers.IntegerField(help_text="neighbouring pairs drawn, 1 to 500")
-    subsample = serializers.IntegerField(help_text="records sampled, 3 to 5000")
+    gamma2 = _Risk(help_text="the risk: above 0, at most 1")
+    pairs = _Pairs(help_text=f"neighbouring pairs drawn, 1 to {MAX_PAIRS}")
+    subsample = _Subsample(help_text=f"records sampled, {MIN_SUBSAMPLE} to {MAX_SUBSAMPLE}")
 
 
 class SampledSensitivitySerializer(serializers.Serializer):

@@ -73,9 +73,10 @@ CONFIG = schemathesis.Config.from_dict(
                 # a price given one way (a curve or a price per eps, as at creation) that the ceiling allows,
                 # columns of your own dataset (and the types their values fit; microdata: a public size and a
                 # ladder within the budget), a CSV's content, the right password, a key's expiry in
-                # the future, a webhook address that can be reached and events your roles receive. Their inputs' shapes
+                # the future, a webhook address that can be reached and events your roles receive, the columns a
+                # sampled-sensitivity what-if reads (numeric columns of your own dataset). Their inputs' shapes
                 # are still checked (negative data refused; tests/security/test_strict_input.py)
-                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/)?)?|datasets/(\\{dataset_id\\}/)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?)$",
+                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?)$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
                 },
