@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 
 QUEUE_DOWN_NOTE = (
     "Paid and recorded. The release queue cannot be reached right now: your release will be made as soon as "
-    "it is back (pending purchases are sent again every minute). Nothing more will be charged."
+    "it is back (a purchase that could not be sent is sent within seconds of its return). Nothing more will be charged."
 )
 
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings as django_settings
 from django.utils import timezone
 
 from market.catalog import ingest, processing, services, uploads
@@ -121,10 +122,8 @@ def test_a_dataset_read_past_the_time_limit_is_failed_with_a_reason_and_its_file
     ]
     assert not failed.upload_file and stored(media) == 0
     # the task declares the limits (read from the settings when it is defined)
-    from django.conf import settings as loaded
-
-    assert dataset_process_task.soft_time_limit == loaded.INGEST_TIME_LIMIT > 0
-    assert dataset_process_task.time_limit == loaded.INGEST_TIME_LIMIT + loaded.INGEST_HARD_LIMIT_AFTER
+    assert dataset_process_task.soft_time_limit == django_settings.INGEST_TIME_LIMIT > 0
+    assert dataset_process_task.time_limit == django_settings.INGEST_TIME_LIMIT + django_settings.INGEST_HARD_LIMIT_AFTER
 
 
 def test_the_sweeper_and_the_tasks_are_scheduled_on_their_queues(settings):
@@ -184,3 +183,28 @@ def test_a_swept_purchase_whose_task_is_lost_again_waits_for_the_older_path(
     assert purchases_sweep() == 1 and sent == [{"purchase_id": purchase.pk, "listing_id": listing.pk}]
     assert purchases_sweep() == 0  # lost again: left to the older path
     assert purchases_sweep(older_than=timedelta(0)) == 1
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="the release flag is kept in Redis")
+def test_purchases_left_unsent_by_an_outage_are_sent_as_one_task_per_listing(
+    listing, users, fund, broker_down, django_capture_on_commit_callbacks
+):
+    """The broker comes back to one task per listing, not one per purchase (a task releases all of
+    its listing's purchases in flight)."""
+    from market.trading.services import _release_flag_lower
+    from market.trading.tasks import purchase_release_task
+
+    buyers = [users(f"buyer{i}") for i in range(5)]
+    for buyer in buyers:
+        fund(buyer, 100)
+        with django_capture_on_commit_callbacks(execute=True):
+            purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    assert Purchase.objects.filter(unsent=True).count() == 5
+    published = []
+    broker_down.setattr(purchase_release_task, "delay", lambda *args: published.append(args))
+    try:
+        assert purchases_sweep() == 5
+    finally:
+        _release_flag_lower(listing.pk)
+    assert len(published) == 1 and published[0][1] == listing.pk
+    assert Purchase.objects.filter(unsent=True).count() == 0
