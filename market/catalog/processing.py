@@ -68,9 +68,10 @@ def _progress(pk: int, job: str, **figures) -> None:
 
 
 def time_limit_reason() -> str:
-    minutes = max(1, round(settings.INGEST_TIME_LIMIT / 60))
+    limit = settings.INGEST_TIME_LIMIT
+    took = f"{round(limit / 60)} minutes" if limit >= 120 else f"{limit} seconds"
     return (
-        f"reading the file took longer than {minutes} minutes, the most one file may take; upload a smaller "
+        f"reading the file took longer than {took}, the most one file may take; upload a smaller "
         "file (fewer rows or columns), or split it"
     )
 
