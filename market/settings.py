@@ -158,11 +158,19 @@ CELERY_TIMEZONE = "UTC"
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-#: a release still pending after this many seconds is queued again by the sweeper
+#: a release still pending after this many seconds is queued again by the sweeper (a lost task); a purchase
+#: whose task could not be handed to the broker (``Purchase.unsent``) is sent by the next sweep, every
+#: RELEASE_SWEEP_EVERY seconds (one indexed query), at most RELEASE_SWEEP_BATCH at a time
 RELEASE_SWEEP_AFTER = int(os.environ.get("RELEASE_SWEEP_AFTER", "120"))
+RELEASE_SWEEP_EVERY = float(os.environ.get("RELEASE_SWEEP_EVERY", "10"))
+RELEASE_SWEEP_BATCH = int(os.environ.get("RELEASE_SWEEP_BATCH", "500"))
 CELERY_BEAT_SCHEDULE = {
-    "sweep-pending-releases": {"task": "trading.sweep_pending", "schedule": 60.0},
+    # a sweep not started before the next one is due is dropped (expires): sweeps never pile up
+    "sweep-pending-releases": {"task": "trading.sweep_pending", "schedule": RELEASE_SWEEP_EVERY,
+                               "options": {"expires": RELEASE_SWEEP_EVERY}},
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
+    # on the ingest queue, behind the files being read
+    "sweep-processing-datasets": {"task": "catalog.sweep_processing", "schedule": 60.0, "options": {"expires": 60}},
 }
 # Three queues, each served by its own worker (scripts/run.sh, docs/operations.md): releases on the
 # default "celery" queue; webhooks on "webhooks" (a slow receiver never holds up a release); reading
@@ -327,6 +335,19 @@ UPLOAD_MAX_UNCOMPRESSED_BYTES = int(os.environ.get("UPLOAD_MAX_UNCOMPRESSED_BYTE
 INGEST_MAX_PROCESSING_PER_OWNER = int(os.environ.get("INGEST_MAX_PROCESSING_PER_OWNER", "2"))
 #: seconds between two progress updates of a dataset being read
 DATASET_PROGRESS_EVERY = float(os.environ.get("DATASET_PROGRESS_EVERY", "0.5"))
+#: seconds one dataset's processing may take (the ingest task's soft time limit): past it the dataset is
+#: failed with a plain reason and its temporary files removed; INGEST_HARD_LIMIT_AFTER seconds later the
+#: worker's child is ended whatever it is doing (the hard limit; the sweeper below takes over)
+INGEST_TIME_LIMIT = int(os.environ.get("INGEST_TIME_LIMIT", "1800"))
+INGEST_HARD_LIMIT_AFTER = int(os.environ.get("INGEST_HARD_LIMIT_AFTER", "60"))
+#: a dataset still processing whose progress has not moved for this many seconds lost its task (the broker was
+#: down when it was sent, or the ingest worker died with it): the sweeper (catalog.sweep_processing, every
+#: minute with the beat) queues it again, as a new run. Longer than the hard limit, so that a run still
+#: going is never replaced; a dataset waiting in a long ingest queue for longer is sent again too (harmless:
+#: the run that starts first does the work, the other finds its job replaced and writes nothing)
+DATASET_SWEEP_AFTER = int(os.environ.get("DATASET_SWEEP_AFTER", str(INGEST_TIME_LIMIT + INGEST_HARD_LIMIT_AFTER + 120)))
+#: processing runs handed out for one dataset (its first and the sweeper's re-queues) before it is failed
+DATASET_MAX_ATTEMPTS = int(os.environ.get("DATASET_MAX_ATTEMPTS", "3"))
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)
 API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
 API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))

@@ -61,4 +61,4 @@ def _datasets_processed_at_once(request, monkeypatch):
         return
     from market.catalog import services
 
-    monkeypatch.setattr(services, "_queue_on_commit", lambda pk: services.dataset_process(dataset_id=pk))
+    monkeypatch.setattr(services, "_queue_on_commit", lambda pk, job: services.dataset_process(dataset_id=pk, job=job))

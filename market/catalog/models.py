@@ -4,6 +4,7 @@ import numpy as np
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from market.core import crypto, ids
 from market.core.fields import LevelField, MoneyField
@@ -50,6 +51,13 @@ class Dataset(models.Model):
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PROCESSING)
     progress = models.JSONField(default=dict, blank=True, help_text="{phase, rows, percent} while processing")
     failure = models.JSONField(default=list, blank=True, help_text="why processing failed, one reason a line")
+    progress_at = models.DateTimeField(
+        default=timezone.now,
+        help_text="when progress last moved: a processing dataset standing still past DATASET_SWEEP_AFTER is re-queued",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=1, help_text="processing runs handed out (the first, and each re-queue): failed past DATASET_MAX_ATTEMPTS",
+    )
     source = models.CharField(max_length=500, blank=True, help_text="where the data comes from")
     licence = models.CharField(max_length=200, blank=True)
     format = models.CharField(max_length=10, blank=True, help_text="csv or parquet: the upload's format")
@@ -77,6 +85,9 @@ class Dataset(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [  # the sweeper's query (market.catalog.processing.datasets_sweep)
+            models.Index(fields=["progress_at"], condition=Q(status="processing"), name="dataset_processing_since"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(total_budget__gt=0), name="dataset_budget_positive"

@@ -5,15 +5,13 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
-import os
 import re
-import time
-import uuid
 from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from market.accounts.roles import require_role
 from market.core import crypto, ids, visibility
@@ -22,11 +20,11 @@ from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
-from market.webhooks.events import emit as webhook_emit
 
 from . import files, ingest, microdata, uploads
+from .processing import dataset_process, dataset_queue, new_job  # noqa: F401 (the processing services, re-exported)
 from .budget import NOT_EPS_DP
-from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock, listing_lock
+from .locks import dataset_lock, dataset_lock_any, listing_answer_lock, listing_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
@@ -94,10 +92,6 @@ def _upload_stream(upload):
     return upload
 
 
-def _job() -> str:
-    return uuid.uuid4().hex
-
-
 def dataset_create(
     *,
     owner,
@@ -159,6 +153,7 @@ def dataset_create(
     try:
         with transaction.atomic():
             uploads.processing_check(owner=owner, lock=True)
+            job = new_job()
             same = list(
                 visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id")
                 .only("public_id", "name")
@@ -172,7 +167,7 @@ def dataset_create(
                 licence=licence,
                 columns=[],
                 status=Dataset.Status.PROCESSING,
-                progress={"job": _job(), "phase": "queued", "rows": 0, "percent": 0},
+                progress={"job": job, "phase": "queued", "rows": 0, "percent": 0},
                 upload_file=stored,
                 upload_size=size,
                 total_budget=budget,
@@ -181,7 +176,7 @@ def dataset_create(
                 record_name_plural=many,
                 content_hash=digest,
             )
-            _queue_on_commit(dataset.pk)
+            _queue_on_commit(dataset.pk, job)
     except BaseException:
         files.delete(stored)
         raise
@@ -189,122 +184,9 @@ def dataset_create(
     return dataset
 
 
-def _queue_on_commit(pk: int) -> None:
-    """Queue the dataset's processing once the transaction commits (tests may run it at once)."""
-    transaction.on_commit(lambda: dataset_queue(dataset_pk=pk))
-
-
-def dataset_queue(*, dataset_pk: int) -> bool:
-    """Send the dataset's processing task to the broker (called on commit). A broker that cannot
-    be reached leaves the dataset processing; ``dataset_process`` may be called again."""
-    from .tasks import dataset_process_task
-
-    try:
-        dataset_process_task.delay(dataset_pk)
-        return True
-    except Exception:
-        log.exception("could not queue the processing of dataset %s", dataset_pk)
-        return False
-
-
-class _Throttled:
-    """Calls ``_progress`` at most every ``every`` seconds (the owner's page polls each second)."""
-
-    def __init__(self, pk: int, job: str, every: float = 0.5):
-        self.pk, self.job, self.every, self.last = pk, job, every, 0.0
-
-    def __call__(self, rows: int, percent: float) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            _progress(self.pk, self.job, phase="reading", rows=rows, percent=round(percent, 1))
-
-
-def _progress(pk: int, job: str, **figures) -> None:
-    Dataset.objects.filter(pk=pk, status=Dataset.Status.PROCESSING, progress__job=job).update(
-        progress={"job": job, **figures}
-    )
-
-
-def dataset_process(*, dataset_id: int) -> Dataset | None:
-    """Read a processing dataset's files (the task's body; idempotent: a dataset that is not
-    processing, or whose job has moved on, is left alone).
-
-    A fresh upload is decrypted to a private temporary file, read in batches
-    into the raw text Parquet (``progress`` says how far), its columns
-    inferred and the typed Parquet written; both are sealed into storage and
-    the upload deleted. After a change of columns only the typed file is
-    rebuilt. Whole-file problems make it ``failed`` with the reasons.
-    """
-    dataset = Dataset.objects.filter(pk=dataset_id).first()
-    if dataset is None or dataset.status != Dataset.Status.PROCESSING:
-        return dataset
-    job = (dataset.progress or {}).get("job", "")
-    fresh = not dataset.raw_file
-    new_files: list[str] = []
-    limits = uploads.ingest_limits()  # memory and uncompressed sizes (a worker's budget)
-    try:
-        with files.private_dir() as tmp:
-            raw = os.path.join(tmp, "raw.parquet")
-            typed = os.path.join(tmp, "typed.parquet")
-            if fresh:
-                upload = os.path.join(tmp, "upload")
-                files.unseal_to(dataset.upload_file, upload)
-                _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
-                found = ingest.read_upload(
-                    upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
-                    progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY), limits=limits,
-                )
-                os.remove(upload)
-                _progress(dataset.pk, job, phase="inferring", rows=found.rows, percent=100)
-                columns = ingest.infer(raw, line_offset=2 if found.format == "csv" else 1, tmpdir=tmp, limits=limits)
-                row_count, fmt = found.rows, found.format
-            else:
-                files.unseal_to(dataset.raw_file, raw)
-                columns, row_count, fmt = dataset.columns, dataset.row_count, dataset.format
-            _progress(dataset.pk, job, phase="typing", rows=row_count, percent=100)
-            ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
-            if fresh:
-                new_files.append(files.seal_path(raw, files.new_name(dataset.public_id, "raw")))
-            new_files.append(files.seal_path(typed, files.new_name(dataset.public_id, "typed")))
-    except ingest.IngestError as exc:
-        files.delete(*new_files)
-        return _finish_failed(dataset.pk, job, exc.reasons)
-    except Exception:
-        files.delete(*new_files)
-        log.exception("processing dataset %s failed", dataset.pk)
-        return _finish_failed(dataset.pk, job, ["the file could not be processed (an internal error); upload it again"])
-    with transaction.atomic():
-        current = dataset_lock_pk(pk=dataset.pk)
-        if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
-            transaction.on_commit(lambda: files.delete(*new_files))  # another run finished first
-            return current
-        old = [current.typed_file] + ([current.upload_file, current.raw_file] if fresh else [])
-        if fresh:
-            current.raw_file, current.upload_file = new_files[0], ""
-        current.typed_file = new_files[-1]
-        current.columns, current.row_count, current.format = columns, row_count, fmt
-        current.status, current.progress, current.failure = Dataset.Status.READY, {}, []
-        current.save(update_fields=[
-            "raw_file", "upload_file", "typed_file", "columns", "row_count", "format", "status", "progress", "failure",
-        ])
-        transaction.on_commit(lambda: files.delete(*old))
-        webhook_emit(("dataset.ready", current.public_id, current.owner_id))
-    return current
-
-
-def _finish_failed(pk: int, job: str, reasons: list[str]) -> Dataset | None:
-    with transaction.atomic():
-        current = dataset_lock_pk(pk=pk)
-        if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
-            return current
-        stale = [current.upload_file] if not current.raw_file else []
-        current.status, current.failure, current.progress = Dataset.Status.FAILED, list(reasons), {}
-        if stale:
-            current.upload_file = ""
-        current.save(update_fields=["status", "failure", "progress", "upload_file"])
-        transaction.on_commit(lambda: files.delete(*stale))
-    return current
+def _queue_on_commit(pk: int, job: str) -> None:
+    """Queue the dataset's processing (its run ``job``) once the transaction commits (tests may run it at once)."""
+    transaction.on_commit(lambda: dataset_queue(dataset_pk=pk, job=job))
 
 
 def dataset_columns_set(*, owner, dataset_id: str, columns) -> Dataset:
@@ -343,9 +225,11 @@ def dataset_columns_set(*, owner, dataset_id: str, columns) -> Dataset:
             return dataset
         dataset.columns = updated
         dataset.status = Dataset.Status.PROCESSING
-        dataset.progress = {"job": _job(), "phase": "queued", "rows": dataset.row_count or 0, "percent": 100}
-        dataset.save(update_fields=["columns", "status", "progress"])
-        _queue_on_commit(dataset.pk)
+        job = new_job()
+        dataset.progress = {"job": job, "phase": "queued", "rows": dataset.row_count or 0, "percent": 100}
+        dataset.progress_at, dataset.attempts = timezone.now(), 1
+        dataset.save(update_fields=["columns", "status", "progress", "progress_at", "attempts"])
+        _queue_on_commit(dataset.pk, job)
     return dataset
 
 

@@ -49,12 +49,18 @@ class Purchase(models.Model):
     failure_reason = models.CharField(max_length=500, blank=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    unsent = models.BooleanField(
+        default=False, help_text="its release task could not be handed to the broker: the next sweep sends it",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "updated_at"])]
+        indexes = [  # the sweeper's (market.trading.services.purchases_sweep): lost tasks, and unsent ones
+            models.Index(fields=["status", "updated_at"]),
+            models.Index(fields=["updated_at"], condition=Q(unsent=True), name="purchase_unsent"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["buyer", "idempotency_key"],

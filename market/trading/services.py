@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 
 QUEUE_DOWN_NOTE = (
     "Paid and recorded. The release queue cannot be reached right now: your release will be made as soon as "
-    "it is back (pending purchases are sent again every minute). Nothing more will be charged."
+    "it is back (a purchase that could not be sent is sent within seconds of its return). Nothing more will be charged."
 )
 
 
@@ -566,7 +566,7 @@ def purchase_queue(*, purchase_id, listing_id=None) -> bool:
         except Unavailable:
             if _broker_is_the_cache():  # that Redis is the broker: it cannot take the task either now
                 log.warning("Redis is unavailable: the release of purchase %s is left to the sweeper", purchase_id)
-                return False
+                return _unsent(purchase_id)
             # no shared flag: this purchase sends its own task
     try:
         purchase_release_task.delay(str(purchase_id), listing_id)
@@ -574,7 +574,19 @@ def purchase_queue(*, purchase_id, listing_id=None) -> bool:
     except Exception as exc:
         _release_flag_lower(listing_id)
         log.warning("could not queue the release of purchase %s (%s); the sweeper will retry", purchase_id, exc)
-        return False
+        return _unsent(purchase_id)
+
+
+def _unsent(purchase_id) -> bool:
+    """Note on the purchase that its task did not reach the broker, so that the next sweep sends it
+    at once (not after ``RELEASE_SWEEP_AFTER``). False (not queued); never raises: without the
+    database too, the purchase is found by the sweeper's older path."""
+    try:
+        with transaction.atomic():  # a savepoint inside a caller's transaction: a failure here is not theirs
+            Purchase.objects.filter(pk=purchase_id, status__in=Purchase.IN_FLIGHT, unsent=False).update(unsent=True)
+    except DatabaseError as exc:
+        log.warning("could not note purchase %s as unsent (%s); the sweeper finds it later", purchase_id, exc)
+    return False
 
 
 def _broker_is_the_cache() -> bool:
@@ -598,17 +610,29 @@ def _release_flag_lower(listing_id) -> None:
 
 
 def purchases_sweep(*, older_than=None) -> int:
-    """Queue again every purchase still in flight after ``older_than`` (a lost task)."""
+    """Send the release of every purchase in flight whose task did not reach the broker (``unsent``,
+    at once) or was lost (in flight, untouched for ``older_than``: ``RELEASE_SWEEP_AFTER``
+    seconds), oldest first, at most ``RELEASE_SWEEP_BATCH`` (the next sweep takes the rest). One
+    task per listing (``purchase_queue``'s flag: a task releases all of its listing's purchases in
+    flight), so a broker coming back after an outage is not met by one task per purchase. The
+    purchases sent are marked so (not unsent, touched): a task lost again is sent again after
+    ``RELEASE_SWEEP_AFTER``, not by every sweep. Returns how many were sent."""
     from datetime import timedelta
 
     age = older_than if older_than is not None else timedelta(seconds=settings.RELEASE_SWEEP_AFTER)
-    stale = Purchase.objects.filter(status__in=Purchase.IN_FLIGHT, updated_at__lt=timezone.now() - age)
-    sent = 0
-    for purchase_id in stale.values_list("pk", flat=True):
-        if not purchase_queue(purchase_id=purchase_id):
+    due = (
+        Purchase.objects.filter(status__in=Purchase.IN_FLIGHT)
+        .filter(Q(unsent=True) | Q(updated_at__lt=timezone.now() - age))
+        .order_by("updated_at").values_list("pk", "listing_id")[: settings.RELEASE_SWEEP_BATCH]
+    )
+    sent = []
+    for purchase_id, listing_id in due:
+        if not purchase_queue(purchase_id=purchase_id, listing_id=listing_id):
             break  # the broker cannot be reached: the next sweep tries again
-        sent += 1
-    return sent
+        sent.append(purchase_id)
+    if sent:
+        Purchase.objects.filter(pk__in=sent, status__in=Purchase.IN_FLIGHT).update(unsent=False, updated_at=timezone.now())
+    return len(sent)
 
 
 #: the most purchases of one listing released in one transaction
@@ -653,7 +677,7 @@ def _attempt_count(*, purchase_id) -> int | None:
     table = Purchase._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f'UPDATE "{table}" SET "status" = %s, "attempts" = "attempts" + 1, "updated_at" = %s '
+            f'UPDATE "{table}" SET "status" = %s, "attempts" = "attempts" + 1, "unsent" = false, "updated_at" = %s '
             f'WHERE "id" = %s AND "status" IN (%s, %s) RETURNING "listing_id"',
             [Purchase.Status.COMPUTING, timezone.now(), Purchase._meta.pk.get_db_prep_value(purchase_id, connection),
              *Purchase.IN_FLIGHT],

@@ -44,10 +44,11 @@ def broker(transactional_db):
 def workers(broker):
     """Start worker processes (with an optional fault); all are killed at the end. A worker serves
     the release queue unless told otherwise: ``start(queues="ingest")`` is an ingest worker (uploaded
-    datasets), as in production each queue on its own worker (docs/operations.md)."""
+    datasets), as in production each queue on its own worker (docs/operations.md). ``args`` go to
+    ``celery worker`` (e.g. ``--pool=prefork``), keyword arguments to its environment."""
     started = []
 
-    def start(fault: str = "", queues: str = "celery") -> subprocess.Popen:
+    def start(fault: str = "", queues: str = "celery", args=(), **environ: str) -> subprocess.Popen:
         env = {
             **os.environ,
             "DATABASE_URL": database_url(),
@@ -56,10 +57,11 @@ def workers(broker):
             "CELERY_UNACKED_RESTORE_INTERVAL": "1",  # looking for such tasks every second
             "CELERY_UNACKED_RESTORE_THROTTLE": "1",
             "FAULT": fault,
+            **environ,
         }
         log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"fault-worker-{len(started)}.log", "w")
         command = [sys.executable, "-m", "tests.faults.worker", f"--queues={queues}",
-                   f"--hostname={queues.replace(',', '-')}-{len(started)}@test"]
+                   f"--hostname={queues.replace(',', '-')}-{len(started)}@test", *args]
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
         started.append(proc)
         return proc

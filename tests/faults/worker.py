@@ -4,6 +4,7 @@
                                  the release transaction (the test kills the process there)
     FAULT=refuse-while:PATH      while PATH exists, make the database refuse a write at that
                                  point (a CHECK constraint), so the release transaction fails
+    FAULT=slow-read:SECONDS      an uploaded dataset's read takes SECONDS (ingest worker)
     SWEEP_EVERY=SECONDS          with --beat: run the beat's sweepers every SECONDS (not every minute)
 
 Extra arguments go to ``celery worker`` (default ``--pool=solo``).
@@ -11,8 +12,8 @@ Extra arguments go to ``celery worker`` (default ``--pool=solo``).
 Its arguments go to Celery's worker: ``--queues=celery`` (releases, the default),
 ``--queues=ingest`` (uploaded datasets) or ``--queues=webhooks``, as in production.
 
-The fault is installed by replacing ``releases.services._checkpoint`` in this
-process only; the product code has no fault switch of its own.
+The fault is installed by replacing ``releases.services._checkpoint`` (or
+``market.catalog.ingest.read_upload``) in this process only; the product code has no fault switch of its own.
 """
 
 import os
@@ -25,6 +26,15 @@ def install_fault(spec: str) -> None:
     import releases.services
 
     kind, _, arg = spec.partition(":")
+    if kind == "slow-read":
+        from market.catalog import ingest
+
+        def slow_read(*args, **kwargs):
+            time.sleep(float(arg))  # Python code: the task's soft time limit interrupts it
+            raise AssertionError("the soft time limit did not stop the read")
+
+        ingest.read_upload = slow_read
+        return
 
     def checkpoint(name: str) -> None:
         if name != "after_noise":

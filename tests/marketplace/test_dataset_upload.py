@@ -10,7 +10,7 @@ import palmerpenguins
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from market.catalog import files, services
+from market.catalog import files, processing, services
 from market.catalog.models import Dataset
 from market.catalog.services import dataset_process, listing_create
 from tests.datasets import ready_dataset
@@ -100,8 +100,8 @@ def test_columns_patch_rules(upload, api, owner):
 def test_processing_is_idempotent_and_progress_is_reported(owner, settings, monkeypatch):
     settings.DATASET_PROGRESS_EVERY = 0
     seen = []
-    real = services._progress
-    monkeypatch.setattr(services, "_progress", lambda pk, job, **f: (seen.append(f), real(pk, job, **f)))
+    real = processing._progress
+    monkeypatch.setattr(processing, "_progress", lambda pk, job, **f: (seen.append(f), real(pk, job, **f)))
     text = "a,b\n" + "".join(f"{i},{i % 3}\n" for i in range(200_000))
     dataset = services.dataset_create(owner=owner, name="big", upload=text.encode(), total_budget="5")
     assert dataset.status == "processing" and dataset.upload_file
