@@ -58,6 +58,10 @@ class Dataset(models.Model):
     attempts = models.PositiveSmallIntegerField(
         default=1, help_text="processing runs handed out (the first, and each re-queue): failed past DATASET_MAX_ATTEMPTS",
     )
+    starts = models.PositiveSmallIntegerField(
+        default=0, help_text="processing runs that began (a worker that died mid-run has its task delivered again): "
+        "failed past DATASET_MAX_ATTEMPTS",
+    )
     source = models.CharField(max_length=500, blank=True, help_text="where the data comes from")
     licence = models.CharField(max_length=200, blank=True)
     format = models.CharField(max_length=10, blank=True, help_text="csv or parquet: the upload's format")

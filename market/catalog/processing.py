@@ -19,6 +19,7 @@ from datetime import timedelta
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from market.webhooks.events import emit as webhook_emit
@@ -94,6 +95,8 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
     if job is not None and job != current_job:
         return dataset  # a run the sweeper replaced: the new run does the work
     job = current_job
+    if not _run_begins(dataset, job):
+        return Dataset.objects.filter(pk=dataset_id).first()
     fresh = not dataset.raw_file
     new_files: list[str] = []
     limits = uploads.ingest_limits()  # memory and uncompressed sizes (a worker's budget)
@@ -149,6 +152,22 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
         transaction.on_commit(lambda: files.delete(*old))
         webhook_emit(("dataset.ready", current.public_id, current.owner_id))
     return current
+
+
+def _run_begins(dataset: Dataset, job: str) -> bool:
+    """Count a run that begins; False (the dataset failed with the reason) when more runs began than
+    ``DATASET_MAX_ATTEMPTS``. A file that ends its worker mid-run (killed for its memory) has its task
+    delivered again when the worker is replaced (late acknowledgement), each time with progress, so
+    the sweeper never sees it stand still: counted here, it stops instead of taking the ingest
+    worker forever."""
+    begun = Dataset.objects.filter(
+        pk=dataset.pk, status=Dataset.Status.PROCESSING, starts__lt=settings.DATASET_MAX_ATTEMPTS,
+    ).update(starts=F("starts") + 1)
+    if begun:
+        return True
+    log.warning("dataset %s: %s runs began without finishing: failed", dataset.pk, settings.DATASET_MAX_ATTEMPTS)
+    _finish_failed(dataset.pk, job, [stuck_reason(settings.DATASET_MAX_ATTEMPTS)])
+    return False
 
 
 def _finish_failed(pk: int, job: str, reasons: list[str]) -> Dataset | None:

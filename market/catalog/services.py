@@ -227,8 +227,8 @@ def dataset_columns_set(*, owner, dataset_id: str, columns) -> Dataset:
         dataset.status = Dataset.Status.PROCESSING
         job = new_job()
         dataset.progress = {"job": job, "phase": "queued", "rows": dataset.row_count or 0, "percent": 100}
-        dataset.progress_at, dataset.attempts = timezone.now(), 1
-        dataset.save(update_fields=["columns", "status", "progress", "progress_at", "attempts"])
+        dataset.progress_at, dataset.attempts, dataset.starts = timezone.now(), 1, 0
+        dataset.save(update_fields=["columns", "status", "progress", "progress_at", "attempts", "starts"])
         _queue_on_commit(dataset.pk, job)
     return dataset
 

@@ -94,6 +94,33 @@ def test_the_third_time_a_dataset_stands_still_it_is_failed_with_a_reason_and_fr
     uploads.processing_check(owner=owner)  # the owner may upload again
 
 
+def test_a_file_whose_runs_keep_ending_their_worker_is_failed_when_delivered_once_too_often(
+    owner, api, media, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A run killed mid-read (say for its memory) is delivered again when its worker is replaced,
+    with progress each time, so the sweeper never sees it stand still: the runs that begin count."""
+    settings.INGEST_MAX_PROCESSING_PER_OWNER = 1
+    dataset = lost_upload(owner, django_capture_on_commit_callbacks)
+    job = job_of(dataset)
+
+    def killed(*args, **kwargs):
+        raise SystemExit("the worker was killed mid-read")
+
+    monkeypatch.setattr(ingest, "read_upload", killed)
+    for began in range(1, settings.DATASET_MAX_ATTEMPTS + 1):  # the same task, delivered again and again
+        with pytest.raises(SystemExit):
+            processing.dataset_process(dataset_id=dataset.pk, job=job)
+        assert Dataset.objects.get(pk=dataset.pk).starts == began
+    with django_capture_on_commit_callbacks(execute=True):
+        processing.dataset_process(dataset_id=dataset.pk, job=job)  # once more: it does not begin
+    failed = api(owner).get(f"/api/v1/datasets/{dataset.public_id}/").json()
+    assert failed["status"] == "failed"
+    assert failed["failure"][0].startswith(
+        f"the file could not be read: processing stopped without finishing {settings.DATASET_MAX_ATTEMPTS} times")
+    assert stored(media) == 0
+    uploads.processing_check(owner=owner)  # the owner may upload again
+
+
 def test_a_dataset_read_past_the_time_limit_is_failed_with_a_reason_and_its_files_removed(
     owner, media, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
