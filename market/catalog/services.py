@@ -24,7 +24,7 @@ from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 from market.webhooks.events import emit as webhook_emit
 
-from . import files, ingest, microdata, uploads
+from . import chunks, files, ingest, microdata, uploads
 from .budget import NOT_EPS_DP
 from .locks import dataset_lock, dataset_lock_any, dataset_lock_pk, listing_answer_lock, listing_lock
 from .models import Dataset, DatasetBudgetChange, Listing
@@ -111,6 +111,7 @@ def dataset_create(
     record_name: str = "",
     record_name_plural: str = "",
     data=None,
+    upload_id: str | None = None,
 ) -> Dataset:
     """Store an owner's uploaded table (CSV or Parquet) and queue its processing.
 
@@ -132,6 +133,10 @@ def dataset_create(
     The returned dataset's ``same_content_as`` lists the owner's earlier
     datasets with the same content hash (sha256 of the uploaded bytes: the
     same people, whose budgets add up).
+
+    With ``upload_id`` (a complete resumable upload, ``market.catalog.chunks``) in place of
+    ``upload``, no byte is read here: the task joins the parts, then hashes them (so
+    ``same_content_as`` is empty until then; GET datasets/{id}/ shows it once processed).
     """
     _require_owner(owner)
     name = _text(name, "name", max_length=200)
@@ -143,6 +148,10 @@ def dataset_create(
     many = _text(record_name_plural, "record_name_plural", max_length=RECORD_NAME_MAX, required=False) or _plural(one)
     budget = parse_level(total_budget, field="total_budget")
     uploads.processing_check(owner=owner)  # before anything is stored (and again under the owner's lock)
+    fields = dict(owner=owner, name=name, description=description, source=source, licence=licence,
+                  total_budget=budget, relation=relation, record_name=one, record_name_plural=many)
+    if upload_id is not None:
+        return _dataset_from_upload(upload_id=upload_id, fields=fields)
     stream = _upload_stream(upload if upload is not None else data)
     public_id = ids.new_dataset_id()
     limit = settings.UPLOAD_MAX_BYTES
@@ -163,29 +172,35 @@ def dataset_create(
                 visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id")
                 .only("public_id", "name")
             )
-            dataset = Dataset.objects.create(
-                public_id=public_id,
-                owner=owner,
-                name=name,
-                description=description,
-                source=source,
-                licence=licence,
-                columns=[],
-                status=Dataset.Status.PROCESSING,
-                progress={"job": _job(), "phase": "queued", "rows": 0, "percent": 0},
-                upload_file=stored,
-                upload_size=size,
-                total_budget=budget,
-                relation=relation,
-                record_name=one,
-                record_name_plural=many,
-                content_hash=digest,
-            )
-            _queue_on_commit(dataset.pk)
+            dataset = _processing(public_id=public_id, upload_file=stored, upload_size=size, content_hash=digest,
+                                  **fields)
     except BaseException:
         files.delete(stored)
         raise
     dataset.same_content_as = same
+    return dataset
+
+
+def _processing(**fields) -> Dataset:
+    """A new dataset, processing, its task queued on commit."""
+    dataset = Dataset.objects.create(
+        columns=[], status=Dataset.Status.PROCESSING, progress={"job": _job(), "phase": "queued", "rows": 0, "percent": 0},
+        **fields,
+    )
+    _queue_on_commit(dataset.pk)
+    return dataset
+
+
+def _dataset_from_upload(*, upload_id: str, fields: dict) -> Dataset:
+    """``dataset_create`` from a complete resumable upload: the session is bound to the new dataset
+    (no more parts), whose task joins and hashes the parts (``chunks.upload_join``)."""
+    with transaction.atomic():
+        uploads.processing_check(owner=fields["owner"], lock=True)
+        session = chunks.upload_take(owner=fields["owner"], upload_id=upload_id)
+        dataset = _processing(upload_file="", upload_size=session.size, content_hash="", **fields)
+        session.dataset = dataset
+        session.save(update_fields=["dataset"])
+    dataset.same_content_as = []
     return dataset
 
 
@@ -249,7 +264,10 @@ def dataset_process(*, dataset_id: int) -> Dataset | None:
             typed = os.path.join(tmp, "typed.parquet")
             if fresh:
                 upload = os.path.join(tmp, "upload")
-                files.unseal_to(dataset.upload_file, upload)
+                if dataset.upload_file:
+                    files.unseal_to(dataset.upload_file, upload)
+                else:  # made from a resumable upload: its parts joined (and stored as the upload) here
+                    chunks.upload_join(dataset=dataset, path=upload)
                 _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
                 found = ingest.read_upload(
                     upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
@@ -304,6 +322,7 @@ def _finish_failed(pk: int, job: str, reasons: list[str]) -> Dataset | None:
             current.upload_file = ""
         current.save(update_fields=["status", "failure", "progress", "upload_file"])
         transaction.on_commit(lambda: files.delete(*stale))
+        chunks.upload_discard_for(dataset_pk=pk)  # a resumable upload's parts, if not joined yet
     return current
 
 
