@@ -3,8 +3,11 @@
 ``POST uploads/`` opens a session (the file's ``size``), ``PUT uploads/{id}/``
 sends a part (raw bytes with ``Content-Range: bytes START-END/TOTAL``, START
 the session's ``received``), ``GET`` says where it stands (to resume after a
-crash), ``DELETE`` abandons it. ``POST datasets/`` with JSON ``{"upload": id,
-...}`` makes a dataset of a complete one (``market.catalog.chunks``).
+crash), ``DELETE`` abandons it. ``POST uploads/{id}/dataset/`` (JSON: the fields of
+the multipart ``POST datasets/`` but the file) makes a dataset of a complete
+one (``market.catalog.chunks``). Its own operation, not a second content type
+of ``POST datasets/``: every operation takes one content type (generated
+clients, e.g. openapi-python-client, break on an operation that takes two).
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from market.catalog import chunks
+from market.catalog import selectors as catalog
+from market.catalog.services import dataset_create
 from market.core.errors import InvalidInput
 
 from .errors import MEANINGS, documented
 from .keys import StrictInteger
 from .parsers import StrictJSONParser, UploadPartParser
+from . import serializers as s
 from .serializers import DatasetCreateSerializer, ErrorSerializer, StrictSerializer, text_field
+from .views import with_same_content
 
 #: ``bytes START-END/TOTAL`` (RFC 9110 §14.4), END inclusive; ASCII digits only
 CONTENT_RANGE = r"^bytes [0-9]{1,15}-[0-9]{1,15}/[0-9]{1,15}$"
@@ -55,9 +62,8 @@ class UploadSerializer(serializers.Serializer):
 
 
 class DatasetFromUploadSerializer(DatasetCreateSerializer):
-    # POST datasets/ as JSON: the same fields as the multipart form, with a complete upload's id for the file
+    # POST uploads/{id}/dataset/: the same fields as the multipart form of POST datasets/, but the file
     file = None
-    upload = text_field(max_length=40, help_text="the id of a complete resumable upload (POST uploads/)")
 
 
 def content_range(request) -> chunks.Range:
@@ -128,3 +134,32 @@ class UploadDetailView(APIView):
         """Abandon the upload: the session and its parts are deleted."""
         chunks.upload_abandon(owner=request.user, upload_id=upload_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class UploadDatasetView(APIView):
+    """Make a dataset of your complete resumable upload, read in the background as any upload."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(
+        operation_id="uploads_dataset",
+        request=DatasetFromUploadSerializer,
+        responses={202: s.DatasetCreatedSerializer, **documented(400, 403, 404, 413, 415)},
+        description="Accepted (202) as POST datasets/ (the same fields, but the file, and the same limits, e.g. "
+        "429 too_many_processing): 404 if the upload is not one of your open ones, 400 if not all its bytes have "
+        "arrived. Its parts are joined and hashed in the background, so `same_content_as` is empty in this answer "
+        "and shown by GET datasets/{id}/ once the dataset is processed.",
+    )
+    def post(self, request, upload_id: str):
+        form = DatasetFromUploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        dataset = dataset_create(
+            owner=request.user, name=d["name"], description=d.get("description", ""), upload_id=upload_id,
+            total_budget=d["total_budget"], relation=d["relation"], source=d.get("source", ""),
+            licence=d.get("licence", ""), record_name=d.get("record_name", ""),
+            record_name_plural=d.get("record_name_plural", ""),
+        )
+        created = catalog.dataset_get(user=request.user, dataset_id=dataset.public_id)  # with its budget figures
+        return Response(with_same_content(s.DatasetSerializer(created).data, []), status=status.HTTP_202_ACCEPTED)

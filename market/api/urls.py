@@ -24,6 +24,7 @@ v1 = [
          name="api-dataset-sampled-sensitivity"),
     path("uploads/", uploads.UploadListView.as_view(), name="api-uploads"),
     path("uploads/<str:upload_id>/", uploads.UploadDetailView.as_view(), name="api-upload"),
+    path("uploads/<str:upload_id>/dataset/", uploads.UploadDatasetView.as_view(), name="api-upload-dataset"),
     path("purchases/", views.PurchaseListView.as_view(), name="api-purchases"),
     path("purchases/<str:purchase_id>/", views.PurchaseDetailView.as_view(), name="api-purchase"),
     path("releases/", views.ReleaseListView.as_view(), name="api-releases"),

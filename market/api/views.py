@@ -39,7 +39,6 @@ from . import serializers as s
 from .errors import documented, documented_purchase
 from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
 from .parsers import LimitedMultiPartParser, StrictJSONParser
-from .uploads import DatasetFromUploadSerializer
 
 #: ``Prefer: wait=N`` (RFC 7240): answer once the purchase is released or failed, or after N seconds.
 #: Any text: the RFC has a server ignore the preferences it does not honour, and so this one does
@@ -263,8 +262,7 @@ class DatasetListView(GenericAPIView):
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.DatasetSerializer
-    # a file (multipart), or JSON naming a complete resumable upload (market/api/uploads.py)
-    parser_classes = [LimitedMultiPartParser, StrictJSONParser]
+    parser_classes = [LimitedMultiPartParser]  # a file: multipart only (a resumable upload: uploads.py)
 
     @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(400, 404)})
     def get(self, request):
@@ -272,34 +270,30 @@ class DatasetListView(GenericAPIView):
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": s.DatasetUploadSerializer, "application/json": DatasetFromUploadSerializer},
-        responses={202: s.DatasetCreatedSerializer, **documented(400, 403, 404, 413, 415)},
+        request={"multipart/form-data": s.DatasetUploadSerializer},  # a file: multipart only
+        responses={202: s.DatasetCreatedSerializer, **documented(400, 403, 413, 415)},
         description="Accepted (202): the file is stored and read in the background. Poll GET datasets/{id}/: "
         "status processing (with progress), then ready (with columns) or failed (with the reasons). A CSV file "
         "may be gzip-compressed. An owner who already has INGEST_MAX_PROCESSING_PER_OWNER datasets being read "
-        "gets 429 too_many_processing with Retry-After, and nothing is stored. As JSON, `upload` names a complete "
-        "resumable upload (POST uploads/) in place of the file: 404 if it is not one of your open uploads, 400 if "
-        "not all its bytes have arrived. Its parts are joined and hashed in the background, so `same_content_as` "
-        "is empty in this answer and shown by GET datasets/{id}/ once the dataset is processed.",
+        "gets 429 too_many_processing with Retry-After, and nothing is stored. A large file may be sent in parts "
+        "instead (POST uploads/, then POST uploads/{id}/dataset/).",
     )
     def post(self, request):
-        chunked = request.content_type.startswith("application/json")
-        form = (DatasetFromUploadSerializer if chunked else s.DatasetCreateSerializer)(data=request.data)
+        form = s.DatasetCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         d = form.validated_data
         dataset = dataset_create(
-            owner=request.user, name=d["name"], description=d.get("description", ""), upload=d.get("file"),
-            upload_id=d.get("upload"),
+            owner=request.user, name=d["name"], description=d.get("description", ""), upload=d["file"],
             total_budget=d["total_budget"], relation=d["relation"], source=d.get("source", ""),
             licence=d.get("licence", ""), record_name=d.get("record_name", ""),
             record_name_plural=d.get("record_name_plural", ""),
         )
         created = catalog.dataset_get(user=request.user, dataset_id=dataset.public_id)  # with its budget figures
-        body = _with_same_content(s.DatasetSerializer(created).data, dataset.same_content_as)
+        body = with_same_content(s.DatasetSerializer(created).data, dataset.same_content_as)
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-def _with_same_content(data: dict, earlier) -> dict:
+def with_same_content(data: dict, earlier) -> dict:
     """A dataset's answer with the owner's earlier datasets of the same content, and what that means."""
     return {**data, "same_content_as": [d.public_id for d in earlier],
             "notice": same_content_notice(earlier) if earlier else None}
@@ -315,7 +309,7 @@ class DatasetDetailView(APIView):
     @extend_schema(responses={200: s.DatasetCreatedSerializer, **documented(404)})
     def get(self, request, dataset_id: str):
         dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
-        return Response(_with_same_content(s.DatasetSerializer(dataset).data,
+        return Response(with_same_content(s.DatasetSerializer(dataset).data,
                                            catalog.dataset_same_content(user=request.user, dataset=dataset)))
 
     @extend_schema(

@@ -174,6 +174,7 @@ def dataset_create(
             )
             dataset = _processing(public_id=public_id, upload_file=stored, upload_size=size, content_hash=digest,
                                   **fields)
+            _queue_on_commit(dataset.pk)
     except BaseException:
         files.delete(stored)
         raise
@@ -182,13 +183,11 @@ def dataset_create(
 
 
 def _processing(**fields) -> Dataset:
-    """A new dataset, processing, its task queued on commit."""
-    dataset = Dataset.objects.create(
+    """A new dataset, processing (the caller queues its task on commit)."""
+    return Dataset.objects.create(
         columns=[], status=Dataset.Status.PROCESSING, progress={"job": _job(), "phase": "queued", "rows": 0, "percent": 0},
         **fields,
     )
-    _queue_on_commit(dataset.pk)
-    return dataset
 
 
 def _dataset_from_upload(*, upload_id: str, fields: dict) -> Dataset:
@@ -200,6 +199,7 @@ def _dataset_from_upload(*, upload_id: str, fields: dict) -> Dataset:
         dataset = _processing(upload_file="", upload_size=session.size, content_hash="", **fields)
         session.dataset = dataset
         session.save(update_fields=["dataset"])
+        _queue_on_commit(dataset.pk)
     dataset.same_content_as = []
     return dataset
 

@@ -63,8 +63,8 @@ def test_a_file_in_parts_becomes_the_same_ready_dataset_as_in_one_request(
     assert state["received"] == len(PENGUINS)
     assert len(UploadSession.objects.get().parts) == -(-len(PENGUINS) // PART)
     with django_capture_on_commit_callbacks(execute=True):
-        made = client.post("/api/v1/datasets/", {"upload": session["id"], "name": "parts", "total_budget": "10",
-                                                 "source": "palmerpenguins"}, format="json")
+        made = client.post(f"/api/v1/uploads/{session['id']}/dataset/", {"name": "parts", "total_budget": "10",
+                                                                         "source": "palmerpenguins"}, format="json")
     assert made.status_code == 202, made.json()
     assert made.json()["status"] == "processing" and made.json()["same_content_as"] == []
     one = client.get(f"/api/v1/datasets/{single.json()['id']}/").json()
@@ -125,7 +125,7 @@ def test_another_owners_upload_does_not_exist_and_a_buyer_cannot_open_one(api, o
     assert rival.get(f"/api/v1/uploads/{session['id']}/").status_code == 404
     assert put(rival, session["id"], b"a" * PART, 0, 2 * PART).status_code == 404
     assert rival.delete(f"/api/v1/uploads/{session['id']}/").status_code == 404
-    taken = rival.post("/api/v1/datasets/", {"upload": session["id"], "name": "x", "budget": "1"}, format="json")
+    taken = rival.post(f"/api/v1/uploads/{session['id']}/dataset/", {"name": "x", "budget": "1"}, format="json")
     assert taken.status_code == 404
     assert api(buyer).post("/api/v1/uploads/", {"size": 10}, format="json").status_code == 403
     assert UploadSession.objects.get().received == 0
@@ -168,12 +168,12 @@ def test_a_dataset_from_an_incomplete_upload_is_400_and_nothing_is_made(api, own
     client = api(owner)
     session = open_upload(client, 2 * PART)
     put(client, session["id"], b"a" * PART, 0, 2 * PART)
-    answer = client.post("/api/v1/datasets/", {"upload": session["id"], "name": "x", "budget": "1"}, format="json")
+    answer = client.post(f"/api/v1/uploads/{session['id']}/dataset/", {"name": "x", "budget": "1"}, format="json")
     assert answer.status_code == 400 and "incomplete" in answer.json()["error"]["message"]
     assert not Dataset.objects.exists() and UploadSession.objects.get().dataset is None
     # a made dataset closes the upload to more parts
     put(client, session["id"], b"a" * PART, PART, 2 * PART)
-    assert client.post("/api/v1/datasets/", {"upload": session["id"], "name": "x", "budget": "1"},
+    assert client.post(f"/api/v1/uploads/{session['id']}/dataset/", {"name": "x", "budget": "1"},
                        format="json").status_code == 202
     assert put(client, session["id"], b"a" * PART, PART, 2 * PART).status_code == 404
 
