@@ -171,6 +171,8 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
     # on the ingest queue, behind the files being read
     "sweep-processing-datasets": {"task": "catalog.sweep_processing", "schedule": 60.0, "options": {"expires": 60}},
+    # resumable uploads past their expiry, and their parts (market/catalog/chunks.py; on the ingest queue)
+    "sweep-upload-sessions": {"task": "catalog.uploads_sweep", "schedule": 900.0, "options": {"expires": 900}},
 }
 # Three queues, each served by its own worker (scripts/run.sh, docs/operations.md): releases on the
 # default "celery" queue; webhooks on "webhooks" (a slow receiver never holds up a release); reading
@@ -331,6 +333,18 @@ INGEST_MAX_ROW_GROUP_BYTES = int(os.environ.get("INGEST_MAX_ROW_GROUP_BYTES", st
 #: a table larger than this once uncompressed (gzip CSV, Parquet decoded to text) is refused as soon as
 #: the count passes it: compression makes uploads quicker, not tables larger than an uncompressed upload
 UPLOAD_MAX_UNCOMPRESSED_BYTES = int(os.environ.get("UPLOAD_MAX_UNCOMPRESSED_BYTES", str(UPLOAD_MAX_BYTES)))
+#: Resumable uploads (market/catalog/chunks.py, POST /api/v1/uploads/): a file sent in parts of at most
+#: UPLOAD_PART_MAX_BYTES, each its own short request; at most UPLOAD_SESSIONS_PER_OWNER sessions open per
+#: owner; a session not made into a dataset within UPLOAD_SESSION_TTL seconds is swept with its parts
+UPLOAD_PART_MAX_BYTES = int(os.environ.get("UPLOAD_PART_MAX_BYTES", str(8 * 1024**2)))
+UPLOAD_SESSIONS_PER_OWNER = int(os.environ.get("UPLOAD_SESSIONS_PER_OWNER", "4"))
+UPLOAD_SESSION_TTL = int(os.environ.get("UPLOAD_SESSION_TTL", str(24 * 3600)))
+#: a part's body (application/octet-stream) must arrive within this many seconds: a whole part at the
+#: minimum rate after the grace period (8 MiB at 64 KB/s: 138 s), never more than an upload's limit
+UPLOAD_PART_BODY_TIMEOUT = float(os.environ.get(
+    "UPLOAD_PART_BODY_TIMEOUT", str(min(UPLOAD_BODY_TIMEOUT, BODY_RATE_GRACE + UPLOAD_PART_MAX_BYTES / BODY_MIN_RATE))))
+if min(UPLOAD_PART_MAX_BYTES, UPLOAD_SESSIONS_PER_OWNER, UPLOAD_SESSION_TTL, UPLOAD_PART_BODY_TIMEOUT) <= 0:
+    raise ImproperlyConfigured("the resumable upload settings must be positive")
 #: datasets of one owner being read at once (uploads and column changes); one more upload is 429
 INGEST_MAX_PROCESSING_PER_OWNER = int(os.environ.get("INGEST_MAX_PROCESSING_PER_OWNER", "2"))
 #: seconds between two progress updates of a dataset being read

@@ -101,6 +101,7 @@ def exception_handler(exc, context):
         answer = body(exc.status, exc.code, exc.message, exc.fields)
         if isinstance(exc, PriceChanged):  # the new quote, to confirm again
             answer["error"]["quote"] = QuoteSerializer(exc.quote).data
+        answer["error"].update(getattr(exc, "extra", None) or {})  # e.g. offset_mismatch's received
         response = Response(answer, status=exc.status)
         if exc.retry_after is not None:
             response["Retry-After"] = str(int(exc.retry_after))

@@ -7,6 +7,8 @@
 - Forms and multipart (``LimitedFormParser``, ``LimitedMultiPartParser``): a body longer
   than the upload limit (``UPLOAD_MAX_BYTES`` and room for the form's other fields) is 413
   before it is read; Django's own limits (field count, files) are 400.
+- A part of a resumable upload (``UploadPartParser``, ``application/octet-stream``): at most
+  ``UPLOAD_PART_MAX_BYTES`` bytes (else 413).
 
 Every refusal is an ``APIException``, so the error handler gives it the API's error shape.
 """
@@ -134,3 +136,18 @@ class LimitedFormParser(parsers.FormParser):
 
 class LimitedMultiPartParser(parsers.MultiPartParser):
     parse = _django_limits(parsers.MultiPartParser.parse, files=True)
+
+
+class UploadPartParser(parsers.BaseParser):
+    """A part of a resumable upload (``PUT uploads/{id}/``): raw bytes, at most
+    ``UPLOAD_PART_MAX_BYTES`` (413 as soon as it is known to be longer: from its declared length
+    before reading, else after reading one byte more than the limit)."""
+
+    media_type = "application/octet-stream"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.UPLOAD_PART_MAX_BYTES
+        declared = _declared_length(parser_context)
+        if declared and declared > limit:
+            raise _too_large(limit)
+        return _read_at_most(stream, limit)

@@ -2,7 +2,7 @@ from django.urls import path
 from django.views.decorators.gzip import gzip_page
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from . import keys, views, webhooks
+from . import keys, uploads, views, webhooks
 
 v1 = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
@@ -22,6 +22,9 @@ v1 = [
     path("datasets/<str:dataset_id>/composition/", views.DatasetCompositionView.as_view(), name="api-dataset-composition"),
     path("datasets/<str:dataset_id>/sampled-sensitivity/", views.DatasetSampledSensitivityView.as_view(),
          name="api-dataset-sampled-sensitivity"),
+    path("uploads/", uploads.UploadListView.as_view(), name="api-uploads"),
+    path("uploads/<str:upload_id>/", uploads.UploadDetailView.as_view(), name="api-upload"),
+    path("uploads/<str:upload_id>/dataset/", uploads.UploadDatasetView.as_view(), name="api-upload-dataset"),
     path("purchases/", views.PurchaseListView.as_view(), name="api-purchases"),
     path("purchases/<str:purchase_id>/", views.PurchaseDetailView.as_view(), name="api-purchase"),
     path("releases/", views.ReleaseListView.as_view(), name="api-releases"),

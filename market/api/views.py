@@ -262,7 +262,7 @@ class DatasetListView(GenericAPIView):
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.DatasetSerializer
-    parser_classes = [LimitedMultiPartParser]  # a file: multipart only
+    parser_classes = [LimitedMultiPartParser]  # a file: multipart only (a resumable upload: uploads.py)
 
     @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(400, 404)})
     def get(self, request):
@@ -275,7 +275,8 @@ class DatasetListView(GenericAPIView):
         description="Accepted (202): the file is stored and read in the background. Poll GET datasets/{id}/: "
         "status processing (with progress), then ready (with columns) or failed (with the reasons). A CSV file "
         "may be gzip-compressed. An owner who already has INGEST_MAX_PROCESSING_PER_OWNER datasets being read "
-        "gets 429 too_many_processing with Retry-After, and nothing is stored.",
+        "gets 429 too_many_processing with Retry-After, and nothing is stored. A large file may be sent in parts "
+        "instead (POST uploads/, then POST uploads/{id}/dataset/).",
     )
     def post(self, request):
         form = s.DatasetCreateSerializer(data=request.data)
@@ -287,14 +288,15 @@ class DatasetListView(GenericAPIView):
             licence=d.get("licence", ""), record_name=d.get("record_name", ""),
             record_name_plural=d.get("record_name_plural", ""),
         )
-        earlier = dataset.same_content_as
         created = catalog.dataset_get(user=request.user, dataset_id=dataset.public_id)  # with its budget figures
-        body = {
-            **s.DatasetSerializer(created).data,
-            "same_content_as": [d.public_id for d in earlier],
-            "notice": same_content_notice(earlier) if earlier else None,
-        }
+        body = with_same_content(s.DatasetSerializer(created).data, dataset.same_content_as)
         return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+def with_same_content(data: dict, earlier) -> dict:
+    """A dataset's answer with the owner's earlier datasets of the same content, and what that means."""
+    return {**data, "same_content_as": [d.public_id for d in earlier],
+            "notice": same_content_notice(earlier) if earlier else None}
 
 
 class DatasetDetailView(APIView):
@@ -304,9 +306,11 @@ class DatasetDetailView(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [StrictJSONParser]
 
-    @extend_schema(responses={200: s.DatasetSerializer, **documented(404)})
+    @extend_schema(responses={200: s.DatasetCreatedSerializer, **documented(404)})
     def get(self, request, dataset_id: str):
-        return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
+        dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
+        return Response(with_same_content(s.DatasetSerializer(dataset).data,
+                                           catalog.dataset_same_content(user=request.user, dataset=dataset)))
 
     @extend_schema(
         request=s.DatasetColumnsSerializer,

@@ -113,6 +113,13 @@ def unseal_to(name: str, path: str) -> int:
         return crypto.unseal_stream(src, dst, context=_context(name))
 
 
+def unseal_into(name: str, dst) -> int:
+    """Decrypt the stored file ``name`` onto the end of the open binary file ``dst`` (the parts of a
+    resumable upload, joined in order); returns the bytes written."""
+    with storage().open(name, "rb") as src:
+        return crypto.unseal_stream(src, dst, context=_context(name))
+
+
 def delete(*names: str) -> None:
     for name in names:
         if name:

@@ -317,3 +317,37 @@ class Listing(models.Model):
         if self.on_lattice:
             weights = weights * np.array([float(g) for g in self.grid_steps()])
         return weights / float(eps)
+
+
+class UploadSession(models.Model):
+    """A resumable upload (``market.catalog.chunks``): an owner sends a file of ``size`` bytes in
+    parts, each sealed into storage as its own object (``parts``, in order), until ``received ==
+    size``; then a dataset is made from it (``dataset``) and its ingest task joins the parts.
+    Sessions never made into a dataset are swept after ``expires_at``."""
+
+    public_id = models.CharField(
+        max_length=ids.MAX_LENGTH, unique=True, editable=False, default=ids.new_upload_id,
+        help_text="the opaque id URLs and answers use (up_...); the integer pk stays internal",
+    )
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="upload_sessions")
+    filename = models.CharField(max_length=255, blank=True)
+    size = models.BigIntegerField(help_text="the whole file's bytes, announced when the session opens")
+    received = models.BigIntegerField(default=0, help_text="bytes received so far, in order")
+    parts = models.JSONField(default=list, help_text="[{name, size, sha256}]: the sealed parts, in order")
+    dataset = models.OneToOneField(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="upload_session",
+        help_text="the dataset made from it (its ingest task joins the parts, then deletes the session)",
+    )
+    expires_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(size__gt=0), name="upload_size_positive"),
+            models.CheckConstraint(condition=Q(received__gte=0) & Q(received__lte=models.F("size")),
+                                   name="upload_received_within_size"),
+        ]
+
+    def __str__(self):
+        return f"{self.public_id} ({self.received}/{self.size})"

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from market.webhooks.events import emit as webhook_emit
 
-from . import files, ingest, uploads
+from . import chunks, files, ingest, uploads
 from .locks import dataset_lock_pk
 from .models import Dataset
 
@@ -106,7 +106,10 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
             typed = os.path.join(tmp, "typed.parquet")
             if fresh:
                 upload = os.path.join(tmp, "upload")
-                files.unseal_to(dataset.upload_file, upload)
+                if dataset.upload_file:
+                    files.unseal_to(dataset.upload_file, upload)
+                else:  # made from a resumable upload: its parts joined (and stored as the upload) here
+                    chunks.upload_join(dataset=dataset, path=upload)
                 _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
                 found = ingest.read_upload(
                     upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
@@ -187,6 +190,7 @@ def _mark_failed(current: Dataset, reasons: list[str]) -> None:
         current.upload_file = ""
     current.save(update_fields=["status", "failure", "progress", "upload_file"])
     transaction.on_commit(lambda: files.delete(*stale))
+    chunks.upload_discard_for(dataset_pk=current.pk)  # a resumable upload's parts, if not joined yet
 
 
 def stuck_reason(attempts: int) -> str:

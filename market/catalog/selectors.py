@@ -96,6 +96,17 @@ def dataset_get(*, user, dataset_id: str):
     return dataset
 
 
+def dataset_same_content(*, user, dataset) -> list:
+    """The owner's datasets made before ``dataset`` with the same content hash (none while a resumable
+    upload's parts are still being joined: its hash is not known yet)."""
+    if not dataset.content_hash:
+        return []
+    return list(
+        visibility.owned_datasets(user).filter(content_hash=dataset.content_hash, pk__lt=dataset.pk)
+        .order_by("created_at", "id").only("public_id", "name")
+    )
+
+
 def dataset_budget_history(*, user, dataset) -> QuerySet:
     """The recorded changes of one of the owner's datasets' budget, newest first."""
     from .models import DatasetBudgetChange

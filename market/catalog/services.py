@@ -21,7 +21,7 @@ from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 
-from . import files, ingest, microdata, uploads
+from . import chunks, files, ingest, microdata, uploads
 from .processing import dataset_process, dataset_queue, new_job  # noqa: F401 (the processing services, re-exported)
 from .budget import NOT_EPS_DP
 from .locks import dataset_lock, dataset_lock_any, listing_answer_lock, listing_lock
@@ -105,6 +105,7 @@ def dataset_create(
     record_name: str = "",
     record_name_plural: str = "",
     data=None,
+    upload_id: str | None = None,
 ) -> Dataset:
     """Store an owner's uploaded table (CSV or Parquet) and queue its processing.
 
@@ -126,6 +127,10 @@ def dataset_create(
     The returned dataset's ``same_content_as`` lists the owner's earlier
     datasets with the same content hash (sha256 of the uploaded bytes: the
     same people, whose budgets add up).
+
+    With ``upload_id`` (a complete resumable upload, ``market.catalog.chunks``) in place of
+    ``upload``, no byte is read here: the task joins the parts, then hashes them (so
+    ``same_content_as`` is empty until then; GET datasets/{id}/ shows it once processed).
     """
     _require_owner(owner)
     name = _text(name, "name", max_length=200)
@@ -137,6 +142,10 @@ def dataset_create(
     many = _text(record_name_plural, "record_name_plural", max_length=RECORD_NAME_MAX, required=False) or _plural(one)
     budget = parse_level(total_budget, field="total_budget")
     uploads.processing_check(owner=owner)  # before anything is stored (and again under the owner's lock)
+    fields = dict(owner=owner, name=name, description=description, source=source, licence=licence,
+                  total_budget=budget, relation=relation, record_name=one, record_name_plural=many)
+    if upload_id is not None:
+        return _dataset_from_upload(upload_id=upload_id, fields=fields)
     stream = _upload_stream(upload if upload is not None else data)
     public_id = ids.new_dataset_id()
     limit = settings.UPLOAD_MAX_BYTES
@@ -158,29 +167,36 @@ def dataset_create(
                 visibility.owned_datasets(owner).filter(content_hash=digest).order_by("created_at", "id")
                 .only("public_id", "name")
             )
-            dataset = Dataset.objects.create(
-                public_id=public_id,
-                owner=owner,
-                name=name,
-                description=description,
-                source=source,
-                licence=licence,
-                columns=[],
-                status=Dataset.Status.PROCESSING,
-                progress={"job": job, "phase": "queued", "rows": 0, "percent": 0},
-                upload_file=stored,
-                upload_size=size,
-                total_budget=budget,
-                relation=relation,
-                record_name=one,
-                record_name_plural=many,
-                content_hash=digest,
-            )
+            dataset = _processing(job=job, public_id=public_id, upload_file=stored, upload_size=size,
+                                  content_hash=digest, **fields)
             _queue_on_commit(dataset.pk, job)
     except BaseException:
         files.delete(stored)
         raise
     dataset.same_content_as = same
+    return dataset
+
+
+def _processing(*, job: str, **fields) -> Dataset:
+    """A new dataset, processing as the run ``job`` (the caller queues its task on commit)."""
+    return Dataset.objects.create(
+        columns=[], status=Dataset.Status.PROCESSING, progress={"job": job, "phase": "queued", "rows": 0, "percent": 0},
+        **fields,
+    )
+
+
+def _dataset_from_upload(*, upload_id: str, fields: dict) -> Dataset:
+    """``dataset_create`` from a complete resumable upload: the session is bound to the new dataset
+    (no more parts), whose task joins and hashes the parts (``chunks.upload_join``)."""
+    with transaction.atomic():
+        uploads.processing_check(owner=fields["owner"], lock=True)
+        session = chunks.upload_take(owner=fields["owner"], upload_id=upload_id)
+        job = new_job()
+        dataset = _processing(job=job, upload_file="", upload_size=session.size, content_hash="", **fields)
+        session.dataset = dataset
+        session.save(update_fields=["dataset"])
+        _queue_on_commit(dataset.pk, job)
+    dataset.same_content_as = []
     return dataset
 
 

@@ -24,3 +24,11 @@ def sweep_processing() -> dict:
     from .processing import datasets_sweep
 
     return datasets_sweep()
+
+
+@shared_task(name="catalog.uploads_sweep", acks_late=True)
+def uploads_sweep_task() -> int:
+    """Delete resumable uploads past their expiry, with their parts (``chunks.uploads_sweep``; periodic)."""
+    from .chunks import uploads_sweep
+
+    return uploads_sweep()

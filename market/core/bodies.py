@@ -4,6 +4,7 @@
 and gives every request that has a body a :class:`DeadlineInput` in place of
 ``wsgi.input``. A body must arrive within its time limit, counted from the
 start of the request (``UPLOAD_BODY_TIMEOUT`` for multipart uploads,
+``UPLOAD_PART_BODY_TIMEOUT`` for a part of a resumable upload,
 ``REQUEST_BODY_TIMEOUT``, small, for any other body such as JSON), and,
 after a grace period (``BODY_RATE_GRACE`` seconds), at an average of at least
 ``BODY_MIN_RATE`` bytes a second.
@@ -203,10 +204,14 @@ def _has_body(environ) -> bool:
 
 
 def timeout_for(environ) -> float:
-    """The time limit of a request's body: uploads (multipart) get ``UPLOAD_BODY_TIMEOUT``, any other
-    body (JSON, a form) the small ``REQUEST_BODY_TIMEOUT``."""
-    if environ.get("CONTENT_TYPE", "").lower().startswith("multipart/"):
+    """The time limit of a request's body: uploads (multipart) get ``UPLOAD_BODY_TIMEOUT``, a part of a
+    resumable upload (``application/octet-stream``, at most ``UPLOAD_PART_MAX_BYTES``)
+    ``UPLOAD_PART_BODY_TIMEOUT``, any other body (JSON, a form) the small ``REQUEST_BODY_TIMEOUT``."""
+    content_type = environ.get("CONTENT_TYPE", "").lower()
+    if content_type.startswith("multipart/"):
         return settings.UPLOAD_BODY_TIMEOUT
+    if content_type.startswith("application/octet-stream"):
+        return settings.UPLOAD_PART_BODY_TIMEOUT
     return settings.REQUEST_BODY_TIMEOUT
 
 

@@ -72,6 +72,17 @@ class PriceChanged(Conflict):
         self.quote = quote
 
 
+class OffsetMismatch(Conflict):
+    """A part of a resumable upload does not start where the upload stands: 409, nothing was kept.
+    ``received`` (in the error, as ``extra``) is where the next part must start."""
+
+    code = "offset_mismatch"
+
+    def __init__(self, message: str, *, received: int, **kwargs):
+        super().__init__(message, **kwargs)
+        self.extra = {"received": received}
+
+
 class InsufficientFunds(DomainError):
     status = 402
     code = "insufficient_funds"

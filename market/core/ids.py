@@ -18,7 +18,7 @@ LENGTH = 22
 #: the column's width: the longest prefix and the random part, with room to spare
 MAX_LENGTH = 32
 
-PREFIXES = {"dataset": "ds_", "release": "rel_", "transfer": "tr_", "api_key": "key_"}
+PREFIXES = {"dataset": "ds_", "release": "rel_", "transfer": "tr_", "api_key": "key_", "upload": "up_"}
 
 
 def random_base62(n: int) -> str:
@@ -33,6 +33,10 @@ def public_id(prefix: str) -> str:
 # one function per kind: model fields and migrations name them as their default
 def new_dataset_id() -> str:
     return public_id(PREFIXES["dataset"])
+
+
+def new_upload_id() -> str:
+    return public_id(PREFIXES["upload"])
 
 
 def new_release_id() -> str:

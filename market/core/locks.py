@@ -14,6 +14,7 @@ rank       rows                                        mode
 USER       a user (their API-key writes take turns)    FOR NO KEY UPDATE
 API_KEY    an API key                                  FOR UPDATE
 NETWORK    an owner's trust network                    FOR UPDATE
+UPLOAD     an owner's resumable upload session         FOR UPDATE
 DATASET    a dataset (its listings' budget)            FOR UPDATE
 LISTING    a listing (ceiling, open)                   FOR SHARE in purchases
 PATH       a listing's noise path                      FOR UPDATE
@@ -69,6 +70,7 @@ class Rank(enum.IntEnum):
     USER = 1
     API_KEY = 2
     NETWORK = 10
+    UPLOAD = 15
     DATASET = 20
     LISTING = 30
     PATH = 40

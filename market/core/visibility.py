@@ -46,6 +46,15 @@ def owned_datasets(user) -> QuerySet:
     return Dataset.objects.filter(owner=user)
 
 
+def owned_uploads(user) -> QuerySet:
+    """An owner's resumable upload sessions (``market.catalog.chunks``) not yet made into a dataset."""
+    from market.catalog.models import UploadSession
+
+    if not _authenticated(user):
+        return UploadSession.objects.none()
+    return UploadSession.objects.filter(owner=user, dataset__isnull=True)
+
+
 def purchases(user) -> QuerySet:
     from market.trading.models import Purchase
 

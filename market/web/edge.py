@@ -1,6 +1,7 @@
 """The web edge: a concurrency slot for every upload, taken before its body is read.
 
-An upload (a multipart POST, to the API or to a page) holds a web thread while
+An upload (a multipart POST, to the API or to a page, or a part of a resumable
+upload: an ``application/octet-stream`` PUT) holds a web thread while
 its body arrives. At most ``UPLOAD_MAX_CONCURRENT_PER_OWNER`` bodies are
 received at once per owner (the signed-in user: session or API key; someone
 not signed in counts by client address) and ``UPLOAD_MAX_CONCURRENT`` in the
@@ -22,7 +23,7 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 from market.accounts.selectors import api_key_for_secret
-from market.core.bodies import body_refused
+from market.core.bodies import body_refused, timeout_for
 from market.core.clients import client_address
 from market.core.errors import error_body
 from market.core.slots import Limit, SlotsFull, slot_give, slot_take
@@ -30,6 +31,8 @@ from market.core.slots import Limit, SlotsFull, slot_give, slot_take
 #: seconds a refused upload is told to wait
 RETRY_AFTER = 10
 SCHEMES = ("bearer", "token")
+#: bodies that are uploads: a multipart form, a part of a resumable upload (``PUT api/v1/uploads/{id}/``)
+UPLOAD_TYPES = ("multipart/", "application/octet-stream")
 
 
 def uploader(request) -> str:
@@ -75,14 +78,14 @@ class UploadSlotMiddleware:
             slot_give(getattr(request, "gradual_upload_slot", None))
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        if request.method not in ("POST", "PUT", "PATCH") or not request.content_type.startswith("multipart/"):
+        if request.method not in ("POST", "PUT", "PATCH") or not request.content_type.startswith(UPLOAD_TYPES):
             return None
         limits = [
             Limit(f"upload:{uploader(request)}", settings.UPLOAD_MAX_CONCURRENT_PER_OWNER),
             Limit("upload:all", settings.UPLOAD_MAX_CONCURRENT),
         ]
         try:
-            request.gradual_upload_slot = slot_take(limits=limits, ttl=settings.UPLOAD_BODY_TIMEOUT + 60)
+            request.gradual_upload_slot = slot_take(limits=limits, ttl=timeout_for(request.META) + 60)
         except SlotsFull as full:
             return _refusal(request, full.limit)
         return None

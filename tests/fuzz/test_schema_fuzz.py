@@ -74,9 +74,11 @@ CONFIG = schemathesis.Config.from_dict(
                 # columns of your own dataset (and the types their values fit; microdata: a public size and a
                 # ladder within the budget), a CSV's content, the right password, a key's expiry in
                 # the future, a webhook address that can be reached and events your roles receive, the columns a
-                # sampled-sensitivity what-if reads (numeric columns of your own dataset). Their inputs' shapes
+                # sampled-sensitivity what-if reads (numeric columns of your own dataset), a resumable upload's
+                # parts (each at the offset the upload stands at, within its size; a dataset only of a complete
+                # upload). Their inputs' shapes
                 # are still checked (negative data refused; tests/security/test_strict_input.py)
-                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?)$",
+                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?|uploads/(\\{upload_id\\}/(dataset/)?)?)$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
                 },
@@ -118,7 +120,8 @@ def one_error_shape(ctx, response, case):
     assert isinstance(body, dict) and set(body) == {"error"}, f"not the error shape: {body!r}"
     error = body["error"]
     # a price_changed (POST purchases/ with a max_price below the price) carries the new quote, and only it
-    extra = {"quote"} if error.get("code") == "price_changed" else set()
+    # an offset_mismatch (PUT uploads/{id}/ at the wrong offset) carries where the upload stands
+    extra = {"price_changed": {"quote"}, "offset_mismatch": {"received"}}.get(error.get("code"), set())
     assert set(error) == {"status", "code", "message", "fields"} | extra, f"not the error shape: {body!r}"
     assert error["status"] == response.status_code, f"status {error['status']} in a {response.status_code}"
     assert isinstance(error["code"], str) and error["code"], body
@@ -146,6 +149,7 @@ class World:
     dataset: str  # the fuzzing user's own dataset (they are an owner too), by its public id
     purchase: str
     release: str
+    upload: str = ""  # the fuzzing user's open resumable upload (a part received), by its public id
 
 
 @pytest.fixture
@@ -165,6 +169,7 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
     # the fuzzer tries many wrong passwords: judge their answers, not the per-account lockout
     # (tests/security/test_signin_lockout.py tests that)
     settings.LOGIN_FAILURE_LIMIT = 10**9
+    settings.UPLOAD_SESSIONS_PER_OWNER = 10**6  # judge the uploads' answers, not the per-owner cap (tests/marketplace)
     from market.celery import app
 
     before = app.conf.task_always_eager
@@ -198,9 +203,20 @@ def world(db, in_process, django_capture_on_commit_callbacks, settings) -> World
             dataset=own.public_id,
             purchase=str(purchase.pk),
             release=purchase.release.public_id,
+            upload=_open_upload(fuzz),
         )
     finally:
         app.conf.task_always_eager = before
+
+
+def _open_upload(owner) -> str:
+    from market.catalog import chunks
+
+    upload = chunks.upload_open(owner=owner, size=len(CSV), filename="fuzz.csv")
+    first = CSV[:100].encode()
+    chunks.upload_part(owner=owner, upload_id=upload.public_id, data=first,
+                       where=chunks.Range(start=0, end=len(first) - 1, total=len(CSV)))
+    return upload.public_id
 
 
 def _is_even(value) -> bool:
@@ -227,7 +243,7 @@ def aim(case, world: World) -> None:
 
     if hit(path.get("listing_id")):
         path["listing_id"] = world.listing
-    for name, target in (("purchase_id", world.purchase), ("release_id", world.release)):
+    for name, target in (("purchase_id", world.purchase), ("release_id", world.release), ("upload_id", world.upload)):
         if hit_text(path.get(name)):
             path[name] = target
     if isinstance(case.body, dict):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from market.accounts.services import api_key_create
+from market.catalog import chunks
 from market.catalog.services import listing_create, listing_create_microdata
 from market.trading.services import purchase_create
 from market.webhooks.models import Delivery, Endpoint
@@ -55,6 +56,8 @@ class World:
     delivery: object = None  # a delivery to it of the buyer's purchase.released (not sent)
     md_dataset: object = None  # the owner's dataset of public size (birds' colours), for microdata
     md_release: object = None  # the buyer's release of the owner's microdata listing on it, at level 1
+    upload: object = None  # the owner's complete resumable upload (a small CSV in two parts)
+    upload_parts: list = field(default_factory=list)  # its parts' bytes, in order
 
     def user(self, actor):
         return self.people[actor]
@@ -108,7 +111,13 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
     endpoint.set_secret("whsec_matrix")
     endpoint.save()
     [delivery_id] = events_record(items=[("purchase.released", str(purchase.pk), people["buyer"].pk)])
+    upload = chunks.upload_open(owner=people["owner"], size=len(data), filename="visits.csv")
+    halves = [data[: len(data) // 2], data[len(data) // 2:]]
+    for start, part in ((0, halves[0]), (len(halves[0]), halves[1])):
+        where = chunks.Range(start=start, end=start + len(part) - 1, total=len(data))
+        upload = chunks.upload_part(owner=people["owner"], upload_id=upload.public_id, where=where, data=part)
     return World(
+        upload=upload, upload_parts=halves,
         people=people, dataset=dataset, listing=listing, purchase=purchase, release=purchase.release,
         other_dataset=other_dataset, other_listing=other_listing, other_purchase=other_purchase,
         csv_bytes=data, rows=rows, endpoint=endpoint, delivery=Delivery.objects.get(pk=delivery_id),

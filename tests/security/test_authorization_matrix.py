@@ -102,6 +102,13 @@ API = [
     # the owner's what-ifs on a dataset: anyone else's is not found
     api("GET",    "/api/v1/datasets/{D}/composition/?delta=1e-5&eps=0.2", "401  404   404   200   404   404"),
     api("POST",   "/api/v1/datasets/{D}/sampled-sensitivity/", "401  404   404   200   404   404", "sensitivity"),
+    # resumable uploads ({U}: the owner's, complete): non-owners may not open or send one (403); another
+    # owner's does not exist for anyone else (404). The part is the last one sent again: answered as it stands
+    api("POST",   "/api/v1/uploads/",                       "401  403   403   201   201   403", "upload_open"),
+    api("GET",    "/api/v1/uploads/{U}/",                   "401  404   404   200   404   404"),
+    api("PUT",    "/api/v1/uploads/{U}/",                   "401  403   403   200   404   403", "upload_part"),
+    api("DELETE", "/api/v1/uploads/{U}/",                   "401  404   404   204   404   404"),
+    api("POST",   "/api/v1/uploads/{U}/dataset/",           "401  403   403   202   404   403", "upload_dataset"),
     api("GET",    "/api/v1/purchases/",                     "401  200   200   200   200   200"),
     api("POST",   "/api/v1/purchases/",                     "401  202   202   400   202   202", "purchase"),
     api("GET",    "/api/v1/purchases/{P}/",                 "401  200   404   404   404   404"),
@@ -271,6 +278,12 @@ def payload(name, world, actor):
         return {"name": "more", "description": "", "total_budget": "100", "file": _csv_file()}
     if name == "budget":
         return {"budget": "150", "reason": "matrix"}
+    if name == "upload_open":
+        return {"size": 1000, "filename": "more.csv"}
+    if name == "upload_part":
+        return world.upload_parts[-1]
+    if name == "upload_dataset":
+        return {"name": "more", "budget": "10"}
     if name == "columns":
         return {"columns": [{"name": "age", "missing": "exclude"}]}
     if name == "columns_form":
@@ -352,12 +365,17 @@ def send(world, tokens, actor, row):
     path = row.path.format(
         L=world.listing.pk, D=world.dataset.public_id, DK=world.dataset.pk, P=world.purchase.pk, R=world.release.public_id, K=K,
         W=world.endpoint.pk, WD=world.delivery.pk, MR=world.md_release.public_id, MD=world.md_dataset.public_id,
+        U=world.upload.public_id,
     )
     client = client_for(world, tokens, actor, api=row.api)
     call = getattr(client, row.method.lower())
     args = [] if row.body is None else [payload(row.body, world, actor)]
     # the API takes JSON, except the dataset upload (multipart); the pages take forms
-    kwargs = {"format": "json"} if row.api and row.body not in (None, "dataset") else {}
+    kwargs = {"format": "json"} if row.api and row.body not in (None, "dataset", "upload_part") else {}
+    if row.body == "upload_part":  # raw bytes, placed by Content-Range
+        first, last = world.upload_parts
+        kwargs = {"content_type": "application/octet-stream",
+                  "HTTP_CONTENT_RANGE": f"bytes {len(first)}-{len(first) + len(last) - 1}/{len(first) + len(last)}"}
     with transaction.atomic():  # every cell sees the same world
         response = call(path, *args, **kwargs)
         transaction.set_rollback(True)
@@ -446,10 +464,12 @@ def secrets(world) -> dict[str, list[re.Pattern]]:
     return world._secrets
 
 
+#: the dataset an owner makes of their resumable upload (its answer is the new dataset, processed at once here)
+OWNERS_NEW_DATASET = ("/api/v1/uploads/{U}/dataset/",)
 #: where the owner sees their own dataset's exact number of records
-OWNERS_OWN_DATASET = ("/owner/", "/api/v1/datasets/")
+OWNERS_OWN_DATASET = ("/owner/", "/api/v1/datasets/", *OWNERS_NEW_DATASET)
 #: where the owner sees their own dataset's column summaries (min, max)
-OWNERS_SUMMARIES = ("/owner/listings/new/", "/owner/datasets/", "/api/v1/datasets/")
+OWNERS_SUMMARIES = ("/owner/listings/new/", "/owner/datasets/", "/api/v1/datasets/", *OWNERS_NEW_DATASET)
 
 
 def leaks(world, actor, row, text: str) -> list[str]:
@@ -487,7 +507,7 @@ def test_the_matrix_names_every_route():
 
     def as_route(path: str) -> str:
         path = path.split("?")[0].lstrip("/")
-        path = re.sub(r"\{(?:[LDR]|MR|MD)\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
+        path = re.sub(r"\{(?:[LDRU]|MR|MD)\}", "0", path).replace("{P}", "00000000-0000-0000-0000-000000000000")
         return path
 
     from django.urls import resolve

@@ -219,6 +219,9 @@ def test_every_body_operation_documents_413_and_415_and_refuses_unknown_properti
             operations += 1
             assert {"400", "413", "415"} <= set(operation["responses"]), (method, path)
             for media, content in operation["requestBody"]["content"].items():
+                if media == "application/octet-stream":  # a part of a resumable upload: raw bytes, no properties
+                    assert content["schema"] == {"type": "string", "format": "binary"}, path
+                    continue
                 ref = content["schema"]["$ref"].rsplit("/", 1)[1]
                 assert schema["components"]["schemas"][ref]["additionalProperties"] is False, (path, media)
     assert operations >= 5

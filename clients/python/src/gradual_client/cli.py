@@ -186,6 +186,21 @@ def cmd_statement(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
+DATASET_FIELDS = ("id", "name", "status", "row_count", "failure")
+
+
+def cmd_upload(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    # a large file goes in parts (resumed after a lost connection); --chunked sends any file so
+    dataset = client.upload(args.file, budget=args.budget, name=args.name, relation=args.relation, wait=args.wait,
+                            timeout=args.timeout, chunked=True if args.chunked else None)
+    if args.format == "json":
+        json.dump(dataset.raw, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        write_record(out, {f: getattr(dataset, f, None) for f in DATASET_FIELDS}, args.format)
+    return OK
+
+
 def _common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     # given before or after the command; after it only when given (SUPPRESS keeps the earlier value)
     default: Any = None if top else argparse.SUPPRESS
@@ -231,6 +246,16 @@ def parser() -> argparse.ArgumentParser:
     buy.add_argument("--idempotency-key", help="repeat-safe key (default: a new one); a repeat charges nothing")
     buy.add_argument("--max-price", help="the most to pay, in credits (default: the price quoted just before "
                      "buying); a higher price buys nothing")
+
+    upload = command("upload", cmd_upload, "upload a CSV or Parquet file as a new dataset (owners)")
+    upload.add_argument("file", help="the file's path")
+    upload.add_argument("--budget", required=True, help="the dataset's privacy budget, e.g. 2")
+    upload.add_argument("--name", help="the dataset's name (default: the file's name)")
+    upload.add_argument("--relation", choices=("private_size", "public_size"), help="whom releases protect")
+    upload.add_argument("--chunked", action="store_true",
+                        help="send the file in parts whatever its size (files over 16 MiB always are)")
+    upload.add_argument("--wait", action="store_true", help="wait until the dataset is ready or failed")
+    upload.add_argument("--timeout", type=float, default=300.0, help="the longest wait, in seconds")
 
     command("releases", cmd_releases, "your releases: one row per released value")
     command("wallet", cmd_wallet, "your wallet's balance")

@@ -17,7 +17,16 @@ import httpx
 
 from . import __version__
 from .config import resolve
-from .errors import ConflictError, GradualError, NetworkError, PurchaseFailed, RateLimitError, ReleaseTimeout, error_from_response
+from .errors import (
+    ConflictError,
+    GradualError,
+    NetworkError,
+    PurchaseFailed,
+    RateLimitError,
+    ReleaseTimeout,
+    ServerError,
+    error_from_response,
+)
 from .models import Dataset, Listing, Purchase, Quote, Release, StatementLine, Wallet, releases_to_frame
 
 Number = Decimal | int | float | str
@@ -29,6 +38,8 @@ Target = Number | Mapping[str, Number] | Sequence[str | tuple[str, Number]]
 
 #: the API's longest ``Prefer: wait`` (seconds)
 MAX_PREFER_WAIT = 30
+#: files larger than this are uploaded in parts (``uploads/``), each a short request, resumed after a failure
+CHUNKED_THRESHOLD = 16 * 1024 * 1024
 
 
 def decimal_text(value: Number) -> str:
@@ -171,6 +182,7 @@ class Client:
         *,
         params: Any = None,
         json: Any = None,
+        content: bytes | None = None,
         data: Mapping[str, str] | None = None,
         files: Any = None,
         headers: Mapping[str, str] | None = None,
@@ -184,7 +196,8 @@ class Client:
         while True:
             try:
                 response = self._http.request(
-                    method, self._url(path), params=params, json=json, data=data, files=files, headers=headers,
+                    method, self._url(path), params=params, json=json, content=content, data=data, files=files,
+                    headers=headers,
                     timeout=self.timeout if timeout is None else timeout,
                 )
             except httpx.TransportError as exc:
@@ -361,9 +374,12 @@ class Client:
         record_name_plural: str | None = None,
         wait: bool = False,
         timeout: float = 300.0,
+        chunked: bool | None = None,
     ) -> Dataset:
         """Upload a CSV or Parquet file as a new dataset with a privacy ``budget``; it is read in the background
-        (``status`` processing). With ``wait``, returns once it is ready or failed (see :meth:`wait_dataset`)."""
+        (``status`` processing). With ``wait``, returns once it is ready or failed (see :meth:`wait_dataset`).
+        A file larger than ``CHUNKED_THRESHOLD`` (or any, with ``chunked=True``) is sent in parts
+        (:meth:`upload_parts`), resumed after a lost connection; otherwise in one request."""
         file = Path(path)
         fields = {
             "name": name or file.stem, "budget": decimal_text(budget), "relation": relation,
@@ -371,11 +387,51 @@ class Client:
             "record_name": record_name, "record_name_plural": record_name_plural,
         }
         data = {k: v for k, v in fields.items() if v is not None}
-        with file.open("rb") as handle:
-            answer = self._json("POST", "datasets/", data=data, files={"file": (file.name, handle)},
-                                timeout=max(self.timeout, 600.0))
+        if chunked or (chunked is None and file.stat().st_size > CHUNKED_THRESHOLD):
+            answer = self._json("POST", f"uploads/{self.upload_parts(file)}/dataset/", json=data)
+        else:
+            with file.open("rb") as handle:
+                answer = self._json("POST", "datasets/", data=data, files={"file": (file.name, handle)},
+                                    timeout=max(self.timeout, 600.0))
         dataset = Dataset.from_json(answer)
         return self.wait_dataset(dataset, timeout=timeout) if wait else dataset
+
+    upload_dataset = upload
+
+    def upload_parts(self, path: str | os.PathLike[str], *, upload_id: str | None = None, resumes: int = 5) -> str:
+        """Send a file as a resumable upload (``POST uploads/``, then ``PUT`` its parts in order) and return the
+        upload's id, for ``POST datasets/``. ``upload_id`` resumes an earlier one from where the server says
+        it stands. A lost connection, a server error or a ``409 offset_mismatch`` resumes from the byte the
+        server has (at most ``resumes`` times in all); other errors are raised."""
+        file = Path(path)
+        size = file.stat().st_size
+        if upload_id is None:
+            state = self._json("POST", "uploads/", json={"size": size, "filename": file.name})
+        else:
+            state = self._json("GET", f"uploads/{upload_id}/")
+        upload_id, part, received = str(state["id"]), int(state["part_max_bytes"]), int(state["received"])
+        failures = 0
+        with file.open("rb") as handle:
+            while received < size:
+                handle.seek(received)
+                chunk = handle.read(min(part, size - received))
+                place = f"bytes {received}-{received + len(chunk) - 1}/{size}"
+                try:
+                    state = self._json("PUT", f"uploads/{upload_id}/", content=chunk, repeatable=False, headers={
+                        "Content-Type": "application/octet-stream", "Content-Range": place})
+                    received = int(state["received"])
+                except (NetworkError, ServerError, RateLimitError, ConflictError) as error:
+                    if failures >= resumes or (isinstance(error, ConflictError) and error.code not in (
+                            "offset_mismatch", "busy")):
+                        raise
+                    failures += 1
+                    time.sleep(min(self.max_retry_wait, error.retry_after or 0.5 * 2**failures))
+                    detail = (error.body or {}).get("error") if isinstance(error.body, dict) else None
+                    if isinstance(detail, dict) and isinstance(detail.get("received"), int):
+                        received = detail["received"]  # offset_mismatch: where the server stands
+                    else:
+                        received = int(self._json("GET", f"uploads/{upload_id}/")["received"])
+        return upload_id
 
     def datasets(self) -> list[Dataset]:
         return [Dataset.from_json(item) for item in self.pages("datasets/")]
