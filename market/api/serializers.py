@@ -19,6 +19,7 @@ from market.catalog.models import Listing
 from market.catalog.statistics import MICRODATA_COLUMN, statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
+from market.catalog.services import same_content_notice
 from market.catalog.whatif import MAX_PAIRS, MAX_SUBSAMPLE, MIN_SUBSAMPLE
 from market.core import ids
 from market.core.levels import MAX_LEVEL
@@ -800,6 +801,13 @@ class DatasetCreatedSerializer(DatasetSerializer):
         help_text="your earlier datasets with exactly the same content (ids); usually empty",
     )
     notice = serializers.CharField(allow_null=True, help_text="what same_content_as means for the budgets; null if empty")
+
+
+def dataset_answer(dataset, earlier) -> dict:
+    """A dataset as the API answers its owner (``GET datasets/{id}/``, the upload's answer, the
+    ``dataset.ready`` webhook): with the owner's earlier datasets of the same content, and what that means."""
+    return {**DatasetSerializer(dataset).data, "same_content_as": [d.public_id for d in earlier],
+            "notice": same_content_notice(earlier) if earlier else None}
 
 
 class DatasetCreateSerializer(StrictSerializer):

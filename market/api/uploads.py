@@ -27,12 +27,16 @@ from market.catalog import selectors as catalog
 from market.catalog.services import dataset_create
 from market.core.errors import InvalidInput
 
+from . import serializers as s
 from .errors import MEANINGS, documented
 from .keys import StrictInteger
 from .parsers import StrictJSONParser, UploadPartParser
-from . import serializers as s
-from .serializers import DatasetCreateSerializer, ErrorSerializer, StrictSerializer, text_field
-from .views import with_same_content
+from .serializers import (
+    DatasetCreateSerializer,
+    ErrorSerializer,
+    StrictSerializer,
+    text_field,
+)
 
 #: ``bytes START-END/TOTAL`` (RFC 9110 §14.4), END inclusive; ASCII digits only
 CONTENT_RANGE = r"^bytes [0-9]{1,15}-[0-9]{1,15}/[0-9]{1,15}$"
@@ -162,4 +166,4 @@ class UploadDatasetView(APIView):
             record_name_plural=d.get("record_name_plural", ""),
         )
         created = catalog.dataset_get(user=request.user, dataset_id=dataset.public_id)  # with its budget figures
-        return Response(with_same_content(s.DatasetSerializer(created).data, []), status=status.HTTP_202_ACCEPTED)
+        return Response(s.dataset_answer(created, []), status=status.HTTP_202_ACCEPTED)

@@ -24,7 +24,6 @@ from market.catalog.services import (
     listing_create_microdata,
     listing_reopen,
     listing_update,
-    same_content_notice,
 )
 from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
@@ -289,14 +288,8 @@ class DatasetListView(GenericAPIView):
             record_name_plural=d.get("record_name_plural", ""),
         )
         created = catalog.dataset_get(user=request.user, dataset_id=dataset.public_id)  # with its budget figures
-        body = with_same_content(s.DatasetSerializer(created).data, dataset.same_content_as)
+        body = s.dataset_answer(created, dataset.same_content_as)
         return Response(body, status=status.HTTP_202_ACCEPTED)
-
-
-def with_same_content(data: dict, earlier) -> dict:
-    """A dataset's answer with the owner's earlier datasets of the same content, and what that means."""
-    return {**data, "same_content_as": [d.public_id for d in earlier],
-            "notice": same_content_notice(earlier) if earlier else None}
 
 
 class DatasetDetailView(APIView):
@@ -309,8 +302,7 @@ class DatasetDetailView(APIView):
     @extend_schema(responses={200: s.DatasetCreatedSerializer, **documented(404)})
     def get(self, request, dataset_id: str):
         dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
-        return Response(with_same_content(s.DatasetSerializer(dataset).data,
-                                           catalog.dataset_same_content(user=request.user, dataset=dataset)))
+        return Response(s.dataset_answer(dataset, catalog.dataset_same_content(user=request.user, dataset=dataset)))
 
     @extend_schema(
         request=s.DatasetColumnsSerializer,

@@ -68,4 +68,5 @@ def dataset_payload(*, object_id: str, user) -> dict | None:
         dataset = catalog.dataset_get(user=user, dataset_id=object_id)
     except NotFound:
         return None
-    return {"object": "dataset", **_plain(s.DatasetSerializer(dataset).data)}
+    earlier = catalog.dataset_same_content(user=user, dataset=dataset)
+    return {"object": "dataset", **_plain(s.dataset_answer(dataset, earlier))}

@@ -35,11 +35,10 @@ from market.accounts.locks import user_lock
 from market.accounts.roles import require_role
 from market.core import visibility
 from market.core.errors import InvalidInput, NotFound, OffsetMismatch, TooManyAttempts
-from market.core.locks import Rank, taken
 
 from . import files
 from .ingest import IngestError
-from .locks import dataset_lock_pk
+from .locks import dataset_lock_pk, expired_upload_lock, upload_lock
 from .models import Dataset, UploadSession
 
 log = logging.getLogger(__name__)
@@ -67,12 +66,6 @@ def _not_found() -> NotFound:
 
 def _open_uploads(owner):
     return visibility.owned_uploads(owner).filter(expires_at__gt=timezone.now())
-
-
-def upload_lock(*, owner, upload_id: str) -> UploadSession | None:
-    """The owner's open, unexpired session ``upload_id``, locked for update; None if there is none."""
-    taken(Rank.UPLOAD, f"upload {upload_id}")
-    return _open_uploads(owner).select_for_update().filter(public_id=str(upload_id)).first()
 
 
 def upload_get(*, user, upload_id: str) -> UploadSession:
@@ -256,8 +249,7 @@ def uploads_sweep(*, now=None) -> int:
     expired = UploadSession.objects.filter(dataset__isnull=True, expires_at__lte=now)
     for pk in expired.order_by("pk").values_list("pk", flat=True):
         with transaction.atomic():
-            taken(Rank.UPLOAD, f"upload #{pk}")
-            session = expired.select_for_update(skip_locked=True).filter(pk=pk).first()
+            session = expired_upload_lock(pk=pk, now=now)
             if session is not None:
                 _delete_with_parts(session)
                 swept += 1

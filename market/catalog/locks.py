@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.db import connection
 from django.db.models import F
+from django.utils import timezone
 
 from market.core import visibility
 from market.core.locks import Rank, taken
 
-from .models import Dataset, Listing
+from .models import Dataset, Listing, UploadSession
 
 
 def dataset_lock(*, owner, dataset_id: str) -> Dataset | None:
@@ -88,3 +89,19 @@ def owned_datasets_lock(*, owner) -> list[int]:
     return list(
         visibility.owned_datasets(owner).select_for_update().order_by("pk").values_list("pk", flat=True)
     )
+
+
+def upload_lock(*, owner, upload_id: str) -> UploadSession | None:
+    """The owner's open, unexpired resumable upload ``upload_id`` (``market.catalog.chunks``), locked
+    for update; None if there is none."""
+    taken(Rank.UPLOAD, f"upload {upload_id}")
+    return (visibility.owned_uploads(owner).filter(expires_at__gt=timezone.now()).select_for_update()
+            .filter(public_id=str(upload_id)).first())
+
+
+def expired_upload_lock(*, pk: int, now) -> UploadSession | None:
+    """The expired resumable upload ``pk`` never made into a dataset, locked for its deletion; None
+    if there is none or another sweep holds it (skipped, not waited for)."""
+    taken(Rank.UPLOAD, f"upload #{pk}")
+    return (UploadSession.objects.filter(pk=pk, dataset__isnull=True, expires_at__lte=now)
+            .select_for_update(skip_locked=True).first())

@@ -6,12 +6,8 @@ from celery import shared_task
 @shared_task(name="trading.release_purchase", bind=True, max_retries=5, acks_late=True)
 def purchase_release_task(self, purchase_id: str, listing_id: int | None = None) -> None:
     """Release a paid purchase (and, in the same transaction, every other one queued on its listing)."""
-    from django.db import close_old_connections
-
     from .services import purchase_fail, purchase_release
 
-    if not self.request.is_eager:  # on a worker, whose connection is kept between tasks: not if it broke or aged
-        close_old_connections()
     try:
         purchase_release(purchase_id=purchase_id, listing_id=listing_id)
     except Exception as exc:
