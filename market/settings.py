@@ -66,6 +66,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "market.core.timing.ServerTimingMiddleware",  # first: its figure covers everything below it
+    "market.core.outages.RetryReadsMiddleware",  # a read whose database connection was lost runs once more
     "django.middleware.security.SecurityMiddleware",
     "market.core.csp.ContentSecurityPolicyMiddleware",  # on every response, static files included
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from market.core.bodies import BodyTimeout
 from market.core.errors import Busy, DomainError, PriceChanged, error_body
 from market.core.locks import lost_race
-from market.core.outages import is_outage, unavailable
+from market.core.outages import is_outage, note, unavailable
 
 from .parsers import PayloadTooLarge
 from .serializers import ErrorSerializer, QuoteSerializer
@@ -130,6 +130,8 @@ def exception_handler(exc, context):
         return response
     if is_outage(exc):  # the database or Redis did not answer: try again shortly, never a 500
         log.warning("a dependency did not answer: %s: %s", type(exc).__name__, exc)
+        if context.get("request") is not None:
+            note(context["request"], exc)  # a read is run once more on a fresh connection
         return exception_handler(unavailable(exc), context)
     if lost_race(exc):  # a lock race a service did not run again itself: busy, not broken
         log.warning("a lost lock race reached the API's error handler: %s", exc)

@@ -9,10 +9,20 @@ error that escaped the cache's breaker (``market.core.cache``) and a broker that
 
 from __future__ import annotations
 
-from django.db import InterfaceError, OperationalError, connection
+import logging
+
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+)
 
 from .errors import ServiceUnavailable
 from .locks import lost_race
+
+log = logging.getLogger(__name__)
 
 #: what the answer says: the request may be repeated; a purchase's Idempotency-Key keeps that safe
 MESSAGE = (
@@ -56,3 +66,39 @@ def unavailable(exc: BaseException | None = None) -> ServiceUnavailable:
     answer = ServiceUnavailable(MESSAGE)
     answer.__cause__ = exc
     return answer
+
+
+def note(request, exc: BaseException) -> None:
+    """Remember on ``request`` (Django's, or DRF's around it) that it failed because its database
+    connection was lost, so that :class:`RetryReadsMiddleware` may run it once more."""
+    if database_gone(exc):
+        getattr(request, "_request", request).gradual_database_gone = True
+
+
+class RetryReadsMiddleware:
+    """A read (GET or HEAD) that failed because its database connection was lost (a restart, a
+    failover, a terminated session) runs once more on a fresh connection instead of answering 503:
+    it changed nothing, so running it again is safe. Writes are never run again here (a purchase
+    settles its own lost connections: ``market.trading.services``), nor is anything inside a
+    transaction that is still open. Placed near the top of ``MIDDLEWARE``: what is below it runs again."""
+
+    SAFE = frozenset({"GET", "HEAD"})
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.method not in self.SAFE or not getattr(request, "gradual_database_gone", False):
+            return response
+        opened = connections.all(initialized_only=True)
+        if any(conn.in_atomic_block for conn in opened):
+            return response
+        request.gradual_database_gone = False
+        for conn in opened:
+            try:
+                conn.close()
+            except DatabaseError:  # already broken: it is gone either way
+                pass
+        log.warning("%s %s lost its database connection: run again on a fresh one", request.method, request.path)
+        return self.get_response(request)

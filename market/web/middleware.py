@@ -5,7 +5,7 @@ from django.views.defaults import page_not_found
 
 from market.core.errors import Busy, NotFound, ServiceUnavailable
 from market.core.locks import lost_race
-from market.core.outages import is_outage
+from market.core.outages import is_outage, note
 
 from .error_views import unavailable_page
 
@@ -28,6 +28,7 @@ class NotFoundMiddleware:
             return page_not_found(request, exception)
         if isinstance(exception, ServiceUnavailable) or is_outage(exception):
             log.warning("a dependency did not answer: %s: %s", type(exception).__name__, exception)
+            note(request, exception)  # a read is run once more on a fresh connection
             return unavailable_page()
         if isinstance(exception, Busy) or lost_race(exception):
             response = render(request, "web/busy.html", status=409)

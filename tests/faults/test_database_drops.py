@@ -168,3 +168,33 @@ def test_a_lost_connection_is_503_with_retry_after_in_the_api_and_on_the_pages(b
     page = client.get("/library/")
     assert page.status_code == 503 and page["Retry-After"] == "2"
     assert "Try again in a moment" in page.content.decode()
+
+
+@needs_postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_read_whose_connection_is_terminated_is_run_again_on_a_fresh_one(listing, buyer, fund, api, client,
+                                                                          monkeypatch):
+    """A quote and a page lose their database session mid-request (terminated from outside): each is
+    run once more on a fresh connection and answered as usual, not 503 (``RetryReadsMiddleware``)."""
+    import market.api.views as api_views
+    import market.web.views as web_views
+
+    def dropping_once(real):
+        left = [1]
+
+        def wrapper(**kwargs):
+            if left[0]:
+                left[0] -= 1
+                drop_connection()
+            return real(**kwargs)
+        return wrapper
+
+    monkeypatch.setattr(api_views.catalog, "listing_get", dropping_once(api_views.catalog.listing_get))
+    answer = ended(api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/?epsilon=1"))
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["epsilon"] == "1.0000" and Decimal(answer.json()["price"]) > 0
+
+    monkeypatch.setattr(web_views.catalog, "holdings_list", dropping_once(web_views.catalog.holdings_list))
+    client.force_login(buyer)
+    page = ended(client.get("/library/"))
+    assert page.status_code == 200
