@@ -84,7 +84,7 @@ def content_range(request) -> chunks.Range:
 
 
 class UploadListView(APIView):
-    """Open a resumable upload (owners): then PUT its parts, then POST datasets/ with its id."""
+    """Open a resumable upload (owners): then PUT its parts, then POST uploads/{id}/dataset/."""
 
     permission_classes = [IsAuthenticated]
     parser_classes = [StrictJSONParser]
