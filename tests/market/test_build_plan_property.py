@@ -86,8 +86,8 @@ TYPED = {"integer": SMALL, "decimal": SMALL, "categorical": TEXTS, "boolean": st
 TYPES = {column.name: column.type for column in COLUMNS}
 
 
-def _maybe(draw, item: dict, key: str, strategy, p_present=st.booleans()):
-    if draw(p_present):
+def _maybe(draw, item: dict, key: str, strategy, p_present=None):
+    if draw(st.booleans() if p_present is None else p_present):
         item[key] = draw(strategy)
 
 

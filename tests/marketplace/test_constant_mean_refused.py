@@ -48,6 +48,6 @@ def test_the_builder_shows_it_at_the_grid_input(client, owner, dataset):
     answer = client.post(reverse("web:owner-listing-new"), data)
     assert answer.status_code == 200
     page = html.unescape(answer.content.decode())
-    found = re.search(r'<ul class="errorlist" id="id_stats-0-grid_error">(.*?)</ul>', page, re.S)
-    assert found and SAYS in found.group(1) and DOES in found.group(1), page[:0]
+    found = re.search(r'<ul class="errorlist" id="id_stats-0-grid_error">(.*?)</ul>', page, re.DOTALL)
+    assert found and SAYS in found.group(1) and DOES in found.group(1)
     assert not Listing.objects.exists()
