@@ -33,7 +33,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from market.catalog.models import Listing
+from market.core.levels import rounded_text
 from market.trading.models import Purchase
+from market.web.templatetags.levels import down
+from market.web.templatetags.levels import up as up_filter
 from tests.datasets import ready_dataset
 from tests.marketplace.conftest import make_csv
 
@@ -140,3 +143,20 @@ def test_every_figure_is_the_exact_one_rounded_the_safe_way(
     client.force_login(owner)
     mine = page(client, reverse("web:owner-listing", args=[listing.pk]))
     assert "<strong>ε 1</strong> spent of your ceiling <strong>ε 3</strong> (34%)" in mine
+
+
+@pytest.mark.parametrize("value, places, up_text, down_text", [
+    (0.12, 2, "0.12", "0.12"),          # on a step: shown as it is, either way
+    (300 / 2500, 2, "0.12", "0.12"),    # the float of 0.12 exactly
+    (300 / 2499, 2, "0.13", "0.12"),    # just past a step
+    (0.1225, 2, "0.13", "0.12"),        # floatformat's nearest: 0.12, a bound understated
+    (Decimal("100") / 3, 0, "34", "33"),
+    (3.0, -2, "3", "3"),                # floatformat:"-2"'s form: no decimals for a whole number
+    (3.001, -2, "3.01", "3"),
+    (-0.001, 2, "0.00", "-0.01"),
+    (float("inf"), 2, "inf", "inf"),
+    (None, 2, "", ""),
+])
+def test_figures_round_the_safe_way(value, places, up_text, down_text):
+    assert rounded_text(value, places, up=True) == up_filter(value, places) == up_text
+    assert rounded_text(value, places, up=False) == down(value, places) == down_text
