@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 
 from .errors import InvalidInput
 from .fields import LEVEL_PLACES, LEVEL_QUANTUM
@@ -60,14 +60,16 @@ def rounded_text(value, places: int, *, up: bool) -> str:
     anything that is not a finite number is shown as it is."""
     if value is None or value == "":
         return ""
-    try:
-        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value))
+    try:  # float(...) first: numpy's float64 is a float whose repr is not a number
+        number = Decimal(repr(float(value))) if isinstance(value, float) else Decimal(str(value))
     except InvalidOperation:
         return str(value)
     if not number.is_finite():
         return str(value)
     step = Decimal(1).scaleb(-abs(places))
-    shown = number.quantize(step, rounding=ROUND_CEILING if up else ROUND_FLOOR)
-    if places < 0 and shown == shown.to_integral_value():
-        shown = shown.to_integral_value()
-    return f"{shown + 0:f}"  # + 0: no "-0.00"
+    with localcontext() as context:  # digits enough for any figure, however large
+        context.prec = max(28, number.adjusted() + abs(places) + 2)
+        shown = number.quantize(step, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+        if places < 0 and shown == shown.to_integral_value():
+            shown = shown.to_integral_value()
+        return f"{shown + 0:f}"  # + 0: no "-0.00"

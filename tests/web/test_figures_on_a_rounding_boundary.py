@@ -28,6 +28,7 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -154,6 +155,8 @@ def test_every_figure_is_the_exact_one_rounded_the_safe_way(
     (3.0, -2, "3", "3"),                # floatformat:"-2"'s form: no decimals for a whole number
     (3.001, -2, "3.01", "3"),
     (-0.001, 2, "0.00", "-0.01"),
+    (np.float64(300) / 2499, 2, "0.13", "0.12"),  # numpy's floats too
+    (1e40 / 3, 2, "3333333333333333600000000000000000000000.00", "3333333333333333600000000000000000000000.00"),
     (float("inf"), 2, "inf", "inf"),
     (None, 2, "", ""),
 ])
