@@ -1658,6 +1658,8 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     for number, stat in enumerate(statistics, start=1):
         keys = []
         for group in KINDS[stat["kind"]].groups(stat, number, nb, cols, lattice=on_lattice):
+            if group.sensitivity == 0:
+                raise SpecError(_constant_sum(stat, number))
             groups.setdefault(group.key, (group, number))
             keys.append(group.key)
         needs.append(tuple(keys))
@@ -1720,6 +1722,22 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         aggregates=tuple(aggregates),
         lattice=layout,
     )
+
+
+def _constant_sum(stat: dict, number: int) -> str:
+    """Why a sum or mean whose two bounds round to the same grid step is refused: with the number of
+    records public, every record then adds the same amount, so the statistic is fixed by that number
+    (its sensitivity is 0 and it has no noise to price)."""
+    where = f"statistic {number} ({stat['kind']})"
+    if "grid" not in stat:  # pragma: no cover - only a grid makes two different bounds one step
+        return f"{where}: it would be the same on every dataset allowed, so it tells nothing; widen its bounds"
+    grid = Decimal(stat["grid"])
+    step = _steps(stat["lower"], grid) * grid
+    width = Decimal(repr(stat["upper"])) - Decimal(repr(stat["lower"]))
+    return (f"{where}: grid {_plain(grid)} rounds both lower {_text(stat['lower'])} and upper {_text(stat['upper'])} "
+            f"to {_plain(step)}, so every record would add the same amount and, with the number of records public, "
+            f"the statistic would tell nothing; use a grid finer than {_plain(width)} (the distance between the "
+            "bounds) or wider bounds")
 
 
 def _whole(x, what: str) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 
 from .errors import InvalidInput
 from .fields import LEVEL_PLACES, LEVEL_QUANTUM
@@ -48,3 +48,28 @@ def level_text(value) -> str:
     except InvalidOperation:
         return str(value)
     return f"{number.normalize():f}" if number else "0"
+
+
+def rounded_text(value, places: int, *, up: bool) -> str:
+    """A figure for people, rounded in the safe direction: ``up`` for what must not be understated
+    (an error bound, a level or share spent), else down (a cap, the room left, the low end of an
+    interval). ``places`` decimals; a negative ``places`` keeps ``-places`` decimals only when the
+    rounded figure is not a whole number (as Django's ``floatformat:"-2"``). A float is read
+    through its shortest decimal form (``0.12`` is 0.12, not the binary number just above it), so a
+    figure that sits exactly on a step of the display is shown as it is, never one step further;
+    anything that is not a finite number is shown as it is."""
+    if value is None or value == "":
+        return ""
+    try:  # float(...) first: numpy's float64 is a float whose repr is not a number
+        number = Decimal(repr(float(value))) if isinstance(value, float) else Decimal(str(value))
+    except InvalidOperation:
+        return str(value)
+    if not number.is_finite():
+        return str(value)
+    step = Decimal(1).scaleb(-abs(places))
+    with localcontext() as context:  # digits enough for any figure, however large
+        context.prec = max(28, number.adjusted() + abs(places) + 2)
+        shown = number.quantize(step, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+        if places < 0 and shown == shown.to_integral_value():
+            shown = shown.to_integral_value()
+        return f"{shown + 0:f}"  # + 0: no "-0.00"

@@ -293,7 +293,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
         },
         "spent": spent,
         "ceiling": ceiling,
-        "spent_percent": float(spent / ceiling * 100),
+        "spent_percent": spent / ceiling * 100,  # exact (Decimal): shown rounded up
         "sales": totals["sales"],
         "revenue": totals["revenue"] or _ZERO_CREDITS,
         "in_flight": {"count": in_flight["count"], "amount": in_flight["amount"] or _ZERO_CREDITS},

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from market.catalog import accuracy
+from market.core.levels import rounded_text
 from market.catalog.selectors import listing_plan
 from market.trading.services import purchase_quote
 from market.web.charts import accuracy_curves, bounds_at, listing_charts
@@ -30,7 +31,7 @@ def test_a_means_listing_shows_a_bound_per_mean_in_the_quote(client, listing, bu
     mean = purchase_quote(buyer=buyer, listing=listing, epsilon="1").statistics[1]["error_bound"]
     assert rows == {
         "count": rows["count"],
-        "mean(age) (if the cell holds 1,000 records)": f"± {mean:.2f}",
+        "mean(age) (if the cell holds 1,000 records)": f"± {rounded_text(mean, 2, up=True)}",  # a bound: rounded up
         "each bin of the age histogram": rows["each bin of the age histogram"],
     }
     # the buyer's own assumption

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from market.catalog.models import Listing
 from market.catalog.services import listing_create_microdata
+from market.core.levels import rounded_text
 from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from releases.models import Release
@@ -181,7 +182,7 @@ def test_the_listing_page_shows_the_ladder_and_sells_its_levels_only(client, md_
     ladder = re.search(r'<table id="ladder-table".*?</table>', body, re.S).group(0)
     for eps in md.levels:
         p, q = md.rates(eps)
-        assert f"{p:.3f}" in ladder and f"{q:.3f}" in ladder and f"{md.bound(eps):.1f}" in ladder
+        assert f"{p:.3f}" in ladder and f"{q:.3f}" in ladder and rounded_text(md.bound(eps), 1, up=True) in ladder
     assert ">4.00<" in ladder and ">8.00<" in ladder  # 2 credits per ε, from nothing
     assert 'id="curves"' not in body  # no statistics' charts
     select = re.search(r'<select name="epsilon".*?</select>', body, re.S).group(0)
@@ -261,7 +262,7 @@ def test_going_up_the_ladder_offers_the_next_level(client, md_listing, bought, b
     assert re.findall(r'value="([^"]+)"', select) == ["2", "4"]
     md = md_listing.microdata()
     assert "going to ε = 2 costs 2.00 credits" in text(page)
-    assert f"{md.bound(Decimal(1)) / md.bound(Decimal(2)):.1f}× smaller" in text(page)
+    assert f"{rounded_text(md.bound(Decimal(1)) / md.bound(Decimal(2)), 1, up=False)}× smaller" in text(page)
 
 
 def test_the_owners_listing_page_shows_the_ladder_and_the_levels_sold(client, owner, md_listing, bought):
