@@ -2,7 +2,7 @@
 "Floating point").
 
 numpy's Laplace sampler turns one uniform ``k 2^-53`` into a value, so its
-output takes finitely many values and has a hard edge near ``36.7 * scale``:
+output takes finitely many values and has a hard edge near ``36.04 * scale``:
 some outputs for an answer ``u`` are impossible for the neighbour ``u + 1``.
 A float release is therefore not ε-DP; at best it is ``(ε, δ)``-DP for some δ.
 
