@@ -578,7 +578,9 @@ class ListingSerializer(serializers.Serializer):
         choices=Listing.Engine.choices,
         help_text="how values are released: lattice (exact integer noise, exactly eps-DP: counts and bins are "
         "whole numbers, a sum or mean is rounded to its statistic's grid and its sum released in whole grid steps) "
-        "or laplace (floating-point noise, (eps, delta)-DP: listings made before the lattice path, and vectors)",
+        "or laplace (floating-point noise, retired: listings made before the lattice path and old vector listings; no "
+        "delta was established for most of their releases, no new noise is drawn on them, and only levels they "
+        "have released can be bought)",
     )
     sensitivity = serializers.FloatField()
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)

@@ -1567,7 +1567,7 @@ def _statistics(spec, columns) -> tuple[dict, ...]:
         if not isinstance(kind, str) or kind not in KINDS:
             raise SpecError(
                 f"statistic {number}: unknown kind {kind!r} "
-                "(expected count, sum, mean, histogram, table, or alone centroid)"
+                "(expected count, sum, mean, histogram or table)"
             )
         if KINDS[kind].vector and len(spec) != 1:
             raise SpecError(f"statistic {number} ({kind}): a vector statistic is listed on its own")

@@ -124,7 +124,7 @@ def old_float_listing(dataset, statistics, *, ceiling="5", price="10.00", title=
     from market.catalog.columns import columns_from
     from market.catalog.compute import ParquetTable, compute
     from market.catalog.models import Listing
-    from market.catalog.statistics import build_plan
+    from market.catalog.statistics import build_plan, plan_layout
     from releases.models import NoisePath
 
     plan = build_plan(statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), engine="laplace",
@@ -136,7 +136,7 @@ def old_float_listing(dataset, statistics, *, ceiling="5", price="10.00", title=
         kinds="," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ",",
         sensitivity=float(plan.sensitivity), engine=Listing.Engine.LAPLACE,
         weights=[float(w) for w in plan.weights], lower=[float(v) for v in plan.lower],
-        upper=[float(v) for v in plan.upper], answer=b"", ceiling=Decimal(ceiling),
+        upper=[float(v) for v in plan.upper], plan=plan_layout(plan), answer=b"", ceiling=Decimal(ceiling),
         price_curve={"kind": "linear", "c": price}, price_per_epsilon=Decimal(price),
     )
     listing.set_true_answer(answer)

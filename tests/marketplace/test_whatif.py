@@ -18,7 +18,7 @@ from releases.engine.risk import advanced_composition, composition_at_risk_level
 from releases.models import NoisePath
 from tests.datasets import ready_dataset
 
-from .conftest import make_csv
+from .conftest import make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 
@@ -48,9 +48,8 @@ def composed(owner):
     scales = float_made(dataset, "Two scales (float)", ["a", "b"], [2.0, 4.0])
     lattice = listing_create(owner=owner, dataset_id=dataset.public_id, title="Lattice", ceiling="5",
                              price_per_epsilon="1", statistics=[{"kind": "histogram", "column": "age", "bins": [0, 50, 100]}])
-    vector = listing_create(owner=owner, dataset_id=dataset.public_id, title="Vector", ceiling="5", price_per_epsilon="1",
-                            statistics=[{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000],
-                                         "radius": 100}])
+    vector = old_float_listing(dataset, [{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000],
+                                          "radius": 100}], title="Vector", price="1.00")  # an old one
     listing_create(owner=owner, dataset_id=dataset.public_id, title="Unreleased", ceiling="5", price_per_epsilon="1",
                    statistics=[{"kind": "histogram", "column": "age", "bins": [0, 50, 100]}])
     released(count, "0.5")
