@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from releases.engine.mechanism import bridge, new_rng, relax, tighten
+from releases.engine.mechanism import bridge, relax, tighten
 
 TARGET_RELAX = 3.0
 
@@ -48,7 +48,7 @@ def machine() -> str:
 
 
 def run(sizes, repeat: int):
-    rng = new_rng()
+    rng = np.random.default_rng()  # speed of the steps only: no release is made here
     rows = []
     for n in sizes:
         x = rng.laplace(0.0, 1.0, n)

@@ -45,7 +45,7 @@ import numpy as np
 
 from releases.engine.postprocess import grid_step
 
-LEVELS = (0.1, 1.0, 5.0)
+LEVELS = (0.1, 1.0, 5.0, 8.0, 10.0)
 ANSWERS = (0.0, 1.0, 1000.0, 1_000_000.0)
 
 
@@ -138,6 +138,15 @@ def check_replica(samples: int = 200_000) -> None:
             raise AssertionError(f"numpy's Laplace sampler differs from the replica at U={U!r}")
 
 
+def rounded_up(x: float, digits: int = 3) -> str:
+    """``x > 0`` as text with ``digits`` significant digits, rounded up (never below ``x``)."""
+    from decimal import ROUND_CEILING, Decimal
+
+    d = Decimal(repr(x))
+    q = d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=ROUND_CEILING)
+    return f"{q:.{digits - 1}e}"
+
+
 def main() -> int:
     check_replica()
     print("numpy's Laplace sampler matches the replica bit for bit")
@@ -147,8 +156,9 @@ def main() -> int:
             d = float_delta(eps, u)
             worst[eps] = max(worst.get(eps, 0.0), d)
             print(f"eps={eps:<4} u={u:<10g} grid={grid_step(1.0 / eps):<10g} delta={d:.3e}")
-    print("largest delta per level:", {k: f"{v:.3e}" for k, v in worst.items()})
-    print(f"overall: {max(worst.values()):.3e}")
+    print("largest delta per level, rounded up to 3 significant digits:",
+          {k: rounded_up(v) for k, v in worst.items()})
+    print(f"overall: {rounded_up(max(worst.values()))}")
     return 0
 
 

@@ -3,15 +3,15 @@
     python -m bench.scale                      # 10,000 buyers, on the configured database
     python -m bench.scale --buyers 2000 --json bench/results/scale.json
 
-For one l1 listing (a count and a 10-bin histogram: 11 values) and one l2
-listing (the centroid of 2-d points, on a dataset whose size is public), N buyers each buy one random level in
+For one l1 listing (a count and a 10-bin histogram: 11 values), N buyers each buy one random level in
 (0, ceiling] (four decimal places, so thousands of distinct levels). Every
 purchase goes through the purchase service; its release is timed on its own
 (``market.trading.services.purchase_release``: lock the path, read the neighbouring
 levels or the jump list, sample, store). Reports the stored size of each path
-(its noise points, and for l2 its jump list) and the time per release, early
-and late, to show that neither grows with the number of buyers: storage grows
-with the distinct levels released (l1) or the jumps (l2), never per buyer.
+(its noise points) and the time per release, early and late, to show that
+neither grows with the number of buyers: storage grows with the distinct
+levels released, never per buyer. (The l2 listing it also measured, a
+centroid, is no longer made: the float path is retired, docs/mathematics.md §10.)
 
 Runs on a throw-away test database of the configured DATABASE_URL (SQLite in
 memory without it).
@@ -63,14 +63,11 @@ def run(buyers: int) -> dict:
     datasets = {
         relation: dataset_create(owner=owner, name=f"bench ({relation})", data=csv_bytes(), relation=relation,
                                  total_budget=str(2 * float(CEILING)))
-        for relation in ("private_size", "public_size")
+        for relation in ("private_size",)
     }
     specs = {  # name: (the dataset's relation, the statistics)
         "l1 (count + 10-bin histogram)": (
             "private_size", [{"kind": "count"}, {"kind": "histogram", "column": "age", "bins": list(range(0, 101, 10))}],
-        ),
-        "l2 (centroid of 2-d points)": (
-            "public_size", [{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1000}],
         ),
     }
     people = User.objects.bulk_create(User(username=f"bench-buyer-{i}", is_buyer=True) for i in range(buyers))

@@ -22,12 +22,14 @@ from django.db import connection, transaction
 
 from market.core import crypto
 from market.core.crypto import CryptoError, UnknownKeyError
+from market.core.levels import level_text
 from market.core.migration_helpers import append_only_lifted
 from market.core.locks import retrying
 
 from .bitpaths import NotOnLadder, bits_points
 from .engine import lattice
 from .locks import path_lock_by_id
+from .selectors import FLOAT_RETIRED, float_level_open
 from .engine.mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import BitReport, NoisePath, NoisePoint, Release
 from .engine.path import NoisePath as EnginePath
@@ -253,10 +255,21 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
     if path.engine == "lattice":
         values_at, rng = _lattice_values, (rng if rng is not None else new_bit_source())
     else:
+        _float_levels_check(path, levels)
         values_at, rng = _float_values, (rng if rng is not None else new_rng())
     made_at = {level: values_at(listing, path, answer, level, rng, known) for level in levels}
     known.save()
     return _releases_store(path, listing, orders, made_at, figures)
+
+
+def _float_levels_check(path: NoisePath, levels) -> None:
+    """The float path is retired (``releases.selectors.FLOAT_RETIRED``): a batch that would draw new
+    noise on it, or release above its largest level, is :class:`ReleaseImpossible`, so that its
+    purchases are refunded (a purchase paid before the retirement and still waiting for its release)."""
+    released = list(NoisePoint.objects.filter(path=path).values_list("level", flat=True))
+    for level in levels:
+        if not float_level_open(norm=path.norm, released=released, released_max=path.released_max, level=level):
+            raise ReleaseImpossible(f"{FLOAT_RETIRED}, and level {level_text(level)} was never released on it")
 
 
 def _bits_values(listing, path: NoisePath, levels, rng) -> dict:

@@ -578,7 +578,9 @@ class ListingSerializer(serializers.Serializer):
         choices=Listing.Engine.choices,
         help_text="how values are released: lattice (exact integer noise, exactly eps-DP: counts and bins are "
         "whole numbers, a sum or mean is rounded to its statistic's grid and its sum released in whole grid steps) "
-        "or laplace (floating-point noise, (eps, delta)-DP: listings made before the lattice path, and vectors)",
+        "or laplace (floating-point noise, retired: listings made before the lattice path and old vector listings; no "
+        "delta was established for most of their releases, no new noise is drawn on them, and only levels they "
+        "have released can be bought)",
     )
     sensitivity = serializers.FloatField()
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
@@ -1204,7 +1206,11 @@ class CompositionSerializer(serializers.Serializer):
     basic = serializers.DecimalField(max_digits=12, decimal_places=4, help_text="the sum of their levels (enforced)")
     advanced = serializers.FloatField(allow_null=True, help_text="(eps', delta)-DP by advanced composition")
     at_risk = serializers.FloatField(allow_null=True, help_text="eps' with the paper's privacy at risk, under its model")
-    float_delta = serializers.FloatField(help_text="the floating-point listings' own delta, added to delta")
+    float_listings = serializers.IntegerField(help_text="how many of the listings have floating-point noise (the retired "
+                                              "float path)")
+    float_delta = serializers.FloatField(
+        allow_null=True, help_text="0 when no listing has floating-point noise; null otherwise: the float path's "
+        "delta was never established, so no figure here holds for those listings with any stated delta")
     budget = serializers.DecimalField(max_digits=12, decimal_places=4)
     definitions = serializers.DictField(child=serializers.CharField())
     what_if = serializers.CharField()

@@ -344,8 +344,9 @@ def is_microdata(statistics) -> bool:
 def truth(md: Microdata, table, *, shuffle=None) -> np.ndarray:
     """The records' true bits (bool, ``(n, bits)``), read from ``table``
     (``market.catalog.compute.Table``) with DuckDB, rows shuffled by a secret permutation
-    (``shuffle``: a numpy generator, a test's; else one seeded afresh from the
-    operating system, ``releases.engine.mechanism.new_rng``). Raises ValueError if the data does not hold the public
+    (``shuffle``: anything with ``permutation``, a test's seeded numpy generator; else the
+    operating system's random bits, ``releases.engine.osrandom.new_source``: an exactly
+    uniform Fisher-Yates shuffle, never a seeded generator). Raises ValueError if the data does not hold the public
     number of records or lacks a column."""
     from releases.engine import bitreport
 
@@ -389,7 +390,7 @@ def truth(md: Microdata, table, *, shuffle=None) -> np.ndarray:
             hit = codes >= 0
             out[np.flatnonzero(hit), start + codes[hit]] = True
         start += len(f.labels)
-    from releases.engine.mechanism import new_rng
+    from releases.engine.osrandom import new_source
 
-    rng = shuffle if shuffle is not None else new_rng()
+    rng = shuffle if shuffle is not None else new_source()
     return out[rng.permutation(n)]

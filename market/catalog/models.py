@@ -172,7 +172,7 @@ class Listing(models.Model):
     once, at creation, and is as secret as the data. ``engine`` says how it
     is released (``market.catalog.statistics``):
 
-    * ``laplace`` (the float path; every listing made before the lattice):
+    * ``laplace`` (the float path, retired: every listing made before the lattice, and old vectors):
       value ``i`` at level eps is ``answer[i] + weights[i] * V_eps[i]``, then
       rounded and clamped to ``[lower[i], upper[i]]``;
     * ``lattice`` (the exact path, docs/mathematics.md section 11): ``answer``
@@ -189,7 +189,7 @@ class Listing(models.Model):
     """
 
     class Engine(models.TextChoices):
-        LAPLACE = "laplace", "Float Laplace path ((eps, delta)-DP, delta below 1e-11 per value)"
+        LAPLACE = "laplace", "Float path (retired: floating-point noise with no established delta; old listings only)"
         LATTICE = "lattice", "Exact lattice path (integer noise, exactly eps-DP)"
         BITS = "bits", "Bit reports: every record, each bit on its own exact lattice path (eps-DP per record)"
 

@@ -9,9 +9,10 @@ neighbour moves; when the plan has several incomparable worst cases (a
 grouped sum under a public size moves one cell far or two cells less), the
 largest of their profiles, point by point.
 
-* Float Laplace listings: each loss is Laplace with parameter ``share * eps``
-  (``Plan.loss_cases``); ``releases.engine.profile`` computes the profile exactly
-  (closed form), or by a quadrature of stated accuracy for l2 ones.
+* Float listings (the retired float path): floating-point noise is not exactly Laplace, and its
+  δ was established only for one count's first draw at a few levels, so no profile is stated
+  (``FLOAT_NOT_COMPUTED``); each release's line says what is known
+  (``releases.engine.guarantee.float_release_statement``).
 * Lattice listings (``plan.engine == "lattice"``): coordinate ``i`` carries
   discrete Laplace noise at level ``eps / unit_weights[i]`` and the neighbour
   moves it by ``t`` whole steps (``Lattice.unit_cases``); the loss is
@@ -34,8 +35,8 @@ from functools import lru_cache
 import numpy as np
 from django.core.cache import cache
 
-from releases.engine.guarantee import guarantee_statement
-from releases.engine.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge, loss_profile_l1, loss_profile_l2
+from releases.engine.guarantee import float_release_statement, guarantee_statement
+from releases.engine.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge
 
 from .selectors import listing_plan
 from .statistics import LATTICE
@@ -68,23 +69,6 @@ def _shared(parts: tuple, compute):
     return value
 
 
-@lru_cache(maxsize=1024)
-def _deltas(norm: str, cases: tuple[tuple[Fraction, ...], ...] | None, dim: int, level: Decimal, at: tuple[float, ...]) -> tuple:
-    """The float path's profile at ``at``, kept in this process and in the shared cache: a listing
-    of 40 values of two sizes takes about a third of a second."""
-
-    def compute() -> list[float]:
-        if norm == "l2":
-            return [float(d) for d in loss_profile_l2(dim, Fraction(level), np.array(at))]
-        worst = np.zeros(len(at))
-        for shares in cases:  # the profile of each worst case; the release's is their maximum
-            a = [share * Fraction(level) for share in shares]
-            worst = np.maximum(worst, np.array([float(d) for d in loss_profile_l1(a, np.array(at))]))
-        return [float(d) for d in worst]
-
-    return tuple(_shared((norm, cases, dim, str(level), at), compute))
-
-
 def _rounded_up(x: float) -> str:
     """``x > 0`` rounded up to one significant digit, e.g. ``"5e-12"`` for 4.4e-12."""
     mantissa, exponent = f"{x:.15e}".split("e")
@@ -96,7 +80,7 @@ def _rounded_up(x: float) -> str:
 def _lattice_deltas(weights: tuple[int, ...], cases: tuple[tuple[tuple[int, int], ...], ...], level: Decimal,
                     at: tuple[float, ...]) -> tuple[tuple[float, ...] | None, str]:
     """A lattice listing's profile at ``at`` and how it was computed, or ``(None, "not computed: ...")``
-    when its loss law is too large to sum (:class:`ProfileTooLarge`). Cached like :func:`_deltas`."""
+    when its loss law is too large to sum (:class:`ProfileTooLarge`). Kept in this process and in the shared cache."""
 
     def compute() -> list:
         eps = Fraction(level)
@@ -118,14 +102,34 @@ def _lattice_deltas(weights: tuple[int, ...], cases: tuple[tuple[tuple[int, int]
     return (None if deltas is None else tuple(deltas)), method
 
 
+#: Why a float release's profile is not drawn.
+FLOAT_NOT_COMPUTED = ("not computed: floating-point noise is not exactly Laplace and its δ was never established "
+                      "for this release, so no δ(ε′) can be stated (the profile of exact Laplace noise would "
+                      "understate it: it is 0 at ε, the float release's is not)")
+
+
+def _single_count(plan) -> bool:
+    """The one case whose float δ was enumerated: a plan of one count of weight 1."""
+    return (plan.norm == "l1" and len(plan.labels) == 1 and plan.statistics[0]["kind"] == "count"
+            and float(plan.weights[0]) == 1.0)
+
+
+def _point_method(listing, level) -> str | None:
+    """How the listing's noise at ``level`` was made ("initial", "relax", ...), None if not released."""
+    from releases.models import NoisePoint
+
+    return NoisePoint.objects.filter(path__listing=listing, level=level).values_list("method", flat=True).first()
+
+
 def release_profile(listing, level, *, plan=None) -> dict:
     """The privacy-loss profile of ``listing``'s release at ``level``.
 
     ``{"level": Decimal, "method": how delta was computed ("exact", the quadrature's or the lattice
-    sum's error bound, or "not computed: <why>"), "points": [{"epsilon": Decimal, "delta": float or
-    None}] (eps' from 0 to the level, exact decimals; None when not computed), "summary": {"epsilon",
-    "delta"} (at half the level), "guarantee": one line on the listing's engine (pure eps-DP on the
-    lattice, the measured delta of the float path), "protects": whom it protects}``.
+    sum's error bound, or "not computed: <why>": always for the retired float path), "points":
+    [{"epsilon": Decimal, "delta": float or None}] (eps' from 0 to the level, exact decimals; None
+    when not computed), "summary": {"epsilon", "delta"} (at half the level), "guarantee": one line
+    on the release (pure eps-DP on the lattice; on the float path the δ enumerated for exactly this
+    case, or that none has been established), "protects": whom it protects}``.
     """
     level = Decimal(level)
     half = level * Decimal(SUMMARY_FRACTION.numerator) / Decimal(SUMMARY_FRACTION.denominator)
@@ -146,15 +150,17 @@ def release_profile(listing, level, *, plan=None) -> dict:
     if plan.engine == LATTICE:
         deltas, method = _lattice_deltas(plan.lattice.unit_weights, plan.lattice.unit_cases, level, floats)
         deltas = deltas or (None,) * len(at)
-    else:
-        deltas = _deltas(plan.norm, plan.loss_cases, len(plan.labels), level, floats)
-        method = "exact" if plan.norm == "l1" else "quadrature (absolute error below 1e-10)"
+        guarantee = guarantee_statement(plan.engine, len(plan.labels))
+    else:  # the retired float path: its δ was never established, so no δ(ε′) is drawn, not even 0 at ε
+        deltas = (None,) * len(at)
+        method = FLOAT_NOT_COMPUTED
+        guarantee = float_release_statement(level, method=_point_method(listing, level), single_count=_single_count(plan))
     return {
         "level": level,
         "method": method,
         "points": [{"epsilon": x, "delta": d} for x, d in zip(at[:-1], deltas[:-1])],
         "summary": {"epsilon": half, "delta": deltas[-1]},
-        "guarantee": guarantee_statement(plan.engine, len(plan.labels)),
+        "guarantee": guarantee,
         "protects": listing.dataset.protects,
     }
 

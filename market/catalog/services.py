@@ -30,7 +30,7 @@ from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
 from .columns import columns_from
 from .compute import ParquetTable, compute
-from .statistics import LATTICE, SpecError, build_plan, plan_layout
+from .statistics import LATTICE, VECTOR_UNAVAILABLE, SpecError, build_plan, plan_layout
 
 
 log = logging.getLogger(__name__)
@@ -450,8 +450,9 @@ def listing_create(
     optional otherwise (it adds budgets to the owner's dashboard); with a
     public size it is per person and counts the dataset's public size, else
     it is for everyone in the data together. Statistics the dataset's relation
-    does not allow (a count whose number is public, a centroid over a private
-    number of records) are refused with the reason.
+    does not allow (a count whose number is public) are refused with the reason, and so is a
+    vector statistic (a centroid): its only noise path is the retired float path
+    (``statistics.VECTOR_UNAVAILABLE``). A new listing never runs on the float path.
     Every input at fault is named in one 400 (the title, the ceiling, the price,
     each statistic, the budget), not one per attempt.
     The statistics' true answer and sensitivity are computed once, here; the
@@ -481,7 +482,9 @@ def listing_create(
                 answer = compute(plan, ParquetTable(path))
         except ValueError as exc:
             raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
-        layout = plan.lattice  # every l1 listing runs on the exact lattice path; a vector on its l2 float path
+        layout = plan.lattice  # every new listing runs on the exact lattice path, never on the retired float path
+        if layout is None:  # build_plan refuses the vector statistics, the only plans without a lattice layout
+            raise InvalidInput(VECTOR_UNAVAILABLE, fields={"statistics": [VECTOR_UNAVAILABLE]})
         listing = Listing.objects.create(
             dataset=dataset,
             title=title,
@@ -490,11 +493,11 @@ def listing_create(
             labels=list(plan.labels),
             kinds=kinds,
             sensitivity=float(plan.sensitivity),
-            engine=Listing.Engine.LATTICE if layout else Listing.Engine.LAPLACE,
-            grids=[str(g) for g in layout.grids] if layout else None,
-            weights=list(layout.unit_weights) if layout else [float(w) for w in plan.weights],
-            lower=list(layout.unit_lower) if layout else [float(v) for v in plan.lower],
-            upper=list(layout.unit_upper) if layout else [float(v) for v in plan.upper],
+            engine=Listing.Engine.LATTICE,
+            grids=[str(g) for g in layout.grids],
+            weights=list(layout.unit_weights),
+            lower=list(layout.unit_lower),
+            upper=list(layout.unit_upper),
             plan=plan_layout(plan),
             answer=b"",  # sealed for the row once it has its id, just below
             ceiling=ceiling,
@@ -674,8 +677,8 @@ def listing_reopen(*, owner, listing_id) -> Listing:
     price and noise path: a buyer goes on from the level they hold).
 
     Refused (409, with the reason) when the listing could not be created today: its statistics
-    are no longer offered for its dataset (a point, or a centroid over a private number of
-    records: the listings the platform itself closed), or its dataset's budget does not cover
+    are no longer offered for its dataset (a point, or a centroid: the listings the platform
+    itself closed, and the vector statistics of the retired float path), or its dataset's budget does not cover
     the ceilings of its listings (a closed listing keeps its ceiling counted, so this holds unless
     the budget was changed outside the services). Reopening an open listing changes nothing."""
     _require_owner(owner)

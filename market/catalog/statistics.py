@@ -99,6 +99,7 @@ __all__ = [
     "PUBLIC_SIZE",
     "RELATIONS",
     "VECTOR_KINDS",
+    "VECTOR_UNAVAILABLE",
     "Neighbours",
     "Plan",
     "SpecError",
@@ -1360,10 +1361,17 @@ class _Vector(Kind):
         ]
 
 
+#: Why no new listing offers a vector statistic (a centroid): its only mechanism is the float
+#: l2 path, which is retired (docs/mathematics.md, "Floating point").
+VECTOR_UNAVAILABLE = ("a vector statistic (a centroid) is unavailable for new listings: its noise path had no "
+                      "established δ; it returns with the integer Gaussian-like path")
+
+
 class Centroid(_Vector):
     """``{"kind": "centroid", "columns": [...], "center": [...], "radius": R}``:
-    the mean of the records' points, each first pulled into the ball of radius
-    R around ``center``. It divides by the number of records, so it is sold
+    unavailable for new listings (its noise path had no established δ; it returns with the
+    integer Gaussian-like path): kept to read existing listings. The mean of the records'
+    points, each first pulled into the ball of radius R around ``center``. It divides by the number of records, so it is sold
     only when that number is public: replacing one record moves the mean of n
     points by at most ``2R / n`` (two points of the ball are at most 2R apart).
 
@@ -1390,13 +1398,7 @@ class Centroid(_Vector):
         return out
 
     def refusal(self, stat, nb):
-        if "min_records" in stat:
-            return ("min_records is no longer accepted: a centroid divides by the dataset's public "
-                    "number of records, so leave it out")
-        if not nb.public:
-            return ("a centroid divides by the number of records, which this dataset keeps private; "
-                    "list the sums of its columns and a count instead, or declare the size public")
-        return None
+        return VECTOR_UNAVAILABLE
 
     def describe(self, stat, nb):
         where = ", ".join(f"{c:g}" for c in stat["center"])
@@ -1529,8 +1531,9 @@ class Microdata(Kind):
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (Count(), Sum(), Mean(), Histogram(), TwoWay(), Centroid(), Point(),
                                                         Microdata())}
 VECTOR_KINDS = tuple(name for name, kind in KINDS.items() if kind.vector)
-#: The kinds a new listing's statistics may offer (the point is withdrawn; microdata is a listing of its own).
-OFFERED_KINDS = tuple(name for name in KINDS if name not in ("point", "microdata"))
+#: The kinds a new listing's statistics may offer (the point is withdrawn; a vector statistic is unavailable,
+#: :data:`VECTOR_UNAVAILABLE`; microdata is a listing of its own).
+OFFERED_KINDS = tuple(name for name in KINDS if name not in ("point", "microdata") and not KINDS[name].vector)
 
 
 # --------------------------------------------------------------------------
@@ -1564,7 +1567,7 @@ def _statistics(spec, columns) -> tuple[dict, ...]:
         if not isinstance(kind, str) or kind not in KINDS:
             raise SpecError(
                 f"statistic {number}: unknown kind {kind!r} "
-                "(expected count, sum, mean, histogram, table, or alone centroid)"
+                "(expected count, sum, mean, histogram or table)"
             )
         if KINDS[kind].vector and len(spec) != 1:
             raise SpecError(f"statistic {number} ({kind}): a vector statistic is listed on its own")

@@ -17,8 +17,6 @@ import numpy as np
 
 from market.core import visibility
 from market.core.errors import InvalidInput
-from releases.engine.guarantee import FLOAT_PATH_DELTA
-from releases.engine.mechanism import new_rng
 from releases.engine.risk import (
     advanced_composition,
     composition_at_risk_levels,
@@ -101,7 +99,8 @@ def dataset_composition(*, user, dataset_id: str, delta=None, eps=None) -> dict:
     A listing counts when it is eps-DP (``budget.counted``) and has released something; its level
     is its noise path's largest released level. A listing whose noise the paper's formula does not
     describe (``_no_risk_reason``) is credited nothing: it enters the at-risk figure as in advanced
-    composition. Listings with floating-point noise add their own small delta (stated on their pages)."""
+    composition. Listings with floating-point noise (the retired float path) have no established delta:
+    ``float_delta`` is then None (no figure holds for them with any stated delta), else 0."""
     delta, eps = parse_delta(delta), parse_eps(eps)
     dataset = dataset_get(user=user, dataset_id=dataset_id)
     listings = list(
@@ -117,12 +116,12 @@ def dataset_composition(*, user, dataset_id: str, delta=None, eps=None) -> dict:
         rows.append({"id": listing.pk, "title": listing.title, "level": level, "values": len(listing.labels),
                      "engine": listing.engine, "finer": finer, "risk": gamma, "excluded": reason})
     levels = [float(row["level"]) for row in rows]
-    float_values = sum(row["values"] for row in rows if row["engine"] == "laplace")
+    float_listings = sum(1 for row in rows if row["engine"] == "laplace")
     figures = {
         "dataset": dataset, "delta": delta, "eps": eps, "listings": rows, "count": len(rows),
         "basic": sum((row["level"] for row in rows), Decimal(0)), "advanced": None, "at_risk": None,
         "credited": sum(1 for row in rows if row["risk"] is not None),
-        "float_delta": float_values * FLOAT_PATH_DELTA, "definitions": DEFINITIONS, "what_if": WHAT_IF,
+        "float_listings": float_listings, "float_delta": None if float_listings else 0.0, "definitions": DEFINITIONS, "what_if": WHAT_IF,
         "budget": dataset.total_budget,
     }
     if rows:
@@ -235,7 +234,8 @@ def dataset_sampled_sensitivity(*, user, dataset_id: str, kind, column=None, tar
                            f"neighbouring pairs from.", fields={})
     try:
         result = sampled_sensitivity(query if kind == "ridge" else (lambda x: mean_query(x[:, 0])), sample,
-                                     values["pairs"], values["gamma2"], new_rng(),
+                                     values["pairs"], values["gamma2"],
+                                     np.random.default_rng(),  # a what-if estimate: no release, no order of one
                                      rho=ACCURACY)
     except (ValueError, np.linalg.LinAlgError) as exc:
         raise InvalidInput(f"The query could not be computed on this data: {exc}", fields={}) from None

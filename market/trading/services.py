@@ -46,6 +46,7 @@ from market.trust.selectors import Cap, buyer_cap
 from market.webhooks.events import emit as webhook_emit
 from releases.locks import path_lock
 from releases.models import Release
+from releases.selectors import float_level_refusal
 from releases.services import Order, ReleaseImpossible, releases_make
 
 from .locks import holding_lock, holdings_lock, purchase_lock, purchases_lock
@@ -103,6 +104,10 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
             f"epsilon: you already hold level {current}; buy a level above it",
             fields={"epsilon": [f"Must be above your current level {current}."]},
         )
+    if listing.engine == Listing.Engine.LAPLACE:  # the retired float path: no new noise is drawn
+        refusal = float_level_refusal(listing_id=listing.pk, level=eps)
+        if refusal:
+            raise InvalidInput(f"epsilon: {refusal}", fields={"epsilon": [refusal[0].upper() + refusal[1:] + "."]})
     if listing.is_microdata:
         ladder = listing.microdata().levels
         if eps not in ladder:

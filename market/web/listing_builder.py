@@ -143,7 +143,7 @@ def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
 
 def builder_kinds() -> dict[str, BuilderKind]:
     """The kinds a row may be, by name, in the order the statistics module lists them:
-    every offered kind that is not a vector statistic and whose fields all have an input."""
+    every offered kind (never a vector statistic: unavailable, ``statistics.VECTOR_UNAVAILABLE``) whose fields all have an input."""
     out = {}
     for name in OFFERED_KINDS:
         kind = KINDS[name]

@@ -17,7 +17,7 @@ from django import forms
 from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
 from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
-from market.catalog.statistics import MAX_STATISTICS
+from market.catalog.statistics import MAX_STATISTICS, VECTOR_UNAVAILABLE
 from market.web.listing_builder import (
     FILTER_SLOTS, OPERATORS, SPEC_INPUTS, builder_kinds, statistic_spec, used_filters,
 )
@@ -222,39 +222,10 @@ class ListingForm(forms.Form):
         help_text="Per person or in total, as E.",
     )
 
-    vector_kind = forms.ChoiceField(
-        label="Vector statistic",
-        required=False,
-        choices=[("", "none: use the statistics below"), ("centroid", "centroid of the records' points (public size only)")],
-        help_text="Data compared in Euclidean distance (a location in metres, a short embedding): released alone, with l2 noise.",
-    )
-    vector_columns = forms.CharField(label="Vector columns", required=False, help_text="2 to 16 column names, comma-separated, e.g. east, north.")
-    vector_center = forms.CharField(label="Centre", required=False, help_text="Centroid: one number per column; points are pulled within the radius of it.")
-    vector_radius = forms.FloatField(
-        label="Radius", required=False,
-        help_text="Centroid: points are pulled within this radius of the centre; its sensitivity is 2 × radius / the public size.",
-    )
-
-    def _vector_spec(self, data: dict) -> dict | None:
-        """The vector statistic the owner described, or None; errors at the inputs at fault."""
-        kind = data.get("vector_kind")
-        if not kind:
-            return None
-        columns = [c.strip() for c in (data.get("vector_columns") or "").split(",") if c.strip()]
-        if len(columns) < 2:
-            self.add_error("vector_columns", "Name at least two columns.")
-        if data.get("vector_radius") is None:
-            self.add_error("vector_radius", "Required for a vector statistic.")
-        spec = {"kind": kind, "columns": columns, "radius": data.get("vector_radius")}
-        try:
-            spec["center"] = [float(c) for c in (data.get("vector_center") or "").split(",")]
-        except ValueError:
-            self.add_error("vector_center", "Give one number per column, comma-separated.")
-        return spec
-
     def clean(self):
         data = super().clean()
-        data["vector_spec"] = self._vector_spec(data)
+        if self.data.get("vector_kind"):  # a page from before the float path was retired
+            self.add_error(None, VECTOR_UNAVAILABLE[0].upper() + VECTOR_UNAVAILABLE[1:] + ".")
         data["price_curve"] = price_curve_of(self, data, needs={"compensation": ["margin", "E"]})
         if self.errors:
             return data
@@ -283,9 +254,6 @@ INPUT_NEEDED_WHEN = {
     "p": "for a power price",
     "margin": "for a compensation-derived price",
     "E": "for a compensation-derived price; optional otherwise",
-    "vector_columns": "for a vector statistic",
-    "vector_center": "for a vector statistic",
-    "vector_radius": "for a vector statistic",
 }
 for _name, _when in INPUT_NEEDED_WHEN.items():
     ListingForm.base_fields[_name].needed_when = _when

@@ -291,8 +291,6 @@ def _create_listing(request, form, formset) -> int | None:
     """Call the service with the validated forms; its errors go to the inputs at fault."""
     d = form.cleaned_data
     statistics, rows = formset.specs()
-    if d["vector_spec"]:
-        statistics, rows = [d["vector_spec"]], []
     try:
         listing = listing_create(
             owner=request.user,
@@ -307,8 +305,6 @@ def _create_listing(request, form, formset) -> int | None:
     except DomainError as exc:
         if "c" in exc.fields:  # the curve's c is the form's price scale
             exc.fields["price_per_epsilon"] = exc.fields.pop("c")
-        if d["vector_spec"] and "statistics" in exc.fields:  # about the vector statistic
-            exc.fields["vector_kind"] = exc.fields.pop("statistics")
         add_statistics_errors(formset, rows, exc.fields.get("statistics", []))
         add_domain_errors(form, exc, elsewhere={"statistics"})
         return None
@@ -324,8 +320,6 @@ def _check_the_rest(request, form, formset) -> None:
     if d.get("dataset") is None:
         return
     statistics, rows = formset.specs()
-    if d.get("vector_spec") or "vector_kind" in form.errors:
-        statistics, rows = None, []
     curve = d.get("price_curve")
     problems = listing_check(
         owner=request.user,
@@ -425,7 +419,9 @@ def listing_new(request):
         _suggest_categories(data, suggestions)  # shown with the errors, for the owner to check
     context = {"options": options, "summary": summary, "form": form, "formset": formset,
                "builder": _builder(columns, suggestions)}
-    return render(request, "owner/listing_new.html", context)
+    # a vector statistic (the retired float path's) asked for: a plain 400 with the reason on the page
+    status = 400 if request.method == "POST" and request.POST.get("vector_kind") else 200
+    return render(request, "owner/listing_new.html", context, status=status)
 
 
 def _microdata_datasets(user) -> tuple[list[dict], list[dict]]:

@@ -1,61 +1,92 @@
-"""What the float path guarantees, in figures (docs/mathematics.md, "Floating point").
+"""What each engine's releases guarantee, in words that are exactly true (docs/mathematics.md,
+"Floating point").
 
 numpy's Laplace sampler turns one uniform ``k 2^-53`` into a value, so its
-output takes finitely many values and has a hard edge near ``36 * scale``:
+output takes finitely many values and has a hard edge near ``36.04 * scale``:
 some outputs for an answer ``u`` are impossible for the neighbour ``u + 1``.
-The float path is therefore ``(eps, delta)``-DP, not pure ``eps``-DP.
+A float release is therefore not ε-DP; at best it is ``(ε, δ)``-DP for some δ.
 
-``bench/float_delta.py`` computes that delta exactly for a count's first
-draw (numpy's sampler replicated bit for bit, every output's probability
-counted by bisection over the 2^53 - 1 uniforms, then the grid rounding of
-``releases/postprocess.snap``), for answers 0, 1, 1000 and 10^6:
+``bench/float_delta.py`` computes that δ exactly for one case only: a count
+(one value, weight 1) released by its path's first draw, for the answers 0,
+1, 1000 and 10^6 (numpy's sampler replicated bit for bit, every output's
+probability counted, then the grid rounding of ``releases.engine.postprocess.snap``).
+The largest over those answers, rounded up to three digits:
 
 ========  ===========
-level     largest delta
+level     δ (first draw of one count)
 ========  ===========
 0.1       5.97e-14
 1         9.69e-14
 5         6.32e-12
+8         7.79e-11
+10        7.76e-10
 ========  ===========
 
-:data:`FLOAT_PATH_DELTA` rounds the largest up. It covers one released value
-drawn directly; the relax, tighten and bridge steps have the same kind of
-edge but their joint law over several levels was not enumerated, and a
-release of ``n`` values adds up to ``n`` such deltas. This module never
-imports Django.
+δ grows quickly with the level (77 times from 8 to 10) and no bound between
+or beyond the measured levels has been proved. For every other case (a level
+not in the table, a value reached by relaxing, tightening or bridging from
+levels already released, a release of several values or of a value whose
+weight is not 1, the l2 sampler of vector statistics) no δ has been
+established, and the statements below say so instead of stating a number.
+That is why the float path is retired: no new listing uses it, and no new
+noise is drawn on an old one. This module never imports Django.
 """
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, Decimal
+__all__ = ["MEASURED_DELTAS", "MEASURED_ANSWERS", "engine_words", "float_delta", "float_path_statement",
+           "float_release_statement", "lattice_statement", "guarantee_statement"]
 
-__all__ = ["FLOAT_PATH_DELTA", "MEASURED_DELTAS", "MEASURED_LEVELS", "engine_words", "float_path_statement",
-           "lattice_statement", "guarantee_statement"]
+#: Exact deltas from ``python -m bench.float_delta``: one count (weight 1) drawn directly at each
+#: level, the largest over :data:`MEASURED_ANSWERS`, rounded up to three significant digits.
+MEASURED_DELTAS = {0.1: 5.97e-14, 1.0: 9.69e-14, 5.0: 6.32e-12, 8.0: 7.79e-11, 10.0: 7.76e-10}
 
-#: Exact deltas from ``python -m bench.float_delta`` (largest over the answers tried).
-MEASURED_DELTAS = {0.1: 5.97e-14, 1.0: 9.69e-14, 5.0: 6.32e-12}
+#: The true answers the enumeration was run for (and their neighbours, one more).
+MEASURED_ANSWERS = (0, 1, 1000, 10**6)
 
-#: The levels the measurement spans.
-MEASURED_LEVELS = (0.1, 5.0)
+_LEVELS_TEXT = ", ".join(f"{level:g}" for level in MEASURED_DELTAS)
+_ANSWERS_TEXT = "0, 1, 1000 and 10⁶"
 
-#: An upper bound on the float path's delta per released value, for levels in
-#: :data:`MEASURED_LEVELS` (first draw of a count; see the module docstring).
-FLOAT_PATH_DELTA = 1e-11
+
+def float_delta(level, *, method: str, single_count: bool) -> float | None:
+    """The δ established for one float release, or None when none has been: only for a single
+    count (one value of weight 1) drawn directly (``method == "initial"``) at a measured level."""
+    if not single_count or method != "initial":
+        return None
+    return MEASURED_DELTAS.get(float(level))
+
+
+def float_release_statement(level, *, method: str | None, single_count: bool) -> str:
+    """One line for people: what a float release at ``level`` is known to guarantee. ``method``:
+    how its noise was made ("initial" for a first draw; "relax", "tighten", "bridge", or an l2
+    method), None if not known; ``single_count``: the listing releases one count of weight 1."""
+    delta = float_delta(level, method=method or "", single_count=single_count)
+    if delta is not None:
+        return (f"Floating-point noise: this release (one count drawn directly at ε {float(level):g}) is "
+                f"(ε, δ)-differentially private with δ at most {delta:.2e}, enumerated exactly for the answers "
+                f"{_ANSWERS_TEXT} (not for other answers).")
+    if not single_count:
+        why = "a release of several values, or of a value with noise weight other than 1"
+    elif method is None:
+        why = "how its noise was made is not known"
+    elif method != "initial":
+        why = "its noise was reached from levels already released, a step never enumerated"
+    else:
+        why = f"δ was enumerated only at ε {_LEVELS_TEXT}"
+    return (f"Floating-point noise: no δ has been established for this release ({why}): it is not known to be "
+            f"ε-differentially private, nor (ε, δ)-private for any stated δ.")
 
 
 def float_path_statement(values: int = 1) -> str:
-    """One line for people: what the float path guarantees for a release of ``values`` numbers."""
+    """One line for people: what the float path guarantees for a listing of ``values`` numbers."""
     if isinstance(values, bool) or not isinstance(values, int) or values < 1:
         raise ValueError(f"values must be a positive integer, got {values!r}")
-    # rounded up to one digit: 53 values make 5.3e-10, stated as below 6e-10 (never below 5e-10)
-    exact = Decimal(repr(FLOAT_PATH_DELTA)) * values
-    bound = float(exact.quantize(Decimal(1).scaleb(exact.adjusted()), rounding=ROUND_CEILING))
-    lo, hi = MEASURED_LEVELS
     return (
-        f"Floating-point noise: each release is (ε, δ)-differentially private with δ below {bound:.0e}: "
-        f"the probability of any outcome may exceed what the guarantee at ε allows by at most δ "
-        f"(measured exactly for one count drawn directly, at levels {lo:g} to {hi:g}; not measured for levels "
-        f"reached by going up from, down from or between levels already released)."
+        "Floating-point noise, retired: no δ has been established for this listing's releases in general, so none "
+        "is stated. δ was enumerated exactly only for one count drawn directly at ε "
+        f"{_LEVELS_TEXT} (largest {max(MEASURED_DELTAS.values()):.2e}, at ε 10); steps from released levels, "
+        "several values and vectors were never measured. No new noise is drawn on this listing: buyers keep and "
+        "read what they hold."
     )
 
 
@@ -69,7 +100,7 @@ def lattice_statement() -> str:
 
 
 def guarantee_statement(engine: str, values: int = 1) -> str:
-    """The guarantee line for a listing's engine: ``lattice`` or ``laplace`` (the float path)."""
+    """The guarantee line for a listing's engine: ``lattice``, ``bits`` or ``laplace`` (the float path)."""
     if engine == "lattice":
         return lattice_statement()
     if engine == "bits":
@@ -90,8 +121,8 @@ def bits_statement() -> str:
 
 def engine_words(engine: str, vector: bool = False) -> str:
     """The noise a listing's releases carry, in plain words for its pages: ``lattice`` (the
-    exact integer path of every new count, histogram, table and sum) or ``laplace`` (floats:
-    listings made before the lattice path, and vector statistics, which have no lattice path)."""
+    exact integer path of every new listing) or ``laplace`` (floats: listings made before the
+    lattice path, and old vector listings; retired, no new noise is drawn on them)."""
     if engine == "lattice":
         return ("Exact integer noise, exactly ε-differentially private: counts and bins are released as whole "
                 "numbers, each sum as a whole number of steps of its rounding grid.")
@@ -100,7 +131,7 @@ def engine_words(engine: str, vector: bool = False) -> str:
                 "a higher level gives less-randomised bits of the same records.")
     if engine != "laplace":
         raise ValueError(f"engine must be 'lattice' or 'laplace', got {engine!r}")
-    if vector:
-        return "Floating-point noise on the whole vector: ε-differentially private up to a tiny δ (stated below)."
-    return ("Floating-point noise: ε-differentially private up to a tiny δ (stated below). This listing was made "
-            "before exact integer noise, and keeps the noise its buyers have already read.")
+    what = "on the whole vector" if vector else "on each value"
+    return (f"Floating-point noise {what}, retired: this listing's noise path had no established δ, so no new "
+            "noise is drawn on it and only levels it has already released can be bought; buyers keep what they "
+            "hold and can still read it.")

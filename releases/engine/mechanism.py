@@ -15,15 +15,17 @@ downwards as a list of jumps: :func:`l2_path`, :func:`l2_extend`, :func:`l2_at`.
 
 All functions are vectorised over noise arrays of any shape; levels may be
 scalars or arrays that broadcast to the noise's shape. Randomness always comes
-from an explicit :class:`numpy.random.Generator`; :func:`new_rng` makes one
-from the operating system's entropy. This module never imports Django.
+from an explicit ``rng``: in the product :func:`new_rng`, the operating system's
+random bits (``releases.engine.osrandom``); in tests, a seeded
+:class:`numpy.random.Generator` (it has the same methods). This module never
+imports Django.
 """
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
+
+from .osrandom import OSRandom, new_source
 
 __all__ = [
     "relax",
@@ -40,13 +42,11 @@ __all__ = [
 _CHUNK = 1 << 14
 
 
-def new_rng() -> np.random.Generator:
-    """A generator seeded with 256 fresh bits from the operating system.
-
-    Make one per release step: a fixed seed belongs in tests only.
-    """
-    seed = np.random.SeedSequence(secrets.randbits(256))
-    return np.random.Generator(np.random.PCG64DXSM(seed))
+def new_rng() -> OSRandom:
+    """The source of the float path's noise: the operating system's cryptographically secure
+    random bits (:class:`releases.engine.osrandom.OSRandom`), never a seeded generator.
+    A fixed seed belongs in tests only (they pass a seeded numpy Generator instead)."""
+    return new_source()
 
 
 # --------------------------------------------------------------------------

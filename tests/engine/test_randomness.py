@@ -1,24 +1,27 @@
 """Noise comes from the operating system's entropy, never from a fixed seed.
 
-Every noise draw in ``releases/`` and ``market/`` must use a generator made by
-``releases.engine.mechanism.new_rng()`` (256 fresh bits from ``secrets`` per step) or
-``secrets`` itself. This scans the production modules' syntax trees for the
+Every noise draw in ``releases/`` and ``market/``, and every secret order of a
+release's rows, must come from the operating system's random bits:
+``releases.engine.osrandom`` (``mechanism.new_rng()`` is one of its sources) or
+``secrets`` itself. No production module builds a seeded numpy generator. This scans the production modules' syntax trees for the
 ways a fixed or weak source could slip in.
 """
 
 import ast
-import secrets
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from releases.engine import mechanism
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = [p for d in ("releases", "market") for p in sorted((ROOT / d).rglob("*.py"))]
 
-# The one place a generator is built from a seed: new_rng, from secrets.
-SEEDING_ALLOWED = {"releases/engine/mechanism.py"}
+# No production module builds a numpy generator from a seed (a what-if estimate may use an
+# unseeded default_rng: it releases nothing).
+SEEDING_ALLOWED: set[str] = set()
 # The stdlib random module is not for noise. locks.py uses random.uniform for the
 # jitter between lock retries: timing, not noise.
 STDLIB_RANDOM_ALLOWED = {"market/core/locks.py": {"uniform"}}
@@ -94,16 +97,41 @@ def test_the_scan_catches_what_it_is_for():
     assert _problems("market/core/locks.py", ast.parse("import random\nrandom.gauss(0, 1)\n"))
 
 
-def test_new_rng_draws_256_fresh_bits(monkeypatch):
-    asked = []
-    real = secrets.randbits
+def test_the_products_sources_consume_the_operating_systems_bits(monkeypatch):
+    """new_rng (the float path) and new_source (the microdata shuffle) draw every number from
+    os.urandom: replace it with a spy and every draw is seen in it. Fails on the old new_rng
+    (PCG64DXSM seeded once from 256 bits: later draws never touch the OS)."""
+    from releases.engine import osrandom
 
-    def spy(k):
-        asked.append(k)
-        return real(k)
+    asked, real = [], os.urandom
 
-    monkeypatch.setattr(mechanism.secrets, "randbits", spy)
-    a, b = mechanism.new_rng(), mechanism.new_rng()
-    assert asked.count(256) == 2  # one 256-bit seed per generator
-    assert isinstance(a, np.random.Generator)
-    assert a.integers(0, 2**63, 4).tolist() != b.integers(0, 2**63, 4).tolist()
+    def spy(n):
+        asked.append(n)
+        return real(n)
+
+    monkeypatch.setattr(osrandom.os, "urandom", spy)
+    rng = mechanism.new_rng()
+    assert not isinstance(rng, np.random.Generator)
+    before = len(asked)
+    rng.laplace(0.0, 1.0, 1000)
+    assert sum(asked[before:]) >= 8 * 1000  # 64 bits per value at least
+    before = len(asked)
+    rng.random(500)
+    mechanism.relax(np.zeros(200), 1.0, 2.0, rng)
+    assert sum(asked[before:]) >= 8 * (500 + 2 * 200)
+    before = len(asked)
+    order = osrandom.new_source().permutation(1000)
+    assert sorted(order.tolist()) == list(range(1000))
+    assert sum(asked[before:]) >= 8 * 999  # one word per swap at least
+    # the microdata shuffle uses it when no test generator is given
+    from market.catalog import microdata
+    assert "new_source()" in Path(microdata.__file__).read_text()
+
+
+def test_the_os_source_has_no_seed():
+    from releases.engine import osrandom
+
+    a, b = osrandom.new_source(), osrandom.new_source()
+    assert a.random(8).tolist() != b.random(8).tolist()
+    with pytest.raises(TypeError):
+        osrandom.new_source(1)

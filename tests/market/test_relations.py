@@ -66,14 +66,16 @@ def test_a_public_count_is_not_sold():
         build_plan([{"kind": "count"}], COLUMNS, neighbours=public(40))
 
 
-def test_a_centroid_needs_a_public_size_and_uses_2R_over_n():
+def test_a_centroid_is_not_offered_and_old_ones_read_with_2R_over_n():
     spec = [{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 10}]
-    with pytest.raises(SpecError, match="keeps private"):
-        build_plan(spec, COLUMNS, neighbours=PRIVATE)
-    plan = build_plan(spec, COLUMNS, neighbours=public(50))
+    # no new listing offers it (its only path, the float l2 one, is retired), whatever the relation
+    for nb in (PRIVATE, public(50)):
+        with pytest.raises(SpecError, match="unavailable for new listings: its noise path had no established δ"):
+            build_plan(spec, COLUMNS, neighbours=nb)
+    plan = build_plan(spec, COLUMNS, neighbours=public(50), offer=False)  # an old listing's, read back
     assert plan.norm == "l2" and plan.sensitivity == pytest.approx(2 * 10 / 50)
     old = [{**spec[0], "min_records": 5}]
-    with pytest.raises(SpecError, match="min_records is no longer accepted"):
+    with pytest.raises(SpecError, match="unavailable for new listings"):
         build_plan(old, COLUMNS, neighbours=public(50))
     # an old listing's spec is still read back, with the sensitivity it was sold with
     assert build_plan(old, COLUMNS, neighbours=PRIVATE, offer=False).sensitivity == pytest.approx(2 * 10 / 4)
@@ -134,7 +136,7 @@ def test_no_neighbour_moves_the_answer_more_than_the_sensitivity(spec, relation)
     """Each group's stated sensitivity holds, and is reached (it is not loose by more than 10%)."""
     rng = np.random.default_rng(11)
     nb = PRIVATE if relation == PRIVATE_SIZE else public(6)
-    plan = build_plan(spec, COLUMNS, neighbours=nb)
+    plan = build_plan(spec, COLUMNS, neighbours=nb, offer=False)  # offer=False: the centroid of old listings too
     worst = _largest_move(plan, relation, rng)
     assert worst <= plan.sensitivity + 1e-9
     assert worst >= 0.9 * plan.sensitivity

@@ -114,3 +114,43 @@ def seeded_noise(monkeypatch):
 needs_postgres = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs PostgreSQL (set DATABASE_URL): row locks and deferred triggers"
 )
+
+
+def old_float_listing(dataset, statistics, *, ceiling="5", price="10.00", title="An old float listing"):
+    """An old listing: made on the float path (engine "laplace") before it was retired, its rows
+    built as listing creation built them then (the plan without grids, float weights and ranges, a
+    float64 answer, a Laplace or l2 noise path). New listings can no longer be made so."""
+    from market.catalog import files
+    from market.catalog.columns import columns_from
+    from market.catalog.compute import ParquetTable, compute
+    from market.catalog.models import Listing
+    from market.catalog.statistics import build_plan, plan_layout
+    from releases.models import NoisePath
+
+    plan = build_plan(statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), engine="laplace",
+                      offer=False)
+    with files.dataset_table_path(dataset) as path:
+        answer = compute(plan, ParquetTable(path))
+    listing = Listing.objects.create(
+        dataset=dataset, title=title, statistics=list(plan.statistics), labels=list(plan.labels),
+        kinds="," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ",",
+        sensitivity=float(plan.sensitivity), engine=Listing.Engine.LAPLACE,
+        weights=[float(w) for w in plan.weights], lower=[float(v) for v in plan.lower],
+        upper=[float(v) for v in plan.upper], plan=plan_layout(plan), answer=b"", ceiling=Decimal(ceiling),
+        price_curve={"kind": "linear", "c": price}, price_per_epsilon=Decimal(price),
+    )
+    listing.set_true_answer(answer)
+    listing.save(update_fields=["answer"])
+    NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine="laplace")
+    return listing
+
+
+@pytest.fixture
+def before_float_retirement(monkeypatch):
+    """The release and purchase steps as they were before the float path was retired (they drew new
+    float noise): for tests of the laws of the levels old float listings released then."""
+    import market.trading.services
+    import releases.services
+
+    monkeypatch.setattr(releases.services, "_float_levels_check", lambda path, levels: None)
+    monkeypatch.setattr(market.trading.services, "float_level_refusal", lambda **kwargs: None)

@@ -20,7 +20,7 @@ from releases.models import NoisePath, NoisePoint, Release
 from releases.engine.postprocess import laplace_error_bound
 from market.trading.selectors import release_readings
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.marketplace.conftest import STATISTICS, make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 
@@ -29,35 +29,15 @@ FLOAT_STATISTICS = [*STATISTICS, {"kind": "sum", "column": "income", "lower": 0,
 
 @pytest.fixture
 def float_listing(owner):
+    """An old listing on the float path (its rows built directly: no new listing can be made so)."""
     dataset = ready_dataset(owner=owner, name="visits", data=make_csv(500), total_budget="100")
-    plan = build_plan(FLOAT_STATISTICS, columns_from(dataset.columns), neighbours=dataset.neighbours(), engine="laplace")
-    with files.dataset_table_path(dataset) as path:
-        answer = compute(plan, ParquetTable(path))
-    assert plan.lattice is None and answer.dtype == np.float64
-    listing = Listing.objects.create(
-        dataset=dataset,
-        title="Clinic visits (float path)",
-        statistics=list(plan.statistics),
-        labels=list(plan.labels),
-        kinds="," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ",",
-        sensitivity=float(plan.sensitivity),
-        engine=Listing.Engine.LAPLACE,
-        weights=[float(w) for w in plan.weights],
-        lower=[float(v) for v in plan.lower],
-        upper=[float(v) for v in plan.upper],
-        answer=b"",
-        ceiling=Decimal("5"),
-        price_curve={"kind": "linear", "c": "10.00"},
-        price_per_epsilon=Decimal("10.00"),
-    )
-    listing.set_true_answer(answer)
-    listing.save(update_fields=["answer"])
-    NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine="laplace")
+    listing = old_float_listing(dataset, FLOAT_STATISTICS, title="Clinic visits (float path)")
+    assert listing.true_answer().dtype == np.float64
     return listing
 
 
 def test_a_float_path_listing_still_sells_and_reads_back_with_laplace_bounds(
-    float_listing, buyer, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks
+    float_listing, buyer, fund, eager_celery, seeded_noise, before_float_retirement, django_capture_on_commit_callbacks
 ):
     """Two purchases (levels 1, then 3: a first draw and a relaxation) release floats on the
     listing's Laplace path. Each reading of a coordinate carries the Laplace bound of its scale
@@ -91,9 +71,81 @@ def test_a_float_path_listing_still_sells_and_reads_back_with_laplace_bounds(
 
 def test_a_float_path_listing_says_so_on_its_page_and_in_the_api(client, float_listing, api):
     page = client.get(f"/listings/{float_listing.pk}/").content.decode()
-    assert "Floating-point noise: ε-differentially private up to a tiny δ" in page
-    assert "(ε, δ)-differentially private with δ below 6e-10" in page  # 53 values: 5.3e-10, rounded up
+    assert "Floating-point noise on each value, retired" in page and "no δ has been established" in page
+    assert "δ below" not in page and "ε-differentially private up to a tiny δ" not in page
     assert "Exact integer noise" not in page and "rounded to a multiple of" not in page
     offered = json.loads(api().get(f"/api/v1/listings/{float_listing.pk}/").content)
     assert offered["engine"] == "laplace"
     assert all("grid" not in stat for stat in offered["statistics"])
+
+
+def _released_before_retirement(listing, levels, seed=7):
+    """Levels an old float listing released before the float path was retired: its noise points,
+    drawn as the old release step drew them (first draw, then relax or tighten; fixed seed)."""
+    from releases.engine.path import NoisePath as EnginePath
+
+    path = NoisePath.objects.get(listing=listing)
+    engine, rng = EnginePath(path.dim), np.random.default_rng(seed)
+    for level in levels:
+        draw = engine.draw(float(level), rng)
+        point = NoisePoint(path=path, level=Decimal(level), method=draw.method)
+        point.set_vector(draw.noise)
+        point.save()
+    path.released_max = max(Decimal(x) for x in levels)
+    path.save(update_fields=["released_max"])
+
+
+def test_a_float_listing_sells_only_the_levels_it_has_released_and_charges_nothing_else(
+    float_listing, buyer, fund, api, eager_celery, django_capture_on_commit_callbacks
+):
+    """No new float noise is drawn: a level above what the path released (or between its released
+    levels) is a plain 400 naming why, nothing charged; a level it released is read, not drawn.
+    Fails on the code before the retirement (the level 3 purchase was accepted and relaxed)."""
+    from market.core.errors import InvalidInput
+    from market.ledger.selectors import wallet_balance
+
+    _released_before_retirement(float_listing, ["1", "2"])
+    fund(buyer, 100)
+    for eps in ("3", "1.5"):
+        with pytest.raises(InvalidInput, match="floating-point noise is retired") as refused:
+            purchase_create(buyer=buyer, listing_id=float_listing.pk, epsilon=eps)
+        assert "1, 2" in str(refused.value) and "no established δ" in str(refused.value)
+    assert wallet_balance(user=buyer) == Decimal("100") and not Purchase.objects.exists()
+    answer = api(buyer).post("/api/v1/purchases/", {"listing": float_listing.pk, "epsilon": "3"}, format="json")
+    assert answer.status_code == 400 and "retired" in json.dumps(answer.json())
+    quote = api(buyer).get(f"/api/v1/listings/{float_listing.pk}/quote/?epsilon=3")
+    assert quote.status_code == 400
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_create(buyer=buyer, listing_id=float_listing.pk, epsilon="2")
+    assert Purchase.objects.get().status == "released"
+    assert wallet_balance(user=buyer) == Decimal("80")  # 100 - P(2)
+    assert NoisePoint.objects.count() == 2  # read, not drawn
+    page = api(buyer).get(f"/api/v1/listings/{float_listing.pk}/").json()
+    assert page["engine"] == "laplace"
+
+
+def test_a_float_purchase_pending_when_the_path_was_retired_is_refunded(
+    float_listing, buyer, fund, monkeypatch
+):
+    """A purchase paid before the retirement whose release task had not run yet: its release step
+    would draw (relax from 1 to 3); it is refused through the failure path, the price refunded, the
+    holding back where it was, no noise drawn. Fails on the code before the retirement (released)."""
+    import market.trading.services as trading
+    from market.ledger.selectors import ledger_is_balanced, wallet_balance
+    from market.trading.services import purchase_release
+
+    _released_before_retirement(float_listing, ["1"])
+    fund(buyer, 100)
+    monkeypatch.setattr(trading, "float_level_refusal", lambda **kwargs: None)  # as it was paid: before
+    purchase, *_ = purchase_create(buyer=buyer, listing_id=float_listing.pk, epsilon="3")  # no task runs here
+    monkeypatch.undo()
+    assert wallet_balance(user=buyer) == Decimal("70") and purchase.status == "queued"
+    assert purchase_release(purchase_id=purchase.pk) is None
+    purchase.refresh_from_db()
+    assert purchase.status == "failed" and "retired" in purchase.failure_reason
+    assert "refunded" in purchase.failure_reason
+    assert wallet_balance(user=buyer) == Decimal("100") and ledger_is_balanced()
+    assert not Release.objects.exists() and NoisePoint.objects.count() == 1
+    from market.trading.models import Holding
+
+    assert Holding.objects.get(buyer=buyer, listing=float_listing).purchased == 0

@@ -23,7 +23,7 @@ from market.catalog.statistics import Lattice
 from market.trading.services import purchase_create
 from releases.engine.profile import LatticeProfile, loss_profile_lattice
 
-from .conftest import make_csv
+from .conftest import make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 
@@ -95,10 +95,15 @@ def test_the_profile_endpoint_is_the_exact_curve_of_the_listing_under_its_relati
     assert refused.status_code == 400 and "ceiling" in refused.json()["error"]["message"]
 
 
-def test_an_l2_listing_has_a_profile_but_no_gamma(owner, buyer, fund, api, eager_celery, django_capture_on_commit_callbacks):
-    listing = _listing(
-        owner, relation="public_size",
-        statistics=[{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+def test_a_float_release_states_no_profile_and_no_false_delta(owner, buyer, fund, api, eager_celery,
+                                                               before_float_retirement, django_capture_on_commit_callbacks):
+    """An old l2 listing's release (the retired float path): no privacy at risk, and no profile δ(ε′) at
+    all. The float chart drew the exact Laplace profile, 0 at ε, which the float release does not
+    have; its guarantee said "δ below 2e-11". Fails on the code before (method "quadrature", 0 at ε)."""
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(200), relation="public_size", total_budget="20")
+    listing = old_float_listing(
+        dataset, [{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+        ceiling="2", price="5.00", title="Ages",
     )
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
@@ -106,8 +111,24 @@ def test_an_l2_listing_has_a_profile_but_no_gamma(owner, buyer, fund, api, eager
     release = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]
     assert release["privacy_at_risk"] is None
     profile = api(buyer).get(release["privacy_profile"]).json()
-    assert profile["method"].startswith("quadrature") and profile["points"][-1]["delta"] == 0.0
-    assert 0 < profile["summary"]["delta"] < 1
+    assert profile["method"].startswith("not computed") and "never established" in profile["method"]
+    assert all(point["delta"] is None for point in profile["points"]) and profile["summary"]["delta"] is None
+    assert "no δ has been established" in profile["guarantee"] and "below" not in profile["guarantee"]
+
+
+def test_a_float_count_drawn_directly_at_a_measured_level_states_its_enumerated_delta(owner, buyer, fund, api,
+        eager_celery, before_float_retirement, django_capture_on_commit_callbacks):
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="20")
+    listing = old_float_listing(dataset, [{"kind": "count"}], ceiling="10", price="1.00")
+    fund(buyer, 100)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="8")  # the first draw
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="10")  # a relax step
+    at8 = api(buyer).get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=8").json()["guarantee"]
+    at10 = api(buyer).get(f"/api/v1/listings/{listing.pk}/privacy-profile/?epsilon=10").json()["guarantee"]
+    assert "δ at most 7.79e-11" in at8
+    assert "no δ has been established" in at10 and "reached from levels already released" in at10
 
 
 def test_the_paper_gamma_is_not_the_probability_of_eps_dp():

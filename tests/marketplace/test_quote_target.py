@@ -195,7 +195,7 @@ def test_every_kind_has_a_statable_named_bound_and_the_search_is_minimal():
                             {"name": "g", "type": "categorical", "missing": "none"}])
     sized = Neighbours(PUBLIC_SIZE, size=400)
     centroid = build_plan([{"kind": "centroid", "columns": ["x", "y"], "center": [0, 0], "radius": 10}], columns,
-                          neighbours=sized)
+                          neighbours=sized, offer=False)  # an old listing's
     grouped = build_plan([{"kind": "mean", "column": "x", "lower": 0, "upper": 10, "by": "g", "categories": ["a"]},
                           {"kind": "sum", "column": "x", "lower": 0, "upper": 10, "where": [{"column": "g", "op": "=", "value": "a"}]},
                           {"kind": "count", "by": "g", "categories": ["a"]}],

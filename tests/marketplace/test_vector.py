@@ -1,5 +1,11 @@
-"""Vector listings: l2 noise from one jump-list path per listing, sampled from the ceiling down."""
+"""Vector listings: l2 noise from one jump-list path per listing, sampled from the ceiling down.
 
+The l2 float path is retired: no new listing offers a vector statistic, and no new float noise
+is drawn. The listings here are old ones (rows built directly, ``old_float_listing``); the tests
+of the laws of the levels they released run the release step as it was before the retirement
+(``before_float_retirement``)."""
+
+import json
 from decimal import Decimal
 
 from tests.datasets import ready_dataset
@@ -12,6 +18,7 @@ from market.core.errors import InvalidInput
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release
 from releases.engine.postprocess import grid_step
+from tests.marketplace.conftest import old_float_listing
 
 pytestmark = pytest.mark.django_db
 
@@ -31,10 +38,10 @@ def places(owner):
 
 
 def centroid_listing(owner, dataset, row, radius=50.0):
-    return listing_create(
-        owner=owner, dataset_id=dataset.public_id, title=f"Centre of the places, copy {row}", ceiling=str(CEILING),
-        price_per_epsilon="1",
-        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, -300], "radius": radius}],
+    """An old centroid listing (made before the float path was retired)."""
+    return old_float_listing(
+        dataset, [{"kind": "centroid", "columns": ["east", "north"], "center": [1000, -300], "radius": radius}],
+        ceiling=str(CEILING), price="1", title=f"Centre of the places, copy {row}",
     )
 
 
@@ -45,7 +52,7 @@ def buy(buyer, listing, eps, capture):
 
 
 def test_three_levels_on_many_vector_listings_follow_the_l2_laws(
-    owner, places, users, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks
+    owner, places, users, fund, eager_celery, seeded_noise, before_float_retirement, django_capture_on_commit_callbacks
 ):
     """300 independent paths (one per listing), each bought at 1.0, then 2.0, then 0.5:
     the first samples from the ceiling 2 down to 1 ("initial"), 2.0 is read off the
@@ -82,14 +89,25 @@ def test_three_levels_on_many_vector_listings_follow_the_l2_laws(
     assert np.all(np.abs(np.array(release.values) - noisy) <= step / 2 + 1e-9)
 
 
-def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_celery, django_capture_on_commit_callbacks):
+def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_celery, django_capture_on_commit_callbacks,
+                                           monkeypatch):
+    import market.trading.services
+    import releases.services
+
     listing = centroid_listing(owner, places, 1)
+    # the first buyer's levels as released before the retirement; every later buyer reads them
+    checks = (releases.services._float_levels_check, market.trading.services.float_level_refusal)
+    monkeypatch.setattr(releases.services, "_float_levels_check", lambda path, levels: None)
+    monkeypatch.setattr(market.trading.services, "float_level_refusal", lambda **kwargs: None)
     sizes = []
     for i in range(40):
         who = users(f"b{i}")
         fund(who, 100)
         for level in ("0.25", "1", "2"):
             buy(who, listing, level, django_capture_on_commit_callbacks)
+        if i == 0:  # retired from here on: the other 39 buyers are served from what is stored
+            monkeypatch.setattr(releases.services, "_float_levels_check", checks[0])
+            monkeypatch.setattr(market.trading.services, "float_level_refusal", checks[1])
         path = NoisePath.objects.get(listing=listing)
         sizes.append((len(bytes(path.jumps)), NoisePoint.objects.filter(path=path).count()))
     assert Release.objects.filter(listing=listing).count() == 120
@@ -98,10 +116,11 @@ def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_cel
     assert len(answers) == 1  # every buyer of a level reads the same point
 
 
-def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_celery, client, django_capture_on_commit_callbacks):
-    listing = listing_create(
-        owner=owner, dataset_id=places.public_id, title="Where visitors are", ceiling="4", price_per_epsilon="3",
-        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000}],
+def test_an_old_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_celery, client, before_float_retirement,
+                                              django_capture_on_commit_callbacks):
+    listing = old_float_listing(
+        places, [{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000}],
+        ceiling="4", price="3", title="Where visitors are",
     )
     assert listing.labels == ["centroid(east)", "centroid(north)"]
     assert listing.sensitivity == pytest.approx(2 * 3000 / 400)  # replace one of the 400 public places
@@ -118,6 +137,31 @@ def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_cele
     assert radius == pytest.approx(stats.gamma(2, scale=listing.sensitivity / 2).ppf(0.95), rel=0.01)
 
 
+def test_a_new_centroid_listing_is_refused_with_the_reason(owner, places, api, client):
+    """The centroid's only noise path is the retired float path: the service, the API (400) and the
+    listing builder (400) refuse it, naming why. Fails on the code before the retirement (created)."""
+    from market.catalog.models import Listing
+
+    centroid = [{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000}]
+    with pytest.raises(InvalidInput, match="no established δ; it returns with the integer Gaussian-like path"):
+        listing_create(owner=owner, dataset_id=places.public_id, title="x", ceiling="1", price_per_epsilon="1",
+                       statistics=centroid)
+    answer = api(owner).post("/api/v1/listings/", {"dataset": places.public_id, "title": "Centre", "statistics": centroid,
+                                                   "ceiling": "1", "price_per_epsilon": "1"}, format="json")
+    assert answer.status_code == 400 and "Gaussian-like" in json.dumps(answer.json(), ensure_ascii=False)
+    client.force_login(owner)
+    post = {
+        "dataset": places.public_id, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear",
+        "price_per_epsilon": "2", "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
+        "vector_kind": "centroid", "vector_columns": "east, north", "vector_center": "1000, 0", "vector_radius": "3000",
+    }
+    page = client.post("/owner/listings/new/", post)
+    assert page.status_code == 400 and "no established δ" in page.content.decode()
+    blank = client.get(f"/owner/listings/new/?dataset={places.public_id}").content.decode()
+    assert "unavailable for" in blank and 'name="vector_kind"' not in blank
+    assert not Listing.objects.exists()
+
+
 @pytest.mark.parametrize(
     "statistics,message",
     [
@@ -125,7 +169,7 @@ def test_a_centroid_listing_and_its_pages(owner, places, buyer, fund, eager_cele
         ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 0}], "radius must be positive"),
         ([{"kind": "centroid", "columns": ["east", "north"], "center": [0], "radius": 1}], "center must list 2"),
         ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1, "min_records": 5}],
-         "min_records is no longer accepted"),
+         "unavailable for new listings"),
         ([{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}], "point is not offered"),
         ([{"kind": "count"}, {"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1}], "on its own"),
         ([{"kind": "count"}], "the number of records is public \\(400\\)"),
@@ -136,25 +180,8 @@ def test_bad_vector_statistics_are_refused(owner, places, statistics, message):
         listing_create(owner=owner, dataset_id=places.public_id, title="x", ceiling="1", price_per_epsilon="1", statistics=statistics)
 
 
-def test_the_owner_form_lists_a_vector_statistic(client, owner, places):
-    from market.catalog.models import Listing
-
-    client.force_login(owner)
-    post = {
-        "dataset": places.public_id, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear", "price_per_epsilon": "2",
-        "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
-        "vector_kind": "centroid", "vector_columns": "east, north", "vector_center": "1000, 0",
-        "vector_radius": "3000",
-    }
-    bad = client.post("/owner/listings/new/", {**post, "vector_columns": "east, height"})
-    assert bad.status_code == 200 and "no column named &#x27;height&#x27;" in bad.content.decode()
-    assert client.post("/owner/listings/new/", post).status_code == 302
-    listing = Listing.objects.get()
-    assert listing.statistics[0]["kind"] == "centroid" and listing.noise_path.norm == "l2"
-    assert listing.sensitivity == pytest.approx(2 * 3000 / 400)
-
-
 def test_a_centroid_over_a_private_number_of_records_is_refused(owner):
     hidden = ready_dataset(owner=owner, name="hidden", data=locations_csv(), total_budget="10")
-    with pytest.raises(InvalidInput, match="keeps private"):
-        centroid_listing(owner, hidden, 1)
+    with pytest.raises(InvalidInput, match="unavailable for new listings"):
+        listing_create(owner=owner, dataset_id=hidden.public_id, title="x", ceiling="1", price_per_epsilon="1",
+                       statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1}])

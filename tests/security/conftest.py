@@ -20,6 +20,7 @@ from releases.models import NoisePoint
 from tests.marketplace.conftest import (  # noqa: F401 - fixtures
     STATISTICS,
     api,
+    before_float_retirement,
     buyer,
     eager_celery,
     fund,

@@ -81,7 +81,8 @@ def test_the_database_never_holds_a_true_answer_in_the_clear(listing):
 
 
 def test_noise_points_and_jump_lists_are_encrypted(
-    owner, places, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks  # noqa: F811
+    owner, places, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks,  # noqa: F811
+    before_float_retirement,  # an old centroid listing's levels, drawn as before the retirement
 ):
     fund(buyer, 1000)
     buy(buyer, listing, "1", django_capture_on_commit_callbacks)
@@ -139,7 +140,8 @@ def old_key_first(settings):
 
 
 def test_rotation_moves_everything_to_the_new_key_and_the_old_one_can_go(
-    old_key_first, settings, owner, places, make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks  # noqa: F811
+    old_key_first, settings, owner, places, make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks,  # noqa: F811
+    before_float_retirement,  # an old centroid listing's levels, drawn as before the retirement
 ):
     settings.GRADUAL_ENCRYPTION_KEYS = OLD
     scalar, vector = make_listing(), centroid_listing(owner, places, row=1)
@@ -217,7 +219,8 @@ def test_an_unknown_key_is_retried_with_a_clear_error_for_the_operator(
 
 
 def test_the_migrations_seal_rows_in_the_clear_and_their_reverses_open_them(
-    listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks, owner, places  # noqa: F811
+    listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks, owner, places,  # noqa: F811
+    before_float_retirement,  # an old centroid listing's levels, drawn as before the retirement
 ):
     vector = centroid_listing(owner, places, row=1)
     fund(buyer, 1000)

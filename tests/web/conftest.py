@@ -3,6 +3,7 @@
 from tests.marketplace.conftest import (  # noqa: F401 - fixtures
     STATISTICS,
     api,
+    before_float_retirement,
     buyer,
     eager_celery,
     fund,

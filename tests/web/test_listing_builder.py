@@ -140,7 +140,7 @@ def test_values_are_parsed_one_per_line_or_comma_separated():
 def test_the_offered_kinds_come_from_the_statistics_module():
     kinds = builder_kinds()
     assert {"count", "sum", "mean", "histogram"} <= set(kinds)
-    assert "centroid" not in kinds and "point" not in kinds  # a vector statistic is listed apart; the point is withdrawn
+    assert "centroid" not in kinds and "point" not in kinds  # a vector statistic is unavailable; the point is withdrawn
     # a histogram is one of two shapes (numbers by edges, dates by month or year): the column is
     # required by both, the edges by one of them
     assert kinds["histogram"].required == ("column",)

@@ -19,7 +19,7 @@ from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail
 from releases.models import NoisePoint
 
-from tests.marketplace.conftest import make_csv
+from tests.marketplace.conftest import make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 
@@ -443,20 +443,22 @@ def test_every_form_that_posts_carries_a_csrf_token(signed_in, owner, listing):
 # --- the listing builder: group-by, filters, tables; any kind on the listing's page
 
 
-def test_the_owners_page_of_a_vector_listing_renders(signed_in, owner, buyer, fund, eager_celery):
-    """Issue 12: the owner's page of a centroid listing crashed with KeyError: 'bins'."""
+def test_the_owners_page_of_a_vector_listing_renders(signed_in, owner, buyer, fund, eager_celery,
+                                                    before_float_retirement):
+    """Issue 12: the owner's page of a centroid listing crashed with KeyError: 'bins'. An old centroid
+    listing (the float path is retired): its page says its floating-point noise is retired."""
     data = ready_dataset(owner=owner, name="points", data=make_csv(50), total_budget="10", relation="public_size")
-    from market.catalog.services import listing_create
-
-    listing = listing_create(
-        owner=owner, dataset_id=data.public_id, title="Mean point", ceiling="2", price_per_epsilon="1",
-        statistics=[{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+    listing = old_float_listing(
+        data, [{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+        ceiling="2", price="1.00", title="Mean point",
     )
     fund(buyer, 100)
     purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     answer = signed_in(owner).get(owner_listing(listing.pk))
     assert answer.status_code == 200
-    assert "Centroid of (age, income)" in text(answer)
+    page = text(answer)
+    assert "Centroid of (age, income)" in page and "floating-point noise is retired" in page
+    assert "δ below" not in page
 
 
 def _typed(dataset, **types):

@@ -14,7 +14,7 @@ from market.catalog.services import listing_create, listing_create_microdata
 from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.marketplace.conftest import STATISTICS, make_csv, old_float_listing
 from tests.marketplace.test_float_listings import float_listing  # noqa: F401 - a fixture
 from tests.web.test_microdata_pages import SPEC as MICRODATA_SPEC
 from tests.web.test_microdata_pages import birds_csv
@@ -45,7 +45,8 @@ def offences(text: str, forbidden=FORBIDDEN) -> list[str]:
 
 
 @pytest.fixture
-def market(owner, buyer, fund, float_listing, eager_celery, seeded_noise, django_capture_on_commit_callbacks):  # noqa: F811
+def market(owner, buyer, fund, float_listing, eager_celery, seeded_noise, before_float_retirement,  # noqa: F811
+           django_capture_on_commit_callbacks):
     """Listings of every engine and kind, each bought once (so each has a release)."""
     private = ready_dataset(owner=owner, name="visits", data=make_csv(300), total_budget="100",
                             record_name="patient", record_name_plural="patients")
@@ -61,9 +62,9 @@ def market(owner, buyer, fund, float_listing, eager_celery, seeded_noise, django
             statistics=[{"kind": "sum", "column": "income", "lower": 0, "upper": 200000, "grid": "0.01"},
                         {"kind": "histogram", "column": "age", "bins": [0, 30, 60, 90]}],
         ),
-        listing_create(  # a vector: floating-point noise on the whole vector
-            owner=owner, dataset_id=public.public_id, title="Vector centroid", ceiling="5", price_per_epsilon="10",
-            statistics=[{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+        old_float_listing(  # an old vector listing: floating-point noise on the whole vector (retired)
+            public, [{"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100}],
+            title="Vector centroid", price="10.00",
         ),
         float_listing,  # the float Laplace path of listings made before the exact one
     ]
@@ -114,7 +115,7 @@ def test_no_page_shows_unexplained_jargon(client, owner, buyer, market):
     assert "treats the" in owner_page and "as one query with a single Laplace noise scale" in owner_page
     assert "What each release guarantees" in pages["owner", mine[2]]
     assert "exactly ε-differentially private, with no exception (δ = 0)" in pages["visitor", f"/listings/{listings[0].pk}/"]
-    assert "(ε, δ)-differentially private with δ below" in pages["visitor", f"/listings/{listings[3].pk}/"]
+    assert "no δ has been established" in pages["visitor", f"/listings/{listings[3].pk}/"]  # the float path: retired
 
     microdata = f"/listings/{listings[4].pk}/"
     assert "The levels sold, and what each gives" in pages["visitor", microdata]

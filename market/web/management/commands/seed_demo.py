@@ -185,15 +185,6 @@ class Command(BaseCommand):
             listing_create(
                 owner=owner,
                 dataset_id=survey.public_id,
-                title="Where the sampled households live, on average",
-                description="The centroid of the households' homes, each pulled within 3 km of the town hall.",
-                statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 3000}],
-                ceiling="2",
-                price_per_epsilon="15.00",
-            )
-            listing_create(
-                owner=owner,
-                dataset_id=survey.public_id,
                 title="Sampled households: weekly commute",
                 description="Mean weekly commute in km and a histogram of it.",
                 statistics=[
