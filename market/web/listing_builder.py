@@ -77,6 +77,7 @@ SPEC_INPUTS = {
     "from": "date_from",
     "to": "date_to",
     "where": "where",
+    "categories_public": "categories_public",  # the row's confirmation (one for both lists of a table)
 }
 #: The row inputs besides the kind, the filters and the confirmation, in page order.
 INPUTS = ("column", "lower", "upper", "grid", "bins", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")

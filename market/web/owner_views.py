@@ -41,7 +41,7 @@ from market.catalog.services import (
     same_content_notice,
 )
 from market.catalog import microdata
-from market.catalog.statistics import MAX_STATISTICS, SpecError, without_confirmation
+from market.catalog.statistics import MAX_STATISTICS, SpecError
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
 from market.ledger import selectors as ledger
@@ -427,9 +427,7 @@ def _check_microdata(request, form) -> None:
         return
     top = None
     try:
-        columns, _ = without_confirmation(d["spec"]["columns"], "column")  # unconfirmed: the form said so
-        md = microdata.build({**d["spec"], "columns": columns}, dataset.columns, records=dataset.public_size,
-                             public=dataset.size_is_public)
+        md = microdata.build(d["spec"], dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
         top = md.ceiling
     except SpecError as exc:
         form.add_service_errors({"microdata": [str(exc)]})

@@ -308,11 +308,12 @@ def payload(name, world, actor):
             "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
         }
     if name in ("microdata", "microdata_form"):
-        spec = {"columns": [{"column": "colour", "categories": ["red"]}], "levels": ["1"]}
+        spec = {"columns": [{"column": "colour", "categories": ["red"], "categories_public": True}], "levels": ["1"]}
         if name == "microdata":
             return {"dataset": world.md_dataset.public_id, "title": "Again", "microdata": spec, "price_per_epsilon": "1.00"}
         return {"dataset": world.md_dataset.public_id, "title": "Again", "levels": "1", "price_kind": "linear",
-                "price_per_epsilon": "1.00", "col_0_include": "on", "col_0_categories": "red"}
+                "price_per_epsilon": "1.00", "col_0_include": "on", "col_0_categories": "red",
+                "col_0_categories_public": "on"}
     if name == "listing_edit":
         return {"title": "Renamed", "description": "Now described."}
     if name == "price_form":
