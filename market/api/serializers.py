@@ -731,8 +731,10 @@ class DatasetColumnSerializer(serializers.Serializer):
     markers = serializers.ListField(
         child=serializers.CharField(), required=False, help_text='the missing markers seen, e.g. ["NA", "(empty)"]'
     )
-    min = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the smallest value")
-    max = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the largest value")
+    min = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the smallest value "
+                                "(yours to see; typed as a listing's bound, it is published)")
+    max = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the largest value "
+                                "(yours to see; typed as a listing's bound, it is published)")
     distinct = serializers.IntegerField(required=False, allow_null=True, help_text="the number of distinct values")
     categories = CategoryCountSerializer(
         many=True, required=False,
