@@ -57,7 +57,8 @@ def csv_bytes(records: int = 3000) -> bytes:
 
 
 SPEC = [
-    {"kind": "table", "rows": "row", "columns": "col", "row_categories": ROWS[:-1], "column_categories": COLUMNS},
+    {"kind": "table", "rows": "row", "columns": "col", "row_categories": ROWS[:-1], "column_categories": COLUMNS,
+     "categories_public": True},
     {"kind": "sum", "column": "amount", "lower": 0, "upper": 1000, "grid": "0.01"},
 ]
 

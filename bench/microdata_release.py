@@ -89,8 +89,8 @@ def run(records: int) -> dict:
 
     owner = User.objects.create_user("bench-owner", "o@example.com", "a-long-password-1", is_owner=True)
     dataset = _dataset(owner, records)
-    spec = {"columns": [{"column": "region", "categories": [f"region-{i}" for i in range(10)]},
-                        {"column": "plan", "categories": [f"plan-{i}" for i in range(7)]}],
+    spec = {"columns": [{"column": "region", "categories": [f"region-{i}" for i in range(10)], "categories_public": True},
+                        {"column": "plan", "categories": [f"plan-{i}" for i in range(7)], "categories_public": True}],
             "levels": LEVELS}
     start = time.perf_counter()
     listing = listing_create_microdata(owner=owner, dataset_id=dataset.public_id, title="bench", microdata_spec=spec,

@@ -16,7 +16,7 @@ from rest_framework import serializers
 from market.catalog.columns import MISSING as MISSING_POLICIES
 from market.catalog.columns import TYPES as COLUMN_TYPES
 from market.catalog.models import Listing
-from market.catalog.statistics import MICRODATA_COLUMN, statistic_schema
+from market.catalog.statistics import MICRODATA_COLUMN, S_CONFIRM, statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
 from market.catalog.services import same_content_notice
@@ -494,14 +494,15 @@ MICRODATA_SPEC_SCHEMA = {
         "columns": {
             "type": "array", "minItems": 1, "maxItems": 20,
             "description": "one object per column: a categorical or boolean column as one-hot bits over the "
-            "categories you declare public (a boolean's may be left out), or a categorical column hashed into "
-            "a Bloom filter",
+            "categories you declare public (a boolean's may be left out; declared categories need "
+            "categories_public: true), or a categorical column hashed into a Bloom filter",
             "items": {
                 "title": "MicrodataColumnInput", "type": "object", "additionalProperties": False, "required": ["column"],
                 "properties": {
                     "column": {"type": "string", "maxLength": 200},
                     "categories": {"type": "array", "minItems": 1, "maxItems": 100,
                                    "items": {"oneOf": [{"type": "string", "maxLength": 200}, {"type": "boolean"}]}},
+                    "categories_public": S_CONFIRM,
                     "bloom": {"title": "BloomFilterInput", "type": "object", "additionalProperties": False,
                               "required": ["bits", "hashes"],
                               "properties": {"bits": {"type": "integer", "minimum": 8, "maximum": 128},
@@ -537,8 +538,8 @@ class MicrodataCreateSerializer(StrictSerializer):
     title = text_field(max_length=200)
     description = text_field(max_length=5000, required=False)
     microdata = MicrodataSpecField(
-        help_text='e.g. {"columns": [{"column": "island", "categories": ["Biscoe", "Dream", "Torgersen"]}, '
-        '{"column": "sex"}], "levels": ["0.5", "1", "2"]}'
+        help_text='e.g. {"columns": [{"column": "island", "categories": ["Biscoe", "Dream", "Torgersen"], '
+        '"categories_public": true}, {"column": "sex"}], "levels": ["0.5", "1", "2"]}'
     )
     price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")
     price_curve = PriceCurveField(required=False, help_text="instead of price_per_epsilon, as for any listing")
@@ -659,7 +660,10 @@ class ListingCreateSerializer(StrictSerializer):
     description = text_field(max_length=5000, required=False)
     statistics = StatisticsField(
         help_text='e.g. [{"kind": "count"}, {"kind": "mean", "column": "age", "lower": 0, "upper": 100}, '
-        '{"kind": "sum", "column": "income", "lower": 0, "upper": 200000, "grid": "0.01"}]'
+        '{"kind": "sum", "column": "income", "lower": 0, "upper": 200000, "grid": "0.01"}, '
+        '{"kind": "count", "by": "island", "categories": ["Biscoe", "Dream"], "categories_public": true}]. '
+        "A statistic that declares categories (categories, row_categories, column_categories) needs "
+        "categories_public: true: buyers see them, and which values occur in your data is itself private"
     )
     ceiling = LevelTextField(help_text='the highest level sold, e.g. "5"')
     price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")
@@ -729,13 +733,16 @@ class DatasetColumnSerializer(serializers.Serializer):
     markers = serializers.ListField(
         child=serializers.CharField(), required=False, help_text='the missing markers seen, e.g. ["NA", "(empty)"]'
     )
-    min = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the smallest value")
-    max = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the largest value")
+    min = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the smallest value "
+                                "(yours to see; typed as a listing's bound, it is published)")
+    max = serializers.JSONField(required=False, allow_null=True, help_text="numbers and dates: the largest value "
+                                "(yours to see; typed as a listing's bound, it is published)")
     distinct = serializers.IntegerField(required=False, allow_null=True, help_text="the number of distinct values")
     categories = CategoryCountSerializer(
         many=True, required=False,
-        help_text="text and booleans: up to 50 most frequent values (suggestions for a group-by list; the list "
-        "you publish must be one you declare public)",
+        help_text="text and booleans: up to 50 most frequent values of your own data, shown to you only. They are "
+        "never a default of what is published: declaring one of them as a category publishes that it occurs "
+        "(needs categories_public: true)",
     )
 
     def to_representation(self, instance):

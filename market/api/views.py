@@ -146,8 +146,9 @@ class MicrodataCreateView(APIView):
                 value={
                     "dataset": "ds_4mGz2QpXk8RbT1vLwYc7Na",
                     "title": "Penguins, record by record",
-                    "microdata": {"columns": [{"column": "island", "categories": ["Biscoe", "Dream", "Torgersen"]},
-                                              {"column": "sex", "categories": ["female", "male"]}],
+                    "microdata": {"columns": [{"column": "island", "categories": ["Biscoe", "Dream", "Torgersen"],
+                                               "categories_public": True},
+                                              {"column": "sex", "categories": ["female", "male"], "categories_public": True}],
                                   "levels": ["1", "2", "4"]},
                     "price_per_epsilon": "10.00",
                 },

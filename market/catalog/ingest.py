@@ -53,7 +53,7 @@ __all__ = [
 MISSING_MARKERS = ("NA", "N/A", "NaN", "nan", "null", "NULL", "None", "n/a", "NAN", "Null", "none")
 #: The longest column name accepted, in characters.
 MAX_NAME_LENGTH = 64
-#: How many of a column's most frequent categories are suggested.
+#: How many of a column's most frequent categories are kept, to show the owner only (never a default of what is published).
 TOP_CATEGORIES = 50
 #: A text cell starting with one of these is a formula in a spreadsheet (CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

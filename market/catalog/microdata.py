@@ -57,7 +57,7 @@ from fractions import Fraction
 import numpy as np
 
 from .columns import CATEGORICAL, columns_from
-from .statistics import SpecError, _by, _cells, _column
+from .statistics import CONFIRM_PUBLIC, SpecError, _by, _cells, _column
 
 __all__ = [
     "KIND",
@@ -251,7 +251,7 @@ def _field(item, number: int, columns) -> Field:
     where = f"column {number}"
     if not isinstance(item, dict):
         raise SpecError(f'{where}: expected an object such as {{"column": "island", "categories": ["Biscoe"]}}')
-    unknown = set(item) - {"column", "categories", "bloom"}
+    unknown = set(item) - {"column", "categories", "bloom", CONFIRM_PUBLIC}  # the confirmation: the services read it
     if unknown:
         raise SpecError(f"{where}: unknown field {sorted(unknown)[0]!r}")
     if "column" not in item:

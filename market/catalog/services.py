@@ -30,7 +30,7 @@ from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
 from .columns import columns_from
 from .compute import ParquetTable, compute
-from .statistics import LATTICE, VECTOR_UNAVAILABLE, SpecError, build_plan, plan_layout
+from .statistics import LATTICE, VECTOR_UNAVAILABLE, SpecError, build_plan, plan_layout, without_confirmation
 
 
 log = logging.getLogger(__name__)
@@ -371,7 +371,12 @@ def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceil
         )
         curve, model = found or (None, None)
     if statistics is not None:
+        statistics, unconfirmed = without_confirmation(statistics)
+        for reason in unconfirmed:
+            problems.add(reason, {"statistics": [reason]})
         plan = _statistics_plan(statistics, dataset, problems)
+        if unconfirmed:
+            plan = None
     kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + "," if plan else ","
     if ceiling is not None and NOT_EPS_DP not in kinds:  # point listings are not eps-DP (market.catalog.budget)
         used = ceilings_needed(dataset_pk=dataset.pk)
@@ -515,11 +520,18 @@ def listing_create(
 def _microdata_spec(spec, dataset: Dataset, problems: _Problems):
     """The microdata spec checked against the dataset (``market.catalog.microdata.build``), or None
     with the reason in ``problems``."""
+    unconfirmed = []
+    if isinstance(spec, dict) and "columns" in spec:
+        columns, unconfirmed = without_confirmation(spec["columns"], "column")
+        spec = {**spec, "columns": columns}
+    for reason in unconfirmed:
+        problems.add(reason, {"microdata": [reason]})
     try:
-        return microdata.build(spec, dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
+        md = microdata.build(spec, dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
     except SpecError as exc:
         problems.add(str(exc), {"microdata": [str(exc)]})
         return None
+    return None if unconfirmed else md
 
 
 def listing_create_microdata(

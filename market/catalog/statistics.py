@@ -935,9 +935,13 @@ _S_CATEGORIES = {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type
                  "minItems": 1, "maxItems": 100}
 _S_BIN = {"title": "DateBin", "type": "string", "enum": ["month", "year"]}
 _S_PERIOD = {"type": "string", "description": "YYYY-MM for months, YYYY for years; both ends included"}
+S_CONFIRM = {"type": "boolean", "description": "true to confirm that the categories declared here are public: buyers "
+             "see them, and which values occur in your data is itself private. Required (true) whenever categories are "
+             "declared; never stored"}
 _S_BY = {
     "by": {"type": "string", "description": "group by this categorical, boolean or date column"},
     "categories": {**_S_CATEGORIES, "description": "the categories of 'by' you declare public (others fall in 'other')"},
+    "categories_public": S_CONFIRM,
     "bin": _S_BIN, "from": _S_PERIOD, "to": _S_PERIOD,
 }
 
@@ -1290,7 +1294,8 @@ class TwoWay(Kind):
     @classmethod
     def schema(cls):
         return _object("table", {"rows": _S_NAME, "columns": _S_NAME, "row_categories": _S_CATEGORIES,
-                                 "column_categories": _S_CATEGORIES, "where": _S_WHERE},
+                                 "column_categories": _S_CATEGORIES, "categories_public": S_CONFIRM,
+                                 "where": _S_WHERE},
                        ("rows", "columns"),
                        "two-way counts: records per (row category, column category) of two categorical columns")
 
@@ -1550,6 +1555,37 @@ def statistic_schema() -> dict:
     return {"oneOf": variants}
 
 
+#: The key with which a statistic (or a microdata column) that declares categories confirms them
+#: public. Buyers see declared categories, and which values occur in the data is itself private, so
+#: the owner must say each list is public knowingly; the product never fills one in from the data.
+CONFIRM_PUBLIC = "categories_public"
+#: The fields in which a statistic or a microdata column declares categories.
+DECLARED_CATEGORIES = ("categories", "row_categories", "column_categories")
+
+
+def without_confirmation(items, label: str = "statistic") -> tuple[object, list[str]]:
+    """``items`` (a new listing's statistics, or its microdata columns) with each one's
+    ``categories_public`` taken out (it is never stored), and the reason for each one that declares
+    categories without ``categories_public: true``, numbered from 1 like the spec's own checks
+    ("statistic 2 (count): ..."). Anything but a list is returned as it is, for those checks to name."""
+    if not isinstance(items, (list, tuple)):
+        return items, []
+    out, reasons = [], []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            out.append(item)
+            continue
+        item = {key: value for key, value in item.items() if key != CONFIRM_PUBLIC}
+        if any(key in item for key in DECLARED_CATEGORIES) and items[number - 1].get(CONFIRM_PUBLIC) is not True:
+            named = item.get("kind") if label == "statistic" else item.get("column")
+            where = f"{label} {number}" + (f" ({named})" if isinstance(named, str) else "")
+            reasons.append(f"{where}: its categories are shown to buyers, and which values occur in your data is "
+                           f"itself private: list only values anyone may know, and confirm it with "
+                           f"{CONFIRM_PUBLIC}: true")
+        out.append(item)
+    return out, reasons
+
+
 def _statistics(spec, columns) -> tuple[dict, ...]:
     if not isinstance(spec, (list, tuple)):
         raise SpecError(
@@ -1571,6 +1607,7 @@ def _statistics(spec, columns) -> tuple[dict, ...]:
             )
         if KINDS[kind].vector and len(spec) != 1:
             raise SpecError(f"statistic {number} ({kind}): a vector statistic is listed on its own")
+        item = {key: value for key, value in item.items() if key != CONFIRM_PUBLIC}  # the services read it
         stat = KINDS[kind].validate(item, f"statistic {number} ({kind})", columns)
         for earlier, other in enumerate(statistics, start=1):
             if other == stat:

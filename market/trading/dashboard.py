@@ -166,7 +166,7 @@ def _figure(value):
 
 
 def _category_text(value) -> str:
-    """A suggested category as the builder's inputs take it: true/false for a boolean, else text."""
+    """A value seen in the data as text: true/false for a boolean, else text (shown to the owner only)."""
     return "true" if value is True else "false" if value is False else str(value)
 
 

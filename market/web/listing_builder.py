@@ -28,7 +28,7 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
 from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, Column
-from market.catalog.statistics import KINDS, OFFERED_KINDS
+from market.catalog.statistics import CONFIRM_PUBLIC, DECLARED_CATEGORIES, KINDS, OFFERED_KINDS
 
 __all__ = [
     "FILTER_SLOTS",
@@ -39,6 +39,7 @@ __all__ = [
     "grid_text",
     "parse_values",
     "statistic_spec",
+    "CONFIRM_CATEGORIES",
     "used_filters",
 ]
 
@@ -76,6 +77,7 @@ SPEC_INPUTS = {
     "from": "date_from",
     "to": "date_to",
     "where": "where",
+    "categories_public": "categories_public",  # the row's confirmation (one for both lists of a table)
 }
 #: The row inputs besides the kind, the filters and the confirmation, in page order.
 INPUTS = ("column", "lower", "upper", "grid", "bins", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
@@ -306,6 +308,11 @@ def _filters(values: dict, columns: dict[str, Column], errors: dict) -> list[dic
     return where
 
 
+#: What an owner who declares categories without confirming them public is told.
+CONFIRM_CATEGORIES = ("Confirm that these categories are public: which values occur in your data is itself private, "
+                      "so list only values anyone may know.")
+
+
 def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None = None) -> tuple[dict | None, dict]:
     """The statistic one row describes, and the inputs at fault.
 
@@ -446,8 +453,9 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
     elif "by" in kind.fields and not _blank(values.get("categories")):
         fault("by", "Choose the column these categories are of, or clear them.")
     if confirm_needed and not values.get("categories_public"):
-        fault("categories_public", "Confirm that these categories are public: which values occur in your data is "
-                                   "itself private, so list only values anyone may know.")
+        fault("categories_public", CONFIRM_CATEGORIES)
+    elif confirm_needed and any(field in spec for field in DECLARED_CATEGORIES):
+        spec[CONFIRM_PUBLIC] = True  # the owner's confirmation, as the service requires it (never stored)
 
     if "where" in kind.fields:
         where = _filters(values, by_name, errors)

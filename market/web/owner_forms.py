@@ -17,9 +17,9 @@ from django import forms
 from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
 from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
-from market.catalog.statistics import MAX_STATISTICS, VECTOR_UNAVAILABLE
+from market.catalog.statistics import CONFIRM_PUBLIC, MAX_STATISTICS, VECTOR_UNAVAILABLE
 from market.web.listing_builder import (
-    FILTER_SLOTS, OPERATORS, SPEC_INPUTS, builder_kinds, statistic_spec, used_filters,
+    CONFIRM_CATEGORIES, FILTER_SLOTS, OPERATORS, SPEC_INPUTS, builder_kinds, statistic_spec, used_filters,
 )
 from market.core import visibility
 
@@ -297,7 +297,7 @@ class StatisticForm(forms.Form):
                            help_text="One value per category, plus “other” for the rest. A table's rows.")
     categories = forms.CharField(
         required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="One per line. Suggested from your data: keep only values anyone may know.",
+        help_text="One per line: values anyone may know (never filled in from your data).",
     )
     by2 = forms.ChoiceField(label="Table columns", choices=(), required=False, help_text="A two-way table's columns.")
     categories2 = forms.CharField(label="Its categories", required=False, max_length=20000,
@@ -468,20 +468,20 @@ class MicrodataForm(forms.Form):
     rate = ListingForm.base_fields["rate"]
     E_min = ListingForm.base_fields["E_min"]
 
-    def __init__(self, *args, user, columns=(), suggestions=None, **kwargs):
+    def __init__(self, *args, user, columns=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["dataset"].queryset = visibility.owned_datasets(user).only("pk", "public_id")
         self.columns = [c for c in columns_from(columns) if c.type in CATEGORICAL]
-        suggestions = suggestions or {}
         for i, column in enumerate(self.columns):
             boolean = column.type == "boolean"
             self.fields[f"col_{i}_include"] = forms.BooleanField(label=f"Include {column.name}", required=False)
             self.fields[f"col_{i}_categories"] = forms.CharField(
                 label="Its categories", required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 3}),
-                initial="" if boolean else suggestions.get(column.name, ""),
                 help_text="Left empty: true and false." if boolean else
-                "One per line, or comma-separated. Suggested from your data: keep only values anyone may know.",
+                "One per line, or comma-separated: values anyone may know (never filled in from your data).",
             )
+            self.fields[f"col_{i}_categories_public"] = forms.BooleanField(
+                label="I confirm these categories are public", required=False)
             if boolean:
                 continue
             self.fields[f"col_{i}_bloom"] = forms.BooleanField(label="Hash into a Bloom filter instead", required=False)
@@ -494,7 +494,7 @@ class MicrodataForm(forms.Form):
         """Per categorical or boolean column: its name, type and bound inputs (None where it has none)."""
         return [{"name": c.name, "type": c.type, "index": i,
                  **{part: self[f"col_{i}_{part}"] if f"col_{i}_{part}" in self.fields else None
-                    for part in ("include", "categories", "bloom", "bits", "hashes")}}
+                    for part in ("include", "categories", "categories_public", "bloom", "bits", "hashes")}}
                 for i, c in enumerate(self.columns)]
 
     def _spec(self, data: dict) -> tuple[dict, list[int]]:
@@ -510,7 +510,11 @@ class MicrodataForm(forms.Form):
                 columns.append({"column": column.name, "bloom": {"bits": size, "hashes": hashes}})
             else:
                 categories = split_list(data.get(f"col_{i}_categories", ""))
-                columns.append({"column": column.name, **({"categories": categories} if categories else {})})
+                confirmed = bool(data.get(f"col_{i}_categories_public"))
+                if categories and not confirmed:
+                    self.add_error(f"col_{i}_categories_public", CONFIRM_CATEGORIES)
+                columns.append({"column": column.name,
+                                **({"categories": categories, CONFIRM_PUBLIC: confirmed} if categories else {})})
             rows.append(i)
         return {"columns": columns, "levels": split_list(data.get("levels", ""))}, rows
 

@@ -259,8 +259,16 @@ def dataset_columns(request, dataset_id: str):
     rows = []
     for i, column in enumerate(dataset.columns if dataset.status == "ready" else []):
         column = column if isinstance(column, dict) else {"name": column, "type": "decimal", "missing": "none"}
-        rows.append({"index": i, **column, "top": [c["value"] for c in (column.get("categories") or [])[:8]]})
-    return render(request, "owner/dataset_columns.html", {**context, "rows": rows, "errors": errors})
+        seen = [{"value": _value_text(c["value"] if isinstance(c, dict) else c),
+                 "count": c.get("count") if isinstance(c, dict) else None} for c in column.get("categories") or []]
+        rows.append({"index": i, **column, "top": [c["value"] for c in seen[:8]], "seen": seen})
+    seen = [row for row in rows if row["seen"] or row.get("min") is not None]
+    return render(request, "owner/dataset_columns.html", {**context, "rows": rows, "errors": errors, "seen": seen})
+
+
+def _value_text(value) -> str:
+    """A value seen in the data as the listing's inputs take it: true/false for a boolean, else text."""
+    return "true" if value is True else "false" if value is False else str(value)
 
 
 def _as_id(value) -> int | None:
@@ -337,51 +345,26 @@ def _check_the_rest(request, form, formset) -> None:
                 form.add_error(name if name in form.fields else None, text)
 
 
-def _suggestions(summary: dict | None) -> dict[str, str]:
-    """Per categorical column, its suggested categories as the categories input holds them (one per line)."""
-    if not summary:
-        return {}
-    return {column["name"]: "\n".join(column["categories"]) for column in summary["columns"] if column["categories"]}
-
-
-def _suggest_categories(rows, suggestions: dict[str, str]) -> None:
-    """Fill the empty categories of each row grouped by a column with that column's suggestions
-    (the page's script does it as the column is chosen; without it, the page comes back filled
-    in). ``rows``: the posted data (``stats-N-<input>`` names, mutable), or a list of per-row dicts."""
-    pairs = (("by", "categories"), ("by2", "categories2"))
-    if isinstance(rows, list):
-        for row in rows:
-            for by, categories in pairs:
-                if row.get(by) in suggestions and not (row.get(categories) or "").strip():
-                    row[categories] = suggestions[row[by]]
-        return
-    total = min(_as_id(rows.get("stats-TOTAL_FORMS")) or 0, MAX_STATISTICS)
-    for i in range(total):
-        for by, categories in pairs:
-            column, key = rows.get(f"stats-{i}-{by}"), f"stats-{i}-{categories}"
-            if column in suggestions and not (rows.get(key) or "").strip():
-                rows[key] = suggestions[column]
-
-
-def _with_another_row(request, columns, suggestions: dict[str, str]):
-    """The forms as posted, unbound (no errors yet), with one more statistic row."""
+def _with_another_row(request, columns):
+    """The forms as posted, unbound (no errors yet), with one more statistic row. Nothing is
+    filled in that the owner did not type: no categories, no bounds from the data."""
     post = request.POST
     total = min(_as_id(post.get("stats-TOTAL_FORMS")) or 0, MAX_STATISTICS)
     names = list(StatisticForm(columns=columns).fields)
     rows = [{name: post.get(f"stats-{i}-{name}", "") for name in names} for i in range(total)]
     for row in rows:
         row["categories_public"] = bool(row["categories_public"])
-    _suggest_categories(rows, suggestions)
     form = ListingForm(user=request.user, initial={name: post.get(name, "") for name in ListingForm.base_fields})
     return form, statistic_formset(columns=columns, initial=rows, extra=1)
 
 
-def _builder(columns, suggestions: dict[str, str]) -> dict:
-    """What the page's script reads: each kind's inputs, the columns' types, the suggested categories."""
+def _builder(columns) -> dict:
+    """What the page's script reads: each kind's inputs and the columns' types. Nothing derived
+    from the data's values (no categories, no minimum or maximum): the script must not offer them
+    as defaults of what is published."""
     return {
         "kinds": {name: list(kind.inputs) for name, kind in builder_kinds().items()},
         "types": {column.name: column.type for column in columns},
-        "suggestions": suggestions,
     }
 
 
@@ -389,9 +372,10 @@ def _builder(columns, suggestions: dict[str, str]) -> dict:
 @owner_required
 def listing_new(request):
     """Create a listing on one of the owner's datasets, chosen by ``?dataset=<id>``
-    (default: the newest); its column summary helps choose bounds, bins and categories.
-    The "Add a statistic row" button posts the form to get it back with one more row
-    (and a group-by's suggested categories filled in)."""
+    (default: the newest). The "Add a statistic row" button posts the form to get it back with
+    one more row. Categories and bounds are what the owner types: nothing derived from the data
+    is a default of what is published (the data's values and ranges are on the dataset's review
+    page, with what choosing from them publishes)."""
     options = figures.dataset_options(user=request.user)
     if not options:
         return render(request, "owner/listing_new.html", {"options": options})
@@ -399,12 +383,11 @@ def listing_new(request):
     columns = (
         [Column(column["name"], column["type"], column["missing"]) for column in summary["columns"]] if summary else []
     )
-    suggestions = _suggestions(summary)
     if request.method != "POST":
         form = ListingForm(user=request.user, initial={"dataset": summary["id"]})
         formset = statistic_formset(columns=columns)
     elif request.POST.get("action") == "add-row" and summary:
-        form, formset = _with_another_row(request, columns, suggestions)
+        form, formset = _with_another_row(request, columns)
     else:
         data = request.POST.copy()
         form = ListingForm(data, user=request.user)
@@ -416,9 +399,8 @@ def listing_new(request):
                 return redirect("web:owner-listing", listing_id=listing_id)
         else:
             _check_the_rest(request, form, formset)
-        _suggest_categories(data, suggestions)  # shown with the errors, for the owner to check
     context = {"options": options, "summary": summary, "form": form, "formset": formset,
-               "builder": _builder(columns, suggestions)}
+               "builder": _builder(columns)}
     # a vector statistic (the retired float path's) asked for: a plain 400 with the reason on the page
     status = 400 if request.method == "POST" and request.POST.get("vector_kind") else 200
     return render(request, "owner/listing_new.html", context, status=status)
@@ -473,7 +455,7 @@ def listing_new_microdata(request):
     if summary is not None and not any(option["id"] == summary["id"] for option in public):
         refused, summary = summary, None  # private size (or not ready): the page says why
     columns = [Column(c["name"], c["type"], c["missing"]) for c in summary["columns"]] if summary else []
-    options = {"user": request.user, "columns": columns, "suggestions": _suggestions(summary)}
+    options = {"user": request.user, "columns": columns}
     status = 200
     if request.method == "POST":
         form = MicrodataForm(request.POST, **options)

@@ -1,10 +1,10 @@
 // The listing builder's small helpers. The form works without them (the server
-// builds each statistic from the posted inputs and fills in suggested categories);
-// with them, each statistic row shows only the inputs its kind reads (the others
-// are disabled, so not posted), a group-by's categories are filled in from the
-// column's suggestions as it is chosen, one more filter appears as one is used, and a
-// sum's or mean's rounding grid shows, as its placeholder, the grid the server picks
-// when it is left empty.
+// builds each statistic from the posted inputs); with them, each statistic row shows
+// only the inputs its kind reads (the others are disabled, so not posted), one more
+// filter appears as one is used, and a sum's or mean's rounding grid shows, as its
+// placeholder, the grid the server picks when it is left empty. Nothing is filled in
+// from the data: categories and bounds are what the owner types (which values occur
+// in the data is private; the page's data holds no value of it).
 (function () {
   "use strict";
   var source = document.getElementById("listing-builder");
@@ -70,26 +70,11 @@
     });
   }
 
-  function suggest(row, by, categories, previous) {
-    var area = field(row, categories);
-    if (!area) return;
-    var text = builder.suggestions[value(row, by)] || "";
-    if (!area.value.trim() || area.value === previous) {
-      area.value = text;
-      var confirm = field(row, "categories_public");
-      if (confirm) confirm.checked = false;  // new categories: confirm them again
-    }
-  }
-
   document.querySelectorAll("[data-stat-row]").forEach(function (row) {
-    var last = {};
-    ["by", "by2"].forEach(function (name) { last[name] = builder.suggestions[value(row, name)] || ""; });
     row.addEventListener("change", function (event) {
-      var name = event.target.name || "";
-      if (/-by2?$/.test(name)) {
-        var by = /-by2$/.test(name) ? "by2" : "by";
-        suggest(row, by, by === "by" ? "categories" : "categories2", last[by]);
-        last[by] = builder.suggestions[value(row, by)] || "";
+      if (/-(by2?|categories2?)$/.test(event.target.name || "")) {
+        var confirm = field(row, "categories_public");
+        if (confirm) confirm.checked = false;  // other categories: confirm them again
       }
       update(row);
     });

@@ -29,7 +29,7 @@ def _typed(dataset):
     dataset.save(update_fields=["columns"])
 
 
-def test_the_builder_shows_each_kinds_inputs_and_suggests_categories(browse, shot):
+def test_the_builder_shows_each_kinds_inputs_and_fills_in_nothing_from_the_data(browse, shot):
     page = browse()
     sign_up_as_owner(page, "bea")
     from market.accounts.models import User
@@ -46,8 +46,13 @@ def test_the_builder_shows_each_kinds_inputs_and_suggests_categories(browse, sho
     categories = row.get_by_label(re.compile("^Categories:?$"))
     expect(categories).to_be_hidden()  # until a column is chosen to group by
     row.get_by_label(re.compile("^Group by:?$")).select_option("visits")
-    expect(categories).to_have_value("1\n2\n3")
+    expect(categories).to_be_visible()
+    expect(categories).to_have_value("")  # the values seen in the data are never filled in
     expect(row.get_by_label("I confirm these categories are public")).not_to_be_checked()
+    for bound in ("Lower", "Upper"):  # nor its minimum and maximum
+        for box in page.get_by_label(re.compile(f"^{bound}:?$")).all():
+            assert box.input_value() == ""
+    assert "suggestions" not in page.evaluate("JSON.parse(document.getElementById('listing-builder').textContent)")
     # one filter shown; a second appears once the first is used
     expect(row.get_by_label("Filter 2: column")).to_be_hidden()
     row.get_by_label("Filter 1: column").select_option("age")

@@ -148,6 +148,25 @@ def test_the_owner_flow(worker, connect, owner, users, fund, key_for, tmp_path):
     assert refused.value.status == 400
 
 
+def test_declared_categories_are_sent_confirmed_only_when_the_owner_says_so(worker, connect, owner, key_for, tmp_path):
+    path = tmp_path / "towns.csv"
+    path.write_text("town,age\n" + "".join(f"{town},{30 + i % 40}\n" for i, town in
+                                            enumerate(["Oslo", "Bergen", "Tromsø"] * 40)))
+    client = connect(key_for(owner))
+    dataset = client.upload(path, budget="10", name="Towns", wait=True, timeout=120)
+    grouped = [{"kind": "count", "by": "town", "categories": ["Oslo", "Bergen"]}]
+    with pytest.raises(ValidationError) as refused:  # buyers would see the categories: confirm them
+        client.create_listing(dataset, title="By town", statistics=grouped, ceiling="1", price_per_epsilon="1")
+    assert refused.value.status == 400
+    assert any(m.startswith("statistic 1 (count): ") and "categories_public" in m
+               for m in refused.value.fields["statistics"])
+    assert client.listings(search="By town") == []
+    listing = client.create_listing(dataset, title="By town", statistics=grouped, ceiling="1", price_per_epsilon="1",
+                                    categories_public=True)
+    assert listing.labels == ("count | town = Oslo", "count | town = Bergen", "count | town = other")
+    assert "categories_public" not in listing.statistics[0]
+
+
 def test_errors_carry_the_api_code_and_fields(connect, live_server, users, fund, key_for, listing):
     with pytest.raises(AuthenticationError) as bad_key:
         connect("gradual_not-a-key").wallet()

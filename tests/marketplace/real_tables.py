@@ -26,11 +26,12 @@ BILL_BINS = [30, 35, 40, 45, 50, 55, 60]
 #: the listing of part 1: count by species, mean mass by island, sum of flippers of females,
 #: a species x island table, a histogram of bill lengths of Adelie and Gentoo penguins
 PENGUIN_STATISTICS = [
-    {"kind": "count", "by": "species", "categories": SPECIES},
-    {"kind": "mean", "column": "body_mass_g", "lower": MASS[0], "upper": MASS[1], "by": "island", "categories": ISLANDS},
+    {"kind": "count", "by": "species", "categories": SPECIES, "categories_public": True},
+    {"kind": "mean", "column": "body_mass_g", "lower": MASS[0], "upper": MASS[1], "by": "island", "categories": ISLANDS, "categories_public": True},
     {"kind": "sum", "column": "flipper_length_mm", "lower": FLIPPER[0], "upper": FLIPPER[1],
      "where": [{"column": "sex", "op": "=", "value": "female"}]},
-    {"kind": "table", "rows": "species", "columns": "island", "row_categories": SPECIES, "column_categories": ISLANDS},
+    {"kind": "table", "rows": "species", "columns": "island", "row_categories": SPECIES, "column_categories": ISLANDS,
+     "categories_public": True},
     {"kind": "histogram", "column": "bill_length_mm", "bins": BILL_BINS,
      "where": [{"column": "species", "op": "in", "values": ["Adelie", "Gentoo"]}]},
 ]
@@ -67,9 +68,10 @@ COLORS = ["D", "E", "F", "G", "H", "I", "J"]
 PRICE = (0, 20000)
 
 DIAMOND_STATISTICS = [
-    {"kind": "mean", "column": "price", "lower": PRICE[0], "upper": PRICE[1], "by": "cut", "categories": CUTS,
+    {"kind": "mean", "column": "price", "lower": PRICE[0], "upper": PRICE[1], "by": "cut", "categories": CUTS, "categories_public": True,
      "where": [{"column": "carat", "op": "<", "value": 1}]},
-    {"kind": "table", "rows": "cut", "columns": "color", "row_categories": CUTS, "column_categories": COLORS},
+    {"kind": "table", "rows": "cut", "columns": "color", "row_categories": CUTS, "column_categories": COLORS,
+     "categories_public": True},
 ]
 
 

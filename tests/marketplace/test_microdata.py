@@ -32,7 +32,8 @@ def penguins_csv(rows: int, seed: int = 3) -> tuple[bytes, dict]:
     return ("\n".join(lines) + "\n").encode(), counts
 
 
-SPEC = {"columns": [{"column": "island", "categories": ISLANDS}, {"column": "sex", "categories": ["female", "male"]}],
+SPEC = {"columns": [{"column": "island", "categories": ISLANDS, "categories_public": True},
+                     {"column": "sex", "categories": ["female", "male"], "categories_public": True}],
         "levels": ["1", "2", "4"]}
 
 

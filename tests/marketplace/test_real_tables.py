@@ -124,8 +124,8 @@ def test_penguins_through_the_api(market, buyer, fund, report):
 
     # the columns as patched: sex's missing values are a category of their own, year is a category
     by_patch = market.list(dataset_id, [
-        {"kind": "count", "by": "sex", "categories": ["female", "male"]},
-        {"kind": "count", "by": "year", "categories": ["2007", "2008", "2009"]},
+        {"kind": "count", "by": "sex", "categories": ["female", "male"], "categories_public": True},
+        {"kind": "count", "by": "year", "categories": ["2007", "2008", "2009"], "categories_public": True},
     ], title="Penguins by sex and year")
     assert "count | sex is missing" in by_patch["labels"]
     df = pd.read_csv(PENGUINS_PATH)

@@ -32,16 +32,19 @@ DATES = "day,place,amount\n" + "".join(
 CASES = {
     "penguins, private size": ("private_size", PENGUINS_PATH.read_bytes(), PENGUIN_STATISTICS),
     "penguins, public size": ("public_size", PENGUINS_PATH.read_bytes(), [
-        {"kind": "mean", "column": "body_mass_g", "lower": MASS[0], "upper": MASS[1], "by": "island", "categories": ISLANDS},
-        {"kind": "sum", "column": "flipper_length_mm", "lower": -100, "upper": 250, "by": "island", "categories": ISLANDS},
-        {"kind": "table", "rows": "species", "columns": "island", "row_categories": SPECIES, "column_categories": ISLANDS},
+        {"kind": "mean", "column": "body_mass_g", "lower": MASS[0], "upper": MASS[1], "by": "island", "categories": ISLANDS,
+         "categories_public": True},
+        {"kind": "sum", "column": "flipper_length_mm", "lower": -100, "upper": 250, "by": "island", "categories": ISLANDS,
+         "categories_public": True},
+        {"kind": "table", "rows": "species", "columns": "island", "row_categories": SPECIES, "column_categories": ISLANDS,
+         "categories_public": True},
         {"kind": "histogram", "column": "flipper_length_mm", "bins": [150, 190, 210, 250]},
     ]),
     "dates, private size": ("private_size", DATES.encode(), [
         {"kind": "histogram", "column": "day", "bin": "month", "from": "2024-01", "to": "2024-12"},
         {"kind": "sum", "column": "amount", "lower": 0, "upper": 50, "grid": "0.1",
          "where": [{"column": "place", "op": "=", "value": "north"}]},
-        {"kind": "count", "by": "place", "categories": ["north", "south"]},
+        {"kind": "count", "by": "place", "categories": ["north", "south"], "categories_public": True},
     ]),
     "centroid, public size": ("public_size", make_csv(200), [
         {"kind": "centroid", "columns": ["age", "income"], "center": [50, 40000], "radius": 100},

@@ -104,7 +104,8 @@ def world(users, fund, eager_celery, seeded_noise, django_capture_on_commit_call
                                data=("colour\n" + "red\nblue\ngreen\n" * 20).encode())
     md_listing = listing_create_microdata(
         owner=people["owner"], dataset_id=md_dataset.public_id, title="Birds by record", price_per_epsilon="1.00",
-        microdata_spec={"columns": [{"column": "colour", "categories": ["red", "blue"]}], "levels": ["1", "2"]},
+        microdata_spec={"columns": [{"column": "colour", "categories": ["red", "blue"], "categories_public": True}],
+                        "levels": ["1", "2"]},
     )
     md_purchase = _buy(people["buyer"], md_listing, "1", django_capture_on_commit_callbacks)
     rows = list(csv.reader(io.StringIO(data.decode())))[1:]

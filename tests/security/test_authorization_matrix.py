@@ -308,11 +308,12 @@ def payload(name, world, actor):
             "stats-0-kind": "count", "stats-0-column": "", "stats-0-lower": "", "stats-0-upper": "", "stats-0-bins": "",
         }
     if name in ("microdata", "microdata_form"):
-        spec = {"columns": [{"column": "colour", "categories": ["red"]}], "levels": ["1"]}
+        spec = {"columns": [{"column": "colour", "categories": ["red"], "categories_public": True}], "levels": ["1"]}
         if name == "microdata":
             return {"dataset": world.md_dataset.public_id, "title": "Again", "microdata": spec, "price_per_epsilon": "1.00"}
         return {"dataset": world.md_dataset.public_id, "title": "Again", "levels": "1", "price_kind": "linear",
-                "price_per_epsilon": "1.00", "col_0_include": "on", "col_0_categories": "red"}
+                "price_per_epsilon": "1.00", "col_0_include": "on", "col_0_categories": "red",
+                "col_0_categories_public": "on"}
     if name == "listing_edit":
         return {"title": "Renamed", "description": "Now described."}
     if name == "price_form":
@@ -543,7 +544,8 @@ def test_authorization_matrix(row, world, tokens):
 
 def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tokens):
     """The buyer's own release, as the buyer downloads it, matches the release patterns; the owner's
-    own listing form shows the column min/max and the dataset's size; the stored values match the
+    own dataset review page shows the column min/max and the listing form the dataset's size (the
+    form itself shows no value or range of the data); the stored values match the
     noise patterns. Without this, a detector that never matches would pass the matrix."""
     found = secrets(world)
     buyer = client_for(world, tokens, "buyer", api=False)
@@ -556,12 +558,15 @@ def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tok
     api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.public_id}/"))
     assert any(p.search(api_release) for p in found["buyer's release"])
 
-    form = body_text(client_for(world, tokens, "owner", api=False).get(f"/owner/listings/new/?dataset={world.dataset.public_id}"))
-    assert all(p.search(form) for p in found["column min/max"])
+    owner = client_for(world, tokens, "owner", api=False)
+    form = body_text(owner.get(f"/owner/listings/new/?dataset={world.dataset.public_id}"))
+    review = body_text(owner.get(f"/owner/datasets/{world.dataset.public_id}/columns/"))
+    assert all(p.search(review) for p in found["column min/max"])
+    assert not any(p.search(form) for p in found["column min/max"])  # never beside the bound inputs
     assert any(p.search(form) for p in found["exact record count"])
     assert not any(p.search(form) for p in found["raw cells"])
     income = sorted(float(row[1]) for row in world.rows)
-    assert f"{income[0]:g}" in form or repr(income[0]) in form
+    assert f"{income[0]:g}" in review or repr(income[0]) in review
 
     # each secret has at least one searchable rendering
     assert all(found[what] for what in found), {what: len(p) for what, p in found.items()}

@@ -44,6 +44,7 @@ def test_a_mean_grouped_by_confirmed_categories_with_a_filter():
         "kind": "mean", "column": "income", "lower": 0.0, "upper": 100000.0, "by": "city",
         "categories": ["Oslo", "Bergen, Norway"],  # one per line: a category may hold a comma
         "where": [{"column": "age", "op": "between", "values": [18, 65]}],
+        "categories_public": True,  # the owner's confirmation, for the service (never stored)
     }
 
 
@@ -100,7 +101,7 @@ def test_a_two_way_table_reads_both_pairs_and_one_confirmation():
                            categories2="true\nfalse", categories_public=True)
     assert errors == {}
     assert spec == {"kind": "table", "rows": "city", "row_categories": ["Oslo", "Bergen"],
-                    "columns": "smoker", "column_categories": [True, False]}
+                    "columns": "smoker", "column_categories": [True, False], "categories_public": True}
     _, errors = spec_of(kind="table", by="city", categories="Oslo", by2="city", categories2="Oslo")
     assert "another column" in errors["by2"][0] and "categories_public" in errors
     _, errors = spec_of(kind="table", by="city", categories="Oslo", categories_public=True)

@@ -24,7 +24,8 @@ from tests.datasets import ready_dataset
 pytestmark = pytest.mark.django_db
 
 ISLANDS = ["Biscoe", "Dream", "Torgersen"]
-SPEC = {"columns": [{"column": "island", "categories": ISLANDS}, {"column": "sex", "categories": ["female", "male"]},
+SPEC = {"columns": [{"column": "island", "categories": ISLANDS, "categories_public": True},
+                    {"column": "sex", "categories": ["female", "male"], "categories_public": True},
                     {"column": "name", "bloom": {"bits": 16, "hashes": 2}}],
         "levels": ["1", "2", "4"]}
 
@@ -83,7 +84,7 @@ def column_index(page, name: str) -> int:
     return int(found.group(1))
 
 
-def test_the_form_offers_the_categorical_columns_with_their_categories_and_creates_the_listing(client, owner, birds):
+def test_the_form_offers_the_categorical_columns_without_their_values_and_creates_the_listing(client, owner, birds):
     client.force_login(owner)
     page = client.get(reverse("web:owner-listing-new-microdata"))
     assert page.status_code == 200
@@ -94,16 +95,24 @@ def test_the_form_offers_the_categorical_columns_with_their_categories_and_creat
     island, sex, name, tagged = (column_index(body, c) for c in ("island", "sex", "name", "tagged"))
     assert 'data-column="mass"' not in body  # a number is not sold as bits
     shown = re.search(rf'name="col_{island}_categories"[^>]*>(.*?)</textarea>', body, re.S).group(1)
-    assert {"Biscoe", "Dream", "Torgersen"} <= set(shown.split())  # suggested from the column summary
+    assert shown.strip() == ""  # never filled in from the data (which values occur is private)
+    for value in ("Biscoe", "Dream", "Torgersen", "female"):
+        assert value not in body
+    assert f'name="col_{island}_categories_public"' in body
     assert f'name="col_{tagged}_bloom"' not in body  # a true/false column needs no categories nor filter
-    made = client.post(reverse("web:owner-listing-new-microdata"), {
+    posted = {
         "dataset": birds.public_id, "title": "Birds by record", "levels": "0.5, 1, 2",
         "price_kind": "linear", "price_per_epsilon": "3",
         f"col_{island}_include": "on", f"col_{island}_categories": "Biscoe\nDream",
-        f"col_{sex}_include": "on", f"col_{sex}_categories": "female, male",
+        f"col_{sex}_include": "on", f"col_{sex}_categories": "female, male", f"col_{sex}_categories_public": "on",
         f"col_{name}_include": "on", f"col_{name}_bloom": "on", f"col_{name}_bits": "16", f"col_{name}_hashes": "2",
         f"col_{tagged}_include": "on",
-    })
+    }
+    refused = client.post(reverse("web:owner-listing-new-microdata"), posted)  # island's categories not confirmed
+    assert refused.status_code == 400 and not Listing.objects.exists()
+    assert list(refused.context["form"].errors) == [f"col_{island}_categories_public"]
+    assert "public" in refused.context["form"].errors[f"col_{island}_categories_public"][0]
+    made = client.post(reverse("web:owner-listing-new-microdata"), {**posted, f"col_{island}_categories_public": "on"})
     listing = Listing.objects.get()
     assert made.status_code == 302 and made["Location"] == reverse("web:owner-listing", args=[listing.pk])
     md = listing.microdata()

@@ -86,6 +86,18 @@ def _targets(target: Target) -> list[str]:
 
 
 
+#: the fields in which a statistic declares categories (buyers see them)
+DECLARED_CATEGORIES = ("categories", "row_categories", "column_categories")
+
+
+def _confirmed(statistic: Mapping[str, Any]) -> dict[str, Any]:
+    """The statistic, with ``categories_public: true`` when it declares categories."""
+    out = dict(statistic)
+    if any(key in out for key in DECLARED_CATEGORIES):
+        out["categories_public"] = True
+    return out
+
+
 def _seconds(retry_after: str | None, default: float = 1.0) -> float:
     """A ``Retry-After`` in seconds (the API sends a number); ``default`` without one."""
     try:
@@ -474,13 +486,20 @@ class Client:
         price_curve: Mapping[str, Any] | None = None,
         compensation: Mapping[str, Any] | None = None,
         description: str | None = None,
+        categories_public: bool = False,
     ) -> Listing:
         """List statistics of your dataset up to ``ceiling``, priced ``price_per_epsilon`` (linear) or by a
-        ``price_curve`` (``{"kind": "power", "c": "10.00", "p": "1.5"}``, ...)."""
+        ``price_curve`` (``{"kind": "power", "c": "10.00", "p": "1.5"}``, ...).
+
+        Buyers see the categories a statistic declares (``categories``, ``row_categories``,
+        ``column_categories``), and which values occur in your data is itself private, so the server
+        refuses them unless each such statistic carries ``"categories_public": true``. Put it in the
+        statistic yourself, or pass ``categories_public=True`` to confirm every declared list at once
+        (only lists of values anyone may know)."""
         body: dict[str, Any] = {
             "dataset": dataset.id if isinstance(dataset, Dataset) else dataset,
             "title": title,
-            "statistics": [dict(s) for s in statistics],
+            "statistics": [_confirmed(s) if categories_public else dict(s) for s in statistics],
             "ceiling": decimal_text(ceiling),
         }
         if price_per_epsilon is not None:

@@ -36,6 +36,8 @@ DISTRICTS = ["North", "Harbour", "Old Town", "Hillside", "East End"]
 # the categories the demo owner declares public (the species and islands the study names)
 PENGUIN_SPECIES = ["Adelie", "Chinstrap", "Gentoo"]
 PENGUIN_ISLANDS = ["Biscoe", "Dream", "Torgersen"]
+# the owner's confirmation that a declared list of categories is public (buyers see it)
+PUBLIC = {"categories_public": True}
 
 
 def clinic_csv(rows: int = 2000) -> bytes:
@@ -158,12 +160,12 @@ class Command(BaseCommand):
                 description="Patients per district, blood pressure of smokers and non-smokers, cholesterol of the "
                 "over-40s by sex (of those measured), district by sex, and first visits per year.",
                 statistics=[
-                    {"kind": "count", "by": "district", "categories": DISTRICTS},
+                    {"kind": "count", "by": "district", "categories": DISTRICTS, **PUBLIC},
                     {"kind": "mean", "column": "systolic_bp", "lower": 80, "upper": 220, "by": "smoker"},
                     {"kind": "mean", "column": "cholesterol", "lower": 2, "upper": 10, "by": "sex",
-                     "categories": ["female", "male"], "where": [{"column": "age", "op": ">=", "value": 40}]},
+                     "categories": ["female", "male"], "where": [{"column": "age", "op": ">=", "value": 40}], **PUBLIC},
                     {"kind": "table", "rows": "district", "columns": "sex", "row_categories": DISTRICTS,
-                     "column_categories": ["female", "male"]},
+                     "column_categories": ["female", "male"], **PUBLIC},
                     {"kind": "histogram", "column": "first_visit", "bin": "year", "from": "2015", "to": "2024"},
                 ],
                 ceiling="3",
@@ -205,13 +207,13 @@ class Command(BaseCommand):
                 description="Penguins per species, mean body mass per island, total flipper length of the females, "
                 "species by island, and bill lengths of Adelie and Gentoo penguins.",
                 statistics=[
-                    {"kind": "count", "by": "species", "categories": PENGUIN_SPECIES},
+                    {"kind": "count", "by": "species", "categories": PENGUIN_SPECIES, **PUBLIC},
                     {"kind": "mean", "column": "body_mass_g", "lower": 2500, "upper": 6500, "by": "island",
-                     "categories": PENGUIN_ISLANDS},
+                     "categories": PENGUIN_ISLANDS, **PUBLIC},
                     {"kind": "sum", "column": "flipper_length_mm", "lower": 150, "upper": 250,
                      "where": [{"column": "sex", "op": "=", "value": "female"}]},
                     {"kind": "table", "rows": "species", "columns": "island", "row_categories": PENGUIN_SPECIES,
-                     "column_categories": PENGUIN_ISLANDS},
+                     "column_categories": PENGUIN_ISLANDS, **PUBLIC},
                     {"kind": "histogram", "column": "bill_length_mm", "bins": [30, 35, 40, 45, 50, 55, 60],
                      "where": [{"column": "species", "op": "in", "values": ["Adelie", "Gentoo"]}]},
                 ],
@@ -237,9 +239,9 @@ class Command(BaseCommand):
             title="Penguins, one randomised row each",
             description="Every penguin's species, island and sex as randomised bits: buy a level, then a higher one "
             "for less-randomised bits of the same penguins.",
-            microdata_spec={"columns": [{"column": "species", "categories": PENGUIN_SPECIES},
-                                        {"column": "island", "categories": PENGUIN_ISLANDS},
-                                        {"column": "sex", "categories": ["female", "male"]}],
+            microdata_spec={"columns": [{"column": "species", "categories": PENGUIN_SPECIES, **PUBLIC},
+                                        {"column": "island", "categories": PENGUIN_ISLANDS, **PUBLIC},
+                                        {"column": "sex", "categories": ["female", "male"], **PUBLIC}],
                             "levels": ["1", "2", "4", "8"]},
             price_per_epsilon="5.00",
         )
