@@ -15,7 +15,8 @@ USER       a user (their API-key writes take turns)    FOR NO KEY UPDATE
 API_KEY    an API key                                  FOR UPDATE
 NETWORK    an owner's trust network                    FOR UPDATE
 UPLOAD     an owner's resumable upload session         FOR UPDATE
-DATASET    a dataset (its listings' budget)            FOR UPDATE
+DATASET    a dataset (its listings' budget; its        FOR UPDATE (purchases
+           trust-capped sales)                         FOR NO KEY UPDATE)
 LISTING    a listing (ceiling, open)                   FOR SHARE in purchases
 PATH       a listing's noise path                      FOR UPDATE
 HOLDING    a buyer's holding on a listing              FOR UPDATE
@@ -39,6 +40,12 @@ check it against what was sold). Foreign-key checks, which PostgreSQL makes
 at commit with ``FOR KEY SHARE``, never conflict with a share lock, so a
 release committing while a purchase waits for the same holding cannot
 deadlock with it.
+
+A purchase on a trust-capped listing first locks its dataset's row (``FOR NO
+KEY UPDATE``, ``market.catalog.locks.dataset_sales_lock``): every trust
+tier's cap is shared by all its buyers across the dataset's capped listings,
+so purchases on them take turns per dataset, whoever the buyers. Purchases on
+listings that are not capped never take it.
 
 Whatever still loses a race (a deadlock the database breaks, a serialization
 failure, a lock not granted within the connection's ``lock_timeout``) is run

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, field
+from decimal import ROUND_DOWN, Decimal
 
 from market.core import visibility
 from market.core.errors import NotFound
+from market.core.fields import LEVEL_QUANTUM
 
 from .graph import cap_formula, cap_for, plain
 from .models import TrustNetwork
@@ -73,13 +74,17 @@ def _place(network: TrustNetwork, *, tier=None, node: str | None = None) -> _Pla
     return _Place(distance, f"organisation {node!r} at {measure} {plain(distance)} from the owner's organisation")
 
 
-def _cap(network: TrustNetwork, ceiling: Decimal, place: _Place) -> Cap:
-    """The map of ``network`` at ``place`` (the unknown distance if unknown) on ``ceiling``."""
+def _distance(network: TrustNetwork, place: _Place) -> tuple[Decimal, str]:
+    """The distance ``place`` counts at (the unknown distance if unknown), exactly, and the words for it."""
     if place.distance is None:
         distance = network.unknown_distance
-        where = f"{place.words}, so counted at the unknown distance {plain(distance)}"
-    else:
-        distance, where = place.distance, place.words
+        return Decimal(distance), f"{place.words}, so counted at the unknown distance {plain(distance)}"
+    return Decimal(place.distance), place.words
+
+
+def _cap(network: TrustNetwork, ceiling: Decimal, place: _Place) -> Cap:
+    """The map of ``network`` at ``place`` (the unknown distance if unknown) on ``ceiling``."""
+    distance, where = _distance(network, place)
     formula = cap_formula(ceiling, distance, network.map_kind, network.lam)
     return Cap(
         level=cap_for(ceiling, distance, network.map_kind, network.lam),
@@ -88,36 +93,112 @@ def _cap(network: TrustNetwork, ceiling: Decimal, place: _Place) -> Cap:
     )
 
 
-def _dataset_room(listing, cap: Cap, network: TrustNetwork, siblings: list[dict], held: dict[int, Decimal]) -> Cap:
-    """``cap`` (the map on ``listing``'s own ceiling) narrowed by the buyer's cap on its dataset.
+@dataclass
+class _Held:
+    """What is held on one dataset's trust-capped listings, by distance from its owner.
 
-    Listings on one dataset are independent releases about the same people, so
-    a buyer's levels on them add up (``docs/mathematics.md``, composition
-    across listings). The cap on the dataset is the map at the buyer's
-    distance on the largest ceiling among its trust-capped listings; what the
-    buyer holds on the dataset's other capped listings is taken from it, and
-    the rest is all this listing may reach (its own cap permitting).
+    ``listings``: the capped listings (``capped_siblings`` rows); ``levels``: per listing, the
+    ``(distance, level)`` of every place where someone holds a level (the highest held there);
+    ``mine``: per listing, the asking buyer's own level."""
+
+    listings: list[dict]
+    levels: dict[int, list[tuple[Decimal, Decimal]]] = field(default_factory=dict)
+    mine: dict[int, Decimal] = field(default_factory=dict)
+
+    @property
+    def top(self) -> Decimal:
+        """The largest ceiling among the capped listings: every tier's cap is the map on it."""
+        return max(row["ceiling"] for row in self.listings)
+
+    def term(self, listing_id: int, distance: Decimal) -> Decimal:
+        """The highest level anyone at ``distance`` or further holds on the listing: what they
+        together learn from it (they all read its one noise path)."""
+        return max((level for at, level in self.levels.get(listing_id, ()) if at >= distance), default=Decimal(0))
+
+    def together(self, distance: Decimal) -> Decimal:
+        """What everyone at ``distance`` or further holds on the dataset together: the sum over its
+        capped listings of each one's :meth:`term` (independent releases add up)."""
+        return sum((self.term(row["id"], distance) for row in self.listings), Decimal(0))
+
+    def distances(self) -> set[Decimal]:
+        """Every distance at which someone holds a level."""
+        return {at for places in self.levels.values() for at, _ in places}
+
+
+def _holder_distance(network: TrustNetwork, row: dict) -> Decimal:
+    """The distance of a ``capped_levels`` row's holders in ``network``'s mode."""
+    if network.mode == TrustNetwork.Mode.TIERS:
+        found = row["tier_distance"]
+    else:
+        found = network.distances.get(row["node"]) if row["node"] is not None else None
+    return Decimal(network.unknown_distance if found is None else found)
+
+
+def _held(siblings: dict[int, list[dict]], networks: dict, buyer) -> dict[int, _Held]:
+    """``{dataset id: _Held}`` for the capped listings ``siblings`` (``{dataset id: capped_siblings
+    rows}``), in one query; ``networks``: ``{owner id: TrustNetwork}`` (an owner without one has
+    the defaults); ``buyer``: whose own levels are ``mine`` (None: a visitor)."""
+    held = {dataset_id: _Held(rows) for dataset_id, rows in siblings.items()}
+    where = {row["id"]: held[dataset_id] for dataset_id, rows in siblings.items() for row in rows}
+    if not where:
+        return held
+    owners = {row["id"]: row["owner_id"] for rows in siblings.values() for row in rows}
+    for row in visibility.capped_levels(where, buyer):
+        listing_id = row["listing_id"]
+        owner_id = owners[listing_id]
+        network = networks.get(owner_id) or TrustNetwork(owner_id=owner_id)
+        dataset = where[listing_id]
+        dataset.levels.setdefault(listing_id, []).append((_holder_distance(network, row), row["top"]))
+        if row["mine"] is not None:
+            dataset.mine[listing_id] = max(dataset.mine.get(listing_id, Decimal(0)), row["mine"])
+    return held
+
+
+def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _Held | None) -> Cap:
+    """``own`` (the map at the buyer's distance on ``listing``'s ceiling) narrowed by the room
+    left to the buyer's trust tiers on the listing's dataset.
+
+    Listings on one dataset are independent releases about the same people, so levels on them
+    add up (``docs/mathematics.md``, composition across listings); within a listing everyone
+    reads one noise path, so what a group learns from it is the highest level any of them holds.
+    For every distance ``t`` up to the buyer's, everyone at ``t`` or further together holds
+    :meth:`_Held.together`; that stays within the map at ``t`` on the largest capped ceiling.
+    A level ``e`` on this listing is sold only if, for each such ``t``, the listing's term raised
+    to ``max(term, e)`` keeps the sum within it: ``e`` is at most the map at ``t`` less what
+    the tier holds on the dataset's other capped listings. It suffices to look at the distances
+    where someone holds a level, and at the buyer's own: between two of them the terms stay the
+    same while the map falls, so the farther end binds. A tier already holding more than its
+    cap (the owner moved buyers, or changed the map, since they bought) is sold nothing more.
     """
-    if not siblings or cap.distance is None:
-        return cap
-    top = max(row["ceiling"] for row in siblings)
-    dataset_cap = cap_for(top, cap.distance, network.map_kind, network.lam)
-    elsewhere = [(row, held[row["id"]]) for row in siblings if row["id"] != listing.pk and held.get(row["id"], 0) > 0]
-    if not elsewhere:
-        if dataset_cap >= cap.level:
-            return cap
-        return Cap(dataset_cap, cap.distance, f"{cap.reason}; your cap on this dataset is {plain(dataset_cap)}")
-    total = sum((level for _, level in elsewhere), Decimal(0))
-    room = max(dataset_cap - total, Decimal(0))
-    if room >= cap.level:
-        return cap
-    holds = ", ".join(f"{plain(level)} on {row['title']!r}" for row, level in elsewhere)
+    if held is None or own.distance is None or listing.pk not in {row["id"] for row in held.listings}:
+        return own
+    distance, where = _distance(network, place)
+    top, mine = held.top, held.mine.get(listing.pk, Decimal(0))
+    binding = None  # (room, t, bound, others): the tightest room below the buyer's own map
+    for t in sorted({d for d in held.distances() if d <= distance} | {distance}, reverse=True):
+        bound = cap_for(top, t, network.map_kind, network.lam)
+        here = held.term(listing.pk, t)
+        others = held.together(t) - here
+        formula = cap_formula(top, t, network.map_kind, network.lam)
+        if others + here > bound:
+            reason = (
+                f"{where}; buyers at distance ≥ {plain(t)} together already hold {plain(others + here)} of this "
+                f"dataset's cap {plain(bound)} for them ({formula}), more than it allows since the owner's trust "
+                f"settings changed: nothing more is sold to them on its trust-capped listings"
+            )
+            return Cap(min(own.level, mine), own.distance, reason)
+        room = bound - others
+        if room < own.level and (binding is None or room < binding[0]):
+            binding = (room, t, bound, others, formula)
+    if binding is None:
+        return own
+    room, t, bound, others, formula = binding
+    room = room.quantize(LEVEL_QUANTUM, rounding=ROUND_DOWN)
     reason = (
-        f"you hold {holds} of the same dataset; your cap on this dataset is {plain(dataset_cap)} "
-        f"({cap.reason.split(': cap = ')[0]}: cap = {cap_formula(top, cap.distance, network.map_kind, network.lam)}), "
-        f"so at most {plain(room)} here"
+        f"{where}; buyers at distance ≥ {plain(t)} together already hold {plain(others)} of this dataset's cap "
+        f"{plain(bound)} for them ({formula}) on its other trust-capped listings, so at most {plain(room)} here"
     )
-    return Cap(room, cap.distance, reason)
+    return Cap(room, own.distance, reason)
 
 
 def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
@@ -125,19 +206,19 @@ def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
     in five queries whatever their number.
 
     On a trust-capped listing the cap is the smaller of the map on its ceiling
-    and the room the buyer has left on its dataset (:func:`_dataset_room`):
-    the remaining room is what is shown and what a purchase may reach."""
+    and the room left to the buyer's trust tiers on its dataset
+    (:func:`_tier_room`): the remaining room is what is shown and what a
+    purchase may reach."""
     listings = list(listings)
     capped = [listing for listing in listings if listing.trust_capped]
     signed_in = bool(buyer and buyer.is_authenticated)
-    networks, tiers, nodes, siblings, held = {}, {}, {}, {}, {}
+    networks, tiers, nodes, held = {}, {}, {}, {}
     if capped:
+        siblings = {}
         for row in visibility.capped_siblings(listing.dataset_id for listing in capped):
             siblings.setdefault(row["dataset_id"], []).append(row)
-        if signed_in:
-            ids = [row["id"] for rows in siblings.values() for row in rows]
-            held = dict(visibility.holdings(buyer).filter(listing_id__in=ids).values_list("listing_id", "purchased"))
         networks = {network.owner_id: network for network in visibility.capping_networks(capped)}
+        held = _held(siblings, networks, buyer if signed_in else None)
         if signed_in:
             tier_places, node_places = visibility.trust_places(buyer)
             ids = [network.pk for network in networks.values()]
@@ -159,7 +240,7 @@ def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
             else:
                 place = _Place(None, "not signed in")
             own = _cap(network, ceiling, place)
-            caps[listing.pk] = _dataset_room(listing, own, network, siblings.get(listing.dataset_id, []), held)
+            caps[listing.pk] = _tier_room(listing, own, network, place, held.get(listing.dataset_id))
     return caps
 
 
@@ -168,7 +249,8 @@ def buyer_cap(*, listing, buyer) -> Cap:
 
     The ceiling itself when the listing is not capped by trust or the buyer
     owns it; otherwise the owner's map at the buyer's distance, e.g. "tier
-    'partner' at distance 1: cap = 5 × e^(−0.5·1) = 3.0326".
+    'partner' at distance 1: cap = 5 × e^(−0.5·1) = 3.0326", or less where
+    the buyer's tier already holds part of its cap on the dataset.
     """
     return buyer_caps(listings=[listing], buyer=buyer)[listing.pk]
 
