@@ -189,7 +189,12 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
         if not isinstance(bound, Decimal) or not bound.is_finite() or bound <= 0:
             raise InvalidInput(f"target: {bound} is not a positive error bound",
                                fields={"target": ["An error bound is a positive number, such as 0.5."]})
-    cap = min(buyer_cap(listing=listing, buyer=buyer).level, listing.ceiling)
+    found = buyer_cap(listing=listing, buyer=buyer)
+    cap = min(found.level, listing.ceiling)
+    if current >= cap and current == 0:  # a tier's room taken by others: nothing at all to search
+        raise InvalidInput(f"target: nothing is sold to you on this listing: your cap is ε {level_text(cap)} "
+                           f"({found.reason})",
+                           fields={"target": [f"Nothing is sold to you here (your cap: {found.reason})."]})
     if current >= cap:
         raise InvalidInput(f"target: you already hold level {level_text(current)}, your highest on this listing",
                            fields={"target": [f"You hold your highest level, {level_text(current)}."]})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, Decimal
 
 from market.core import visibility
@@ -41,6 +41,9 @@ class Cap:
     level: Decimal
     distance: float | None
     reason: str
+    #: on a trust-capped listing, what is bounded for the buyer's whole tier on its dataset, in a
+    #: sentence (:func:`_together`); "" when no trust cap applies
+    together: str = ""
 
     @property
     def shown(self) -> str:
@@ -174,6 +177,7 @@ def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _H
         return own
     distance, where = _distance(network, place)
     top, mine = held.top, held.mine.get(listing.pk, Decimal(0))
+    own = replace(own, together=_together(network, place, held))
     binding = None  # (room, t, bound, others): the tightest room below the buyer's own map
     for t in sorted({d for d in held.distances() if d <= distance} | {distance}, reverse=True):
         bound = cap_for(top, t, network.map_kind, network.lam)
@@ -186,7 +190,7 @@ def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _H
                 f"dataset's cap {plain(bound)} for them ({formula}), more than it allows since the owner's trust "
                 f"settings changed: nothing more is sold to them on its trust-capped listings"
             )
-            return Cap(min(own.level, mine), own.distance, reason)
+            return replace(own, level=min(own.level, mine), reason=reason)
         room = bound - others
         if room < own.level and (binding is None or room < binding[0]):
             binding = (room, t, bound, others, formula)
@@ -198,7 +202,37 @@ def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _H
         f"{where}; buyers at distance ≥ {plain(t)} together already hold {plain(others)} of this dataset's cap "
         f"{plain(bound)} for them ({formula}) on its other trust-capped listings, so at most {plain(room)} here"
     )
-    return Cap(room, own.distance, reason)
+    return replace(own, level=room, reason=reason)
+
+
+def _together(network: TrustNetwork, place: _Place, held: _Held) -> str:
+    """What is bounded for the buyer's tier on the dataset, in a sentence: everyone at the buyer's
+    distance or further, with the accounts the owner has not placed where they count there."""
+    distance, _ = _distance(network, place)
+    unknown = Decimal(network.unknown_distance)
+    if place.distance is None:
+        who = "you, and every account the owner has not placed (new accounts and visitors too)"
+    elif unknown >= distance:
+        who = f"you among them, and every account the owner has not placed (counted at {plain(unknown)})"
+    else:
+        who = "you among them"
+    bound = cap_for(held.top, distance, network.map_kind, network.lam)
+    formula = cap_formula(held.top, distance, network.map_kind, network.lam).rsplit(" = ", 1)[0]
+    count = len(held.listings)
+    listings = f"its {count} trust-capped listings" if count > 1 else "its one trust-capped listing"
+    holds = held.together(distance)
+    if holds > bound:
+        return (
+            f"Everyone at distance ≥ {plain(distance)} from the owner ({who}) together holds ε {plain(holds)} "
+            f"on this dataset's trust-capped listings, above their cap ε {plain(bound)} ({formula}) since the "
+            f"owner's trust settings changed: nothing more is sold to them there."
+        )
+    return (
+        f"Everyone at distance ≥ {plain(distance)} from the owner ({who}) together learns at most "
+        f"ε {plain(bound)} ({formula}) about any one person in this dataset from {listings}: on each, the highest "
+        f"level any of them holds counts (all its buyers read one noise path), and the listings add up. "
+        f"They hold ε {plain(holds)} of it now."
+    )
 
 
 def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
@@ -275,7 +309,8 @@ def trust_overview(*, owner, listing_id=None) -> dict:
     "tier_members": "bob,partner\\n…", "node_members": "carol,acme\\n…",
     "graph": {"edges", "nodes", "connected", "home_in_graph"}, "listings": [{"id", "title", "ceiling",
     "trust_capped"}], "listing": the chosen one or None, "rows": [{"username", "place", "known", "distance",
-    "distance_shown", "cap"}], "unknown": Cap or None}``.
+    "distance_shown", "cap"}], "unknown": Cap or None, "bounds": what each tier may learn together on
+    the chosen listing's dataset (:func:`_bounds`)}``.
 
     ``rows`` are the buyers placed in the network's mode, nearest first, with
     their distance and their cap on the chosen listing's ceiling (None
@@ -315,6 +350,7 @@ def trust_overview(*, owner, listing_id=None) -> dict:
     rows.sort(key=lambda row: (not row["known"], row["distance"], row["username"]))
 
     edges = list(visibility.trust_edges(owner).values_list("a", "b"))
+    tiers = list(visibility.trust_tiers(owner))
     graph_nodes = {name for edge in edges for name in edge}
     return {
         "network": network,
@@ -323,7 +359,7 @@ def trust_overview(*, owner, listing_id=None) -> dict:
             "unknown_distance": plain(network.unknown_distance),
             "ceiling": plain(chosen.ceiling) if chosen else None,
         },
-        "tiers": [{"name": tier.name, "distance": plain(tier.distance)} for tier in visibility.trust_tiers(owner)],
+        "tiers": [{"name": tier.name, "distance": plain(tier.distance)} for tier in tiers],
         "tier_members": _members_text((m.buyer.username, m.tier.name) for m in tier_members),
         "node_members": _members_text((m.buyer.username, m.node) for m in node_members),
         "graph": {
@@ -344,4 +380,44 @@ def trust_overview(*, owner, listing_id=None) -> dict:
         "listing": chosen,
         "rows": rows,
         "unknown": _cap(network, chosen.ceiling, _Place(None, "anyone else")) if chosen else None,
+        "bounds": _bounds(network, chosen, _labels(network, tiers, node_members)) if chosen else None,
     }
+
+
+def _labels(network: TrustNetwork, tiers, node_members) -> list[tuple[Decimal, str]]:
+    """``(distance, who)`` of each place that counts in the network's mode: its tiers, or the
+    organisations where buyers are placed (connected to home)."""
+    if network.mode == TrustNetwork.Mode.TIERS:
+        return [(Decimal(tier.distance), f"tier {tier.name!r}") for tier in tiers]
+    found = ((member.node, network.distances.get(member.node)) for member in node_members)
+    return [(Decimal(distance), f"organisation {node!r}") for node, distance in found if distance is not None]
+
+
+def _bounds(network: TrustNetwork, listing, labels: list[tuple[Decimal, str]]) -> dict | None:
+    """What each trust tier may learn together on ``listing``'s dataset, for its owner's page:
+    ``{"listings": [titles of its trust-capped listings], "top": the largest of their ceilings, "rows":
+    [{"distance", "who", "cap", "formula", "holds", "over"}]}``, a row per distance that occurs
+    (``labels``, and the unknown distance), nearest first: everyone at that distance or further
+    together holds ``holds`` and learns at most ``cap`` (``over``: they hold more, since the
+    settings changed). None when the dataset has no trust-capped listing."""
+    siblings = list(visibility.capped_siblings([listing.dataset_id]))
+    if not siblings:
+        return None
+    held = _held({listing.dataset_id: siblings}, {network.owner_id: network}, None)[listing.dataset_id]
+    who: dict[Decimal, list[str]] = {}
+    for distance, label in labels:
+        who.setdefault(distance, []).append(label)
+    who.setdefault(Decimal(network.unknown_distance), []).append("everyone you have not placed")
+    rows = []
+    for distance in sorted(who):
+        bound = cap_for(held.top, distance, network.map_kind, network.lam)
+        holds = held.together(distance)
+        rows.append({
+            "distance": plain(distance),
+            "who": ", ".join(dict.fromkeys(who[distance])),
+            "cap": plain(bound),
+            "formula": cap_formula(held.top, distance, network.map_kind, network.lam),
+            "holds": plain(holds),
+            "over": holds > bound,
+        })
+    return {"listings": [row["title"] for row in siblings], "top": plain(held.top), "rows": rows}
