@@ -113,10 +113,19 @@ def recording() -> Iterator[list[tuple[Rank, str]]]:
         _local.log = previous
 
 
-def check_order(locks: list[tuple[Rank, str]]) -> None:
-    """Raise :class:`LockOrderError` unless ``locks`` never goes down in rank."""
+def released(what: str) -> None:
+    """Called when a transaction that took locks rolled back on purpose, to run again with others
+    (a purchase that found its listing trust-capped): its locks are gone, so a recorder starts over."""
+    log_ = getattr(_local, "log", None)
+    if log_ is not None:
+        log_.append((None, what))
+
+
+def check_order(locks: list[tuple[Rank | None, str]]) -> None:
+    """Raise :class:`LockOrderError` unless ``locks`` never goes down in rank (within each
+    transaction: a :func:`released` mark starts a new one)."""
     for (r1, w1), (r2, w2) in zip(locks, locks[1:]):
-        if r2 < r1:
+        if r1 is not None and r2 is not None and r2 < r1:
             raise LockOrderError(f"{w2} ({r2.name}) locked after {w1} ({r1.name}): against the lock order")
 
 

@@ -36,7 +36,7 @@ from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
 from market.core.cache import Unavailable, shared
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
-from market.core.locks import retrying
+from market.core.locks import released, retrying
 from market.core.outages import database_gone, unavailable
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import level_text, parse_level
@@ -477,7 +477,8 @@ def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str
             "max_price": max_price, "purchase_id": purchase_id, "again": again}
     try:
         return _purchase_step(**step)
-    except _DatasetLockNeeded as needed:
+    except _DatasetLockNeeded as needed:  # rolled back: its listing lock is gone
+        released(f"purchase on listing {listing_id}: run again under its dataset's lock")
         return _purchase_step(**step, dataset_id=needed.dataset_id)
 
 
