@@ -68,6 +68,7 @@ class Quote:
     ceiling: Decimal
     cap: Decimal  # the most this buyer may buy here: the ceiling unless capped by trust
     cap_reason: str
+    cap_bound: str  # on a trust-capped listing, what is bounded for the buyer's whole tier; else ""
     price: Decimal
     accuracy: list[dict]
     # per statistic the buyer gets: {"name", "kind", "error_bound", "assumes_records", ...}
@@ -149,6 +150,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         ceiling=listing.ceiling,
         cap=cap.level,
         cap_reason=cap.reason,
+        cap_bound=cap.together,
         price=_step_price(listing, current, eps),
         accuracy=listing_accuracy(listing, eps),
         statistics=accuracy.bounds_at(curves, eps),

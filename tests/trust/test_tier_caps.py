@@ -98,6 +98,9 @@ def test_the_documented_example_two_accounts_cannot_pass_the_publics_cap_togethe
     assert quote["cap"] == "1.1156" and quote["cap_reason"] == (
         f"not in the owner's trust tiers, so counted at the unknown distance 3: cap = {PUBLIC_FORMULA}"
     )
+    assert quote["cap_bound"] == buyer_cap(listing=ages, buyer=b).together
+    assert quote["cap_bound"].startswith("Everyone at distance ≥ 3 from the owner (you, and every account")
+    assert quote["cap_bound"].endswith("They hold ε 1.1156 of it now.")
     buy(b, ages, "1.1156")
     assert held_together([ages, visits], [a, b]) == PUBLIC
 
