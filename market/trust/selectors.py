@@ -171,7 +171,8 @@ def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _H
     the tier holds on the dataset's other capped listings. It suffices to look at the distances
     where someone holds a level, and at the buyer's own: between two of them the terms stay the
     same while the map falls, so the farther end binds. A tier already holding more than its
-    cap (the owner moved buyers, or changed the map, since they bought) is sold nothing more.
+    cap (the owner moved buyers or changed the map since they bought, or they bought before caps
+    bound tiers) keeps what it holds and is sold nothing more.
     """
     if held is None or own.distance is None or listing.pk not in {row["id"] for row in held.listings}:
         return own
@@ -187,8 +188,8 @@ def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _H
         if others + here > bound:
             reason = (
                 f"{where}; buyers at distance ≥ {plain(t)} together already hold {plain(others + here)} of this "
-                f"dataset's cap {plain(bound)} for them ({formula}), more than it allows since the owner's trust "
-                f"settings changed: nothing more is sold to them on its trust-capped listings"
+                f"dataset's cap {plain(bound)} for them ({formula}), more than the cap: what was bought stays held, "
+                f"and nothing more is sold to them on its trust-capped listings"
             )
             return replace(own, level=min(own.level, mine), reason=reason)
         room = bound - others
@@ -217,15 +218,15 @@ def _together(network: TrustNetwork, place: _Place, held: _Held) -> str:
     else:
         who = "you among them"
     bound = cap_for(held.top, distance, network.map_kind, network.lam)
-    formula = cap_formula(held.top, distance, network.map_kind, network.lam).rsplit(" = ", 1)[0]
+    formula = cap_formula(held.top, distance, network.map_kind, network.lam).rsplit(" = ", 1)[0] + ", rounded down"
     count = len(held.listings)
     listings = f"its {count} trust-capped listings" if count > 1 else "its one trust-capped listing"
     holds = held.together(distance)
     if holds > bound:
         return (
             f"Everyone at distance ≥ {plain(distance)} from the owner ({who}) together holds ε {plain(holds)} "
-            f"on this dataset's trust-capped listings, above their cap ε {plain(bound)} ({formula}) since the "
-            f"owner's trust settings changed: nothing more is sold to them there."
+            f"on this dataset's trust-capped listings, above their cap ε {plain(bound)} ({formula}): what was "
+            f"bought stays held, and nothing more is sold to them there."
         )
     return (
         f"Everyone at distance ≥ {plain(distance)} from the owner ({who}) together learns at most "
@@ -398,8 +399,8 @@ def _bounds(network: TrustNetwork, listing, labels: list[tuple[Decimal, str]]) -
     ``{"listings": [titles of its trust-capped listings], "top": the largest of their ceilings, "rows":
     [{"distance", "who", "cap", "formula", "holds", "over"}]}``, a row per distance that occurs
     (``labels``, and the unknown distance), nearest first: everyone at that distance or further
-    together holds ``holds`` and learns at most ``cap`` (``over``: they hold more, since the
-    settings changed). None when the dataset has no trust-capped listing."""
+    together holds ``holds`` and learns at most ``cap`` (``over``: they hold more, bought before
+    a change of the settings; nothing more is sold to them). None when the dataset has no trust-capped listing."""
     siblings = list(visibility.capped_siblings([listing.dataset_id]))
     if not siblings:
         return None

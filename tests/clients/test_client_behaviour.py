@@ -156,7 +156,7 @@ def test_the_command_line_buys_at_most_the_price_it_quoted_and_says_when_it_chan
 
 def test_the_quote_carries_what_is_bounded_for_the_buyers_tier(monkeypatch):
     bound = ("Everyone at distance ≥ 3 from the owner (you, and every account the owner has not placed (new "
-             "accounts and visitors too)) together learns at most ε 1.1156 (5 × e^(−0.5·3)) about any one person "
+             "accounts and visitors too)) together learns at most ε 1.1156 (5 × e^(−0.5·3), rounded down) about any one person "
              "in this dataset from its 2 trust-capped listings: ... They hold ε 1.1156 of it now.")
     capped = {**QUOTE, "cap": "0.0000", "cap_reason": "buyers at distance ≥ 3 together already hold 1.1156 ...",
               "cap_bound": bound}

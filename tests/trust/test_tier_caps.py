@@ -196,6 +196,11 @@ def test_a_tier_above_its_cap_after_a_move_is_sold_nothing_more(owner, listing, 
     assert cap.level == 0
     assert "buyers at distance ≥ 3 together already hold 3 of this dataset's cap 1.1156" in cap.reason
     assert "nothing more is sold to them" in cap.reason
+    # the pages say so instead of a bound that no longer holds
+    assert "together holds ε 3 on this dataset's trust-capped listings, above their cap ε 1.1156" in cap.together
+    assert "learns at most" not in cap.together
+    public = trust_overview(owner=owner, listing_id=listing.pk)["bounds"]["rows"][-1]
+    assert (public["distance"], public["holds"], public["over"]) == ("3", "3", True)
     with pytest.raises(InvalidInput):
         buy(sam, listing, "0.5")
     assert Holding.objects.get(buyer=bob, listing=listing).purchased == 3
@@ -240,7 +245,7 @@ def test_the_listing_page_says_the_reason_and_what_is_bounded_for_whom(pair, use
     assert ("Your cap on this listing: ε 0 — not in the owner's trust tiers, so counted at the unknown distance 3; "
             "buyers at distance ≥ 3 together already hold 1.1156 of this dataset's cap 1.1156") in text
     assert ("Everyone at distance ≥ 3 from the owner (you, and every account the owner has not placed (new accounts "
-            "and visitors too)) together learns at most ε 1.1156 (5 × e^(−0.5·3)) about any one person in this "
+            "and visitors too)) together learns at most ε 1.1156 (5 × e^(−0.5·3), rounded down) about any one person in this "
             "dataset from its 2 trust-capped listings") in text
     assert "They hold ε 1.1156 of it now." in text
     refused = client.post(f"/listings/{visits.pk}/buy/", {"epsilon": "0.4462", "idempotency_key": "k1"})
