@@ -11,6 +11,14 @@ who never set up a network has the defaults (map exp with λ 0.5, unknown
 distance 3): every buyer is unknown. The owner's own cap, and anyone's on a
 listing without ``trust_capped``, is the ceiling.
 
+The map bounds a tier as a whole, not an account (accounts are free): on each
+dataset, everyone at distance ``d`` or further together holds, per
+trust-capped listing, the highest level any of them holds there (they all
+read its one noise path), and these summed over the dataset's capped listings
+stay within the map at ``d`` on the largest capped ceiling. A buyer's cap is
+the smaller of their own map and the room their tiers have left
+(:func:`_tier_room`); ``docs/mathematics.md`` §13 has the argument.
+
 Every query starts in ``market.core.visibility``.
 """
 
