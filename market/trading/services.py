@@ -311,8 +311,9 @@ def purchase_create(
 ) -> PurchaseResult:
     """Buy ``listing`` up to level ``epsilon``: returns a :class:`PurchaseResult`.
 
-    In one transaction: share-lock the listing and lock the buyer's holding
-    (``market.core.locks``), check the level and the wallet, move
+    In one transaction: share-lock the listing (on a trust-capped listing, after
+    locking its dataset's row: purchases on a dataset's capped listings take turns)
+    and lock the buyer's holding (``market.core.locks``), check the level and the wallet, move
     P(eps) - P(held) from the buyer's wallet to the owner's earnings, raise
     the holding, record the purchase, and queue its release when the
     transaction commits. With an idempotency key, a repeat returns the first
