@@ -639,7 +639,8 @@ class ListingSerializer(serializers.Serializer):
     @extend_schema_field({**_DECIMAL_TEXT, "nullable": True})
     def get_your_cap(self, listing) -> str | None:
         """The highest level you may buy on this listing (signed in; null otherwise):
-        the ceiling, unless the owner caps it by how far you stand from them."""
+        the ceiling, unless the owner caps it by how far you stand from them (then also at most
+        what your trust tier, everyone at your distance or further, has left on the dataset)."""
         caps = self.context.get("caps")
         if caps is None:
             return None
@@ -917,9 +918,18 @@ class QuoteSerializer(serializers.Serializer):
     current_level = serializers.DecimalField(max_digits=9, decimal_places=4)
     ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
     cap = serializers.DecimalField(
-        max_digits=9, decimal_places=4, help_text="the highest level you may buy here: the ceiling unless capped by trust"
+        max_digits=9, decimal_places=4,
+        help_text="the highest level you may buy here: the ceiling unless capped by trust, and on a trust-capped "
+        "listing at most what your trust tier has left of its cap on the dataset",
     )
-    cap_reason = serializers.CharField(help_text="why the cap is what it is, in plain words")
+    cap_reason = serializers.CharField(
+        help_text="why the cap is what it is, in plain words (on a trust-capped listing it may be the room your "
+        "trust tier has left on the dataset: everyone at your distance or further shares one cap there)"
+    )
+    cap_bound = serializers.CharField(
+        help_text="on a trust-capped listing, what is bounded for your whole trust tier on its dataset, in a "
+        "sentence (everyone at your distance from the owner or further, together); empty otherwise"
+    )
     # not bounded by the ledger's 18 digits: a quote may name a price no wallet can pay
     price = DecimalTextField(max_digits=None, decimal_places=2)
     accuracy = AccuracySerializer(many=True, help_text="per released value at this level")

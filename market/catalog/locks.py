@@ -26,6 +26,16 @@ def dataset_lock_pk(*, pk: int) -> Dataset | None:
     return Dataset.objects.select_for_update().filter(pk=pk).first()
 
 
+def dataset_sales_lock(*, pk: int) -> None:
+    """The dataset of integer id ``pk``, locked ``FOR NO KEY UPDATE`` for a purchase on one of its
+    trust-capped listings: such purchases take turns per dataset, whoever the buyer (each trust
+    tier's cap is shared by everyone in the tier, across the dataset's capped listings, so two
+    buyers' purchases must not both pass on the same room). Foreign-key checks on the dataset
+    (``FOR KEY SHARE``) never wait for it. One statement."""
+    taken(Rank.DATASET, f"dataset #{pk} (its trust-capped sales)")
+    Dataset.objects.select_for_update(no_key=True).filter(pk=pk).values_list("pk", flat=True).first()
+
+
 def dataset_lock_any(*, dataset_id: str) -> Dataset | None:
     """The dataset of public id ``dataset_id``, whoever owns it, locked for update (staff's budget
     changes; the caller checks who may change it); None if there is none."""

@@ -15,7 +15,8 @@ USER       a user (their API-key writes take turns)    FOR NO KEY UPDATE
 API_KEY    an API key                                  FOR UPDATE
 NETWORK    an owner's trust network                    FOR UPDATE
 UPLOAD     an owner's resumable upload session         FOR UPDATE
-DATASET    a dataset (its listings' budget)            FOR UPDATE
+DATASET    a dataset (its listings' budget; its        FOR UPDATE (purchases
+           trust-capped sales)                         FOR NO KEY UPDATE)
 LISTING    a listing (ceiling, open)                   FOR SHARE in purchases
 PATH       a listing's noise path                      FOR UPDATE
 HOLDING    a buyer's holding on a listing              FOR UPDATE
@@ -39,6 +40,12 @@ check it against what was sold). Foreign-key checks, which PostgreSQL makes
 at commit with ``FOR KEY SHARE``, never conflict with a share lock, so a
 release committing while a purchase waits for the same holding cannot
 deadlock with it.
+
+A purchase on a trust-capped listing first locks its dataset's row (``FOR NO
+KEY UPDATE``, ``market.catalog.locks.dataset_sales_lock``): every trust
+tier's cap is shared by all its buyers across the dataset's capped listings,
+so purchases on them take turns per dataset, whoever the buyers. Purchases on
+listings that are not capped never take it.
 
 Whatever still loses a race (a deadlock the database breaks, a serialization
 failure, a lock not granted within the connection's ``lock_timeout``) is run
@@ -106,10 +113,19 @@ def recording() -> Iterator[list[tuple[Rank, str]]]:
         _local.log = previous
 
 
-def check_order(locks: list[tuple[Rank, str]]) -> None:
-    """Raise :class:`LockOrderError` unless ``locks`` never goes down in rank."""
+def released(what: str) -> None:
+    """Called when a transaction that took locks rolled back on purpose, to run again with others
+    (a purchase that found its listing trust-capped): its locks are gone, so a recorder starts over."""
+    log_ = getattr(_local, "log", None)
+    if log_ is not None:
+        log_.append((None, what))
+
+
+def check_order(locks: list[tuple[Rank | None, str]]) -> None:
+    """Raise :class:`LockOrderError` unless ``locks`` never goes down in rank (within each
+    transaction: a :func:`released` mark starts a new one)."""
     for (r1, w1), (r2, w2) in zip(locks, locks[1:]):
-        if r2 < r1:
+        if r1 is not None and r2 is not None and r2 < r1:
             raise LockOrderError(f"{w2} ({r2.name}) locked after {w1} ({r1.name}): against the lock order")
 
 

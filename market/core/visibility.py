@@ -165,15 +165,47 @@ def capping_networks(listings) -> QuerySet:
 
 def capped_siblings(dataset_ids) -> QuerySet:
     """The trust-capped listings (open or closed; eps-DP ones only) on these datasets, as
-    ``values("id", "dataset_id", "title", "ceiling")``. Read only to tell a buyer their cap on a
-    dataset (the map on the largest of these ceilings) and to name where they hold levels."""
+    ``values("id", "dataset_id", "owner_id", "title", "ceiling")``. Read only to tell a buyer their cap on a
+    dataset (each trust tier's: the map at its distance on the largest of these ceilings, shared by
+    everyone at that distance or further) and how much of it their tier holds."""
+    from django.db.models import F
+
     from market.catalog.budget import counted
     from market.catalog.models import Listing
 
     return (
         Listing.objects.filter(counted(), dataset_id__in=set(dataset_ids), trust_capped=True)
         .order_by("dataset_id", "id")
-        .values("id", "dataset_id", "title", "ceiling")
+        .values("id", "dataset_id", "title", "ceiling", owner_id=F("dataset__owner_id"))
+    )
+
+
+def capped_levels(listing_ids, user=None) -> QuerySet:
+    """The levels held on these trust-capped listings, grouped by where their holders stand in
+    each listing's owner's network, as ``values("listing_id", "tier_distance", "node", "top",
+    "mine")``: per listing and place (the holder's tier's distance and their node, each None where
+    the owner did not place them) the highest level held there, and ``mine`` the highest of
+    ``user``'s own (None where ``user`` holds nothing there, and for a visitor). One query.
+
+    Read only to tell how much of each trust tier's cap on a dataset its members together hold
+    (``market.trust.selectors``); it never says who holds what. The owner's own rows are left out
+    (owners do not buy their own data)."""
+    from django.db.models import F, Max, OuterRef, Q, Subquery
+
+    from market.trading.models import Holding
+    from market.trust.models import NodeMember, TierMember
+
+    owner, holder = OuterRef("listing__dataset__owner_id"), OuterRef("buyer_id")
+    tier = TierMember.objects.filter(network__owner_id=owner, buyer_id=holder).values("tier__distance")[:1]
+    node = NodeMember.objects.filter(network__owner_id=owner, buyer_id=holder).values("node")[:1]
+    mine = Max("purchased", filter=Q(buyer_id=user.pk if _authenticated(user) else None))
+    return (
+        Holding.objects.filter(listing_id__in=list(listing_ids), purchased__gt=0)
+        .exclude(buyer_id=F("listing__dataset__owner_id"))
+        .annotate(tier_distance=Subquery(tier), node=Subquery(node))
+        .values("listing_id", "tier_distance", "node")
+        .annotate(top=Max("purchased"), mine=mine)
+        .order_by()
     )
 
 

@@ -6,8 +6,9 @@ purchase is created and paid here, released here (the release side,
 handed, locked), and failed and refunded here.
 
 Locks follow the product's one order (``market.core.locks``): a purchase
-on a trust-capped listing first locks the buyer's user row (their levels on
-a dataset's capped listings share one cap), any purchase share-locks its
+on a trust-capped listing first locks its dataset's row (every trust tier's
+cap is shared by the tier's buyers across the dataset's capped listings, so
+such purchases take turns per dataset), any purchase share-locks its
 listing, then locks the holding, then the accounts; a refund locks the
 holding, the purchase, then the accounts; a release locks the path, the
 holdings, then the purchases.
@@ -27,16 +28,15 @@ from django.db import DatabaseError, IntegrityError, InterfaceError, Operational
 from django.db.models import F, Q
 from django.utils import timezone
 
-from market.accounts.locks import user_lock
 from market.accounts.roles import require_role
 from market.catalog import accuracy
-from market.catalog.locks import listing_share_lock
+from market.catalog.locks import dataset_sales_lock, listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
 from market.core.cache import Unavailable, shared
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
-from market.core.locks import retrying
+from market.core.locks import released, retrying
 from market.core.outages import database_gone, unavailable
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import level_text, parse_level
@@ -69,6 +69,7 @@ class Quote:
     ceiling: Decimal
     cap: Decimal  # the most this buyer may buy here: the ceiling unless capped by trust
     cap_reason: str
+    cap_bound: str  # on a trust-capped listing, what is bounded for the buyer's whole tier; else ""
     price: Decimal
     accuracy: list[dict]
     # per statistic the buyer gets: {"name", "kind", "error_bound", "assumes_records", ...}
@@ -154,6 +155,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         ceiling=listing.ceiling,
         cap=cap.level,
         cap_reason=cap.reason,
+        cap_bound=cap.together,
         price=_step_price(listing, current, eps),
         accuracy=listing_accuracy(listing, eps),
         statistics=accuracy.bounds_at(curves, eps),
@@ -194,7 +196,12 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
         if not isinstance(bound, Decimal) or not bound.is_finite() or bound <= 0:
             raise InvalidInput(f"target: {bound} is not a positive error bound",
                                fields={"target": ["An error bound is a positive number, such as 0.5."]})
-    cap = min(buyer_cap(listing=listing, buyer=buyer).level, listing.ceiling)
+    found = buyer_cap(listing=listing, buyer=buyer)
+    cap = min(found.level, listing.ceiling)
+    if current >= cap and current == 0:  # a tier's room taken by others: nothing at all to search
+        raise InvalidInput(f"target: nothing is sold to you on this listing: your cap is ε {level_text(cap)} "
+                           f"({found.reason})",
+                           fields={"target": [f"Nothing is sold to you here (your cap: {found.reason})."]})
     if current >= cap:
         raise InvalidInput(f"target: you already hold level {level_text(current)}, your highest on this listing",
                            fields={"target": [f"You hold your highest level, {level_text(current)}."]})
@@ -309,8 +316,9 @@ def purchase_create(
 ) -> PurchaseResult:
     """Buy ``listing`` up to level ``epsilon``: returns a :class:`PurchaseResult`.
 
-    In one transaction: share-lock the listing and lock the buyer's holding
-    (``market.core.locks``), check the level and the wallet, move
+    In one transaction: share-lock the listing (on a trust-capped listing, after
+    locking its dataset's row: purchases on a dataset's capped listings take turns)
+    and lock the buyer's holding (``market.core.locks``), check the level and the wallet, move
     P(eps) - P(held) from the buyer's wallet to the owner's earnings, raise
     the holding, record the purchase, and queue its release when the
     transaction commits. With an idempotency key, a repeat returns the first
@@ -461,8 +469,12 @@ def _price_changed(*, buyer, listing_id: int, eps: Decimal, max_price: Decimal, 
     )
 
 
-class _BuyerLockNeeded(Exception):
-    """The listing turned out to be trust-capped: its purchase must lock the buyer's row first."""
+class _DatasetLockNeeded(Exception):
+    """The listing turned out to be trust-capped: its purchase must lock its dataset's row first."""
+
+    def __init__(self, dataset_id: int):
+        super().__init__(dataset_id)
+        self.dataset_id = dataset_id
 
 
 def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None,
@@ -473,29 +485,32 @@ def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str
             "max_price": max_price, "purchase_id": purchase_id, "again": again}
     try:
         return _purchase_step(**step)
-    except _BuyerLockNeeded:
-        return _purchase_step(**step, lock_buyer=True)
+    except _DatasetLockNeeded as needed:  # rolled back: its listing lock is gone
+        released(f"purchase on listing {listing_id}: run again under its dataset's lock")
+        return _purchase_step(**step, dataset_id=needed.dataset_id)
 
 
 def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, max_price=None, again: bool = False,
-                   lock_buyer: bool = False) -> tuple[Purchase, bool]:
+                   dataset_id: int | None = None) -> tuple[Purchase, bool]:
     """``again``: a run after a broken connection, which first looks for the purchase ``purchase_id``
-    (an earlier run's commit that landed late)."""
+    (an earlier run's commit that landed late). ``dataset_id``: the dataset to lock first (the
+    listing's, when it is trust-capped)."""
     with transaction.atomic():
-        # On a trust-capped listing the buyer's levels on the dataset's capped listings add up to at most
-        # their cap on the dataset: the buyer's row lock (first in the lock order) makes their purchases
-        # on one dataset take turns, so two on sibling listings cannot both pass on the same room.
+        # On a trust-capped listing everyone at a distance d or further shares one cap on the dataset
+        # (market.trust.selectors._tier_room): its row lock (before the listing in the lock order) makes
+        # every purchase on its capped listings take turns, whoever the buyers, so two cannot both pass
+        # on the same room; each reads the levels the one before it committed.
         # Uncapped listings (most) skip it; a capped one found under its lock is run again with it.
-        if lock_buyer:
-            user_lock(user=buyer)
+        if dataset_id is not None:
+            dataset_sales_lock(pk=dataset_id)
         listing = listing_share_lock(listing_id=listing_id)
         if listing is None:
             found = idempotency_key is not None and _existing_for_key(buyer, idempotency_key, listing_id, eps)
             if found:  # a repeat of a purchase on a listing closed since
                 return found, False
             raise NotFound("no such listing", fields={"listing": ["No open listing has this id."]})
-        if listing.trust_capped and not lock_buyer:
-            raise _BuyerLockNeeded
+        if listing.trust_capped and listing.dataset_id != dataset_id:
+            raise _DatasetLockNeeded(listing.dataset_id)
         holding = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk, create=True)
         # one read for both: a purchase made with this key (committed while we waited for the
         # holding, or long ago), and a purchase of this buyer still in flight on the listing

@@ -11,8 +11,9 @@ the mode changes; only the mode's one counts.
 A listing with ``trust_capped`` sells a buyer at distance ``d`` at most
 ``cap = ceiling * exp(-lam * d)`` (map ``exp``) or ``ceiling / (1 + d)`` (map
 ``inverse``); a buyer outside the network, or at a node not connected to the
-owner's, counts at ``unknown_distance``. See ``market.trust.graph`` and
-``market.trust.selectors.buyer_cap``.
+owner's, counts at ``unknown_distance``; and everyone at distance ``d`` or
+further together stays within the map at ``d`` on each dataset's capped
+listings. See ``market.trust.graph`` and ``market.trust.selectors.buyer_cap``.
 """
 
 from decimal import Decimal

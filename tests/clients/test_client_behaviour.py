@@ -154,6 +154,20 @@ def test_the_command_line_buys_at_most_the_price_it_quoted_and_says_when_it_chan
     assert "queued" in out
 
 
+def test_the_quote_carries_what_is_bounded_for_the_buyers_tier(monkeypatch):
+    bound = ("Everyone at distance ≥ 3 from the owner (you, and every account the owner has not placed (new "
+             "accounts and visitors too)) together learns at most ε 1.1156 (5 × e^(−0.5·3), rounded down) about any one person "
+             "in this dataset from its 2 trust-capped listings: ... They hold ε 1.1156 of it now.")
+    capped = {**QUOTE, "cap": "0.0000", "cap_reason": "buyers at distance ≥ 3 together already hold 1.1156 ...",
+              "cap_bound": bound}
+    assert scripted(httpx.Response(200, json=capped)).quote(3, epsilon=1).cap_bound == bound
+    assert scripted(httpx.Response(200, json=QUOTE)).quote(3, epsilon=1).cap_bound == ""  # an older server
+    code, out, _, _ = cli_run(monkeypatch, [httpx.Response(200, json=capped)], "quote", "3", "--epsilon", "1")
+    assert code == 0 and "cap_bound" in out and "together learns at most ε 1.1156" in out
+    code, out, _, _ = cli_run(monkeypatch, [httpx.Response(200, json=QUOTE)], "quote", "3", "--epsilon", "1")
+    assert code == 0 and "cap_bound" not in out
+
+
 def test_a_lost_connection_is_retried_for_reads_only():
     client = scripted(httpx.ConnectError("refused"), httpx.Response(200, json={"balance": "1.00", "currency": "credits"}))
     assert client.wallet().balance == Decimal("1.00") and len(client.sent) == 2

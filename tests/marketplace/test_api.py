@@ -69,6 +69,7 @@ def test_quote(api, listing, buyer):
         "ceiling": "5.0000",
         "cap": "5.0000",  # not capped by trust: the ceiling (tests/trust cover caps)
         "cap_reason": "this listing is not capped by trust: its ceiling is ε 5",
+        "cap_bound": "",
         "price": "7.50",
     }
     assert [a["label"] for a in accuracy] == listing.labels

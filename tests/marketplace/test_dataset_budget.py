@@ -224,8 +224,8 @@ def test_a_buyers_levels_on_a_datasets_capped_listings_add_up_to_one_cap(two_cap
     with pytest.raises(InvalidInput) as refused:
         purchase_quote(buyer=buyer, listing=visits, epsilon="0.2")
     message = refused.value.message
-    assert "you hold 1 on 'Ages' of the same dataset" in message
-    assert "your cap on this dataset is 1.1156" in message and "at most 0.1156 here" in message
+    assert "buyers at distance ≥ 3 together already hold 1 of this dataset's cap 1.1156 for them" in message
+    assert "on its other trust-capped listings, so at most 0.1156 here" in message
     with pytest.raises(InvalidInput):
         purchase_create(buyer=buyer, listing_id=visits.pk, epsilon="0.2")
     purchase_create(buyer=buyer, listing_id=visits.pk, epsilon="0.1156")

@@ -46,7 +46,9 @@ def test_check_order_refuses_a_lock_below_one_held():
         check_order([(Rank.PATH, "p"), (Rank.LISTING, "l")])
 
 
-def test_every_service_takes_its_locks_in_the_one_order(make_listing, buyer, owner, fund, django_capture_on_commit_callbacks):
+def test_every_service_takes_its_locks_in_the_one_order(
+    make_listing, buyer, owner, users, fund, django_capture_on_commit_callbacks
+):
     listing = make_listing()
     fund(buyer, 100)
     taken = {}
@@ -67,6 +69,11 @@ def test_every_service_takes_its_locks_in_the_one_order(make_listing, buyer, own
     with recording() as log:
         trust_listings_set(owner=owner, listing_ids=[listing.pk])
     taken["trust listings"] = list(log)
+    sam = users("sam")
+    fund(sam, 100)
+    with recording() as log, django_capture_on_commit_callbacks(execute=False):
+        purchase_create(buyer=sam, listing_id=listing.pk, epsilon="0.5")
+    taken["capped purchase"] = list(log)
     with recording() as log:
         trust_network_update(owner=owner, mode="tiers", metric="shortest", map_kind="exp", lam="1", unknown_distance="2")
     taken["trust network"] = list(log)
@@ -75,6 +82,10 @@ def test_every_service_takes_its_locks_in_the_one_order(make_listing, buyer, own
         check_order(seen)
     ranks = {name: [rank for rank, _ in seen] for name, seen in taken.items()}
     assert ranks["purchase"] == [Rank.LISTING, Rank.HOLDING, Rank.ACCOUNT]
+    # found capped under the listing's lock: rolled back, run again under the dataset's (any buyer's turn)
+    assert ranks["capped purchase"] == [Rank.LISTING, None, Rank.DATASET, Rank.LISTING, Rank.HOLDING, Rank.ACCOUNT]
+    with pytest.raises(locks.LockOrderError):  # without the mark the same locks would be out of order
+        check_order([lock for lock in taken["capped purchase"] if lock[0] is not None])
     assert ranks["release"] == [Rank.PATH, Rank.HOLDING, Rank.PURCHASE]
     assert ranks["refund"] == [Rank.HOLDING, Rank.PURCHASE, Rank.ACCOUNT]
     assert Rank.DATASET in ranks["listing"] and Rank.LISTING in ranks["trust listings"]

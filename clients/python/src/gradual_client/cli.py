@@ -125,7 +125,8 @@ def cmd_quote(client: Client, args: argparse.Namespace, out: TextIO) -> int:
                  "assumes_records": s.assumes_records} for s in quote.statistics]
         write_rows(out, (*QUOTE_FIELDS, "statistic", "error_bound", "assumes_records"), rows, "csv")
         return OK
-    write_record(out, {f: getattr(quote, f) for f in QUOTE_FIELDS} | {"cap_reason": quote.cap_reason}, "table")
+    bound = {"cap_bound": quote.cap_bound} if quote.cap_bound else {}
+    write_record(out, {f: getattr(quote, f) for f in QUOTE_FIELDS} | {"cap_reason": quote.cap_reason} | bound, "table")
     out.write("\n")
     rows = [{"statistic": s.name, "error_bound (95%)": s.error_bound,
              "assumes_records": s.assumes_records} for s in quote.statistics]

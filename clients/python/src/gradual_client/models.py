@@ -113,6 +113,8 @@ class Quote:
     ceiling: Decimal
     cap: Decimal
     cap_reason: str
+    #: on a trust-capped listing, what is bounded for your whole trust tier on the dataset ("" otherwise)
+    cap_bound: str
     price: Decimal
     accuracy: tuple[Accuracy, ...]
     statistics: tuple[StatisticBound, ...]
@@ -130,6 +132,7 @@ class Quote:
             ceiling=_required_decimal(data["ceiling"]),
             cap=_required_decimal(data["cap"]),
             cap_reason=str(data.get("cap_reason", "")),
+            cap_bound=str(data.get("cap_bound") or ""),
             price=_required_decimal(data["price"]),
             accuracy=tuple(
                 Accuracy(label=str(a["label"]), noise_scale=float(a["noise_scale"]), error_bound=float(a["error_bound"]))
