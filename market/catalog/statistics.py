@@ -1271,16 +1271,27 @@ class Mean(Sum):
             value = min(max(r.vector[total] / n, lower), upper)
             bound = min(r.bounds[total] / n, upper - lower)
             out.append((total, value, bound, r.scales[total] / n))
+            notes = [""]
         else:
             cells = len(where) // 2
-            for total, count in zip(where[:cells], where[cells:]):
+            other = _other_cell(stat)
+            notes = []
+            for position, (total, count) in enumerate(zip(where[:cells], where[cells:])):
                 value, bound = mean_estimate(
                     r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count],
                     bounds=None if r.half is None else (r.half[total], r.half[count]),
                 )
                 out.append((total, value, bound, r.scales[total]))
+                # post-processing of the released count: its lower end, and whether the bound is the whole range
+                half = r.half[count] if r.half is not None else laplace_error_bound(r.scales[count], 0.975)
+                note, too_few = cell_note(r.vector[count], r.vector[count] - half, other=position == other,
+                                          source="released count")
+                if not too_few and bound >= upper - lower:
+                    note = f"{note}; {TOO_FEW}" if note else TOO_FEW
+                notes.append(note)
         return [{"label": "mean" + labels[total].removeprefix("sum"), "kind": self.name, "value": float(value),
-                 "noise_scale": float(scale), "error_bound": float(bound)} for total, value, bound, scale in out]
+                 "noise_scale": float(scale), "error_bound": float(bound), "note": note}
+                for (total, value, bound, scale), note in zip(out, notes)]
 
 
 class Histogram(Kind):

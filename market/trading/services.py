@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from market.accounts.locks import user_lock
 from market.accounts.roles import require_role
-from market.catalog import accuracy
+from market.catalog import accuracy, sizes
 from market.catalog.locks import listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
@@ -133,8 +133,9 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         curves = accuracy.microdata_curves(listing.microdata())
     else:
         plan = listing_plan(listing)
+        size = sizes.release_of(listing)  # with a size release, a mean's bound is per cell and assumes nothing
         records = _records(plan, records)
-        curves = accuracy.statistic_curves(plan, records=records)
+        curves = accuracy.statistic_curves(plan, records=records, size=size)
     if target is not None:
         _refuse_owner(listing, buyer)
         eps = quote_level_for(listing=listing, buyer=buyer, curves=curves, target=target, current=current)
@@ -146,7 +147,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         listing_id=listing.pk,
         epsilon=eps,
         current_level=current,
-        ceiling=listing.ceiling,
+        ceiling=listing.total_level,  # the listing's total, its size release counted; cap: what may be bought
         cap=cap.level,
         cap_reason=cap.reason,
         price=_step_price(listing, current, eps),
@@ -186,6 +187,11 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
             which = "every statistic" if name is None else repr(name)
             raise InvalidInput(f"target: {which} is given two targets", fields={"target": [f"One target for {which}."]})
         seen.add(name)
+        if name is not None and names[name].get("too_few"):
+            raise InvalidInput(
+                f"target: {name}: {names[name]['note']}, so no level meets a target on it",
+                fields={"target": [f"{name}: {names[name]['note']}; no level meets a target on it."]},
+            )
         if not isinstance(bound, Decimal) or not bound.is_finite() or bound <= 0:
             raise InvalidInput(f"target: {bound} is not a positive error bound",
                                fields={"target": ["An error bound is a positive number, such as 0.5."]})
