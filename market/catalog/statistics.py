@@ -1290,7 +1290,7 @@ class Mean(Sum):
                     note = f"{note}; {TOO_FEW}" if note else TOO_FEW
                 notes.append(note)
         return [{"label": "mean" + labels[total].removeprefix("sum"), "kind": self.name, "value": float(value),
-                 "noise_scale": float(scale), "error_bound": float(bound), "note": note}
+                 "noise_scale": float(scale), "error_bound": float(bound)} | ({"note": note} if note else {})
                 for (total, value, bound, scale), note in zip(out, notes)]
 
 

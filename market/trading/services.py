@@ -88,6 +88,12 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
     return the buyer's cap on the listing (``market.trust.selectors.buyer_cap``)."""
     _refuse_owner(listing, buyer)
     if eps > listing.ceiling:
+        if listing.size_level:
+            raise InvalidInput(
+                f"epsilon: {eps} is above the highest level sold on this listing, {listing.ceiling} (its ceiling "
+                f"{listing.total_level} less the {listing.size_level} its size release took)",
+                fields={"epsilon": [f"At most {listing.ceiling} (the ceiling less the size release)."]},
+            )
         raise InvalidInput(
             f"epsilon: {eps} is above this listing's ceiling of {listing.ceiling}",
             fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
