@@ -292,6 +292,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "created_at": listing.created_at,
         },
         "spent": spent,
+        "released": _eps(listing.noise_path.released_max),  # the largest level sold and released
+        "size_level": _eps(listing.size_level),  # the size release, spent once at creation (0: none)
         "ceiling": ceiling,
         "spent_percent": float(spent / ceiling * 100),
         "sales": totals["sales"],

@@ -6,15 +6,13 @@ from decimal import Decimal
 
 import pytest
 
-from django.db.models import F
-
 from market.catalog import accuracy, sizes
-from market.catalog.models import Listing
 from market.catalog.pricing import price_increment
 from market.catalog.selectors import listing_plan
 from market.core.errors import InvalidInput
 from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_create, purchase_quote
+from tests.datasets import as_before_size_releases
 from tests.marketplace.test_api import assert_error
 
 pytestmark = pytest.mark.django_db
@@ -30,9 +28,7 @@ def bound_of(listing, name, eps, records=None):
 @pytest.fixture
 def legacy(listing):
     """The listing as one made before size releases: no size release, its whole ceiling sold."""
-    Listing.objects.filter(pk=listing.pk).update(ceiling=F("ceiling") + F("size_level"), size_level=0,
-                                                 size_release=None)
-    return Listing.objects.get(pk=listing.pk)
+    return as_before_size_releases(listing)
 
 
 def test_a_means_quote_comes_from_the_size_release_and_assumes_nothing(listing, buyer):

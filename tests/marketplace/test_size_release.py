@@ -23,7 +23,7 @@ from market.catalog.statistics import EMPTY_OTHER, OTHER_NOTE, TOO_FEW, present
 from market.core.errors import InvalidInput
 from market.trading.services import purchase_quote
 from releases.engine import lattice
-from tests.datasets import ready_dataset
+from tests.datasets import as_before_size_releases, ready_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -165,11 +165,7 @@ def test_buy_by_accuracy_picks_a_level_whose_realised_error_meets_the_target(lis
 
 
 def test_a_listing_made_before_size_releases_keeps_its_assumption_and_gets_no_new_noise(listing, buyer):
-    from django.db.models import F
-
-    Listing.objects.filter(pk=listing.pk).update(ceiling=F("ceiling") + F("size_level"), size_level=0,
-                                                 size_release=None)
-    old = Listing.objects.get(pk=listing.pk)
+    old = as_before_size_releases(listing)
     assert sizes.release_of(old) is None
     mean = purchase_quote(buyer=buyer, listing=old, epsilon="1").statistics[0]
     assert mean["assumes_records"] == 1000 and "1,000 records" in mean["assumption"]
