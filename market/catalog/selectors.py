@@ -51,7 +51,7 @@ SORTS = {
     "newest": ("-created_at", "-id"),
     "price": ("price_per_epsilon", "-id"),
     "-price": ("-price_per_epsilon", "-id"),
-    "ceiling": ("-ceiling", "-id"),
+    "ceiling": ("-level_total", "-id"),  # the listing's total: its ceiling and its size release
     "title": ("title", "id"),
 }
 #: The kinds the catalogue can be searched by: every offered l1 kind (``market.catalog.statistics``).
@@ -59,14 +59,16 @@ KINDS = tuple(name for name in OFFERED_KINDS if not STATISTIC_KINDS[name].vector
 
 
 def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_ceiling=None, sort: str = "newest") -> QuerySet:
-    """The catalogue: open listings by text, statistic kind, price per eps and ceiling, sorted."""
+    """The catalogue: open listings by text, statistic kind, price per eps and ceiling (each listing's total,
+    as its page shows it: the highest level sold plus its size release), sorted."""
     qs = listing_list(user=user, search=text.replace("\x00", "").strip()).filter(is_open=True)
+    qs = qs.alias(level_total=F("ceiling") + F("size_level"))
     if kind in KINDS:
         qs = qs.filter(kinds__contains=f",{kind},")
     if max_price is not None:
         qs = qs.filter(price_per_epsilon__lte=max_price)
     if min_ceiling is not None:
-        qs = qs.filter(ceiling__gte=min_ceiling)
+        qs = qs.filter(level_total__gte=min_ceiling)
     return qs.order_by(*SORTS.get(sort, SORTS["newest"]))
 
 
