@@ -39,3 +39,16 @@ def stored_dataset(*, owner, name: str, table: dict, total_budget=100, **fields)
         public_id=public_id, owner=owner, name=name, columns=columns, row_count=len(next(iter(table.values()))),
         status="ready", typed_file=typed, total_budget=total_budget, content_hash="0" * 64, **fields,
     )
+
+
+def as_before_size_releases(listing):
+    """``listing`` as if made before size releases (``market.catalog.sizes``): no size release, its whole
+    ceiling for sale (the database row changed in place; nothing is drawn). Its means' quotes then
+    assume a number of records per cell, as they did."""
+    from django.db.models import F
+
+    from market.catalog.models import Listing
+
+    Listing.objects.filter(pk=listing.pk).update(ceiling=F("ceiling") + F("size_level"), size_level=0,
+                                                 size_release=None)
+    return Listing.objects.get(pk=listing.pk)

@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from market.catalog.columns import MISSING as MISSING_POLICIES
 from market.catalog.columns import TYPES as COLUMN_TYPES
+from market.catalog import sizes
 from market.catalog.models import Listing
 from market.catalog.statistics import MICRODATA_COLUMN, S_CONFIRM, statistic_schema
 from market.catalog.pricing import curve_of
@@ -568,6 +569,21 @@ class MicrodataOfferSerializer(serializers.Serializer):
     levels = MicrodataLevelSerializer(many=True)
 
 
+class SizeCellSerializer(serializers.Serializer):
+    label = serializers.CharField(help_text="the count's label, e.g. \"count | species = Adelie\"")
+    value = serializers.IntegerField(help_text="the noisy count (whole records)")
+    note = serializers.CharField(
+        help_text="empty, or what the cell's means say before purchase: \"too few records to estimate\", "
+        "\"other: values outside the declared categories\", \"no records outside the declared categories ...\"")
+
+
+class SizeReleaseSerializer(serializers.Serializer):
+    level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="eps_p: the release is eps_p-DP")
+    confidence = serializers.CharField(help_text="the confidence of error_bound")
+    error_bound = serializers.IntegerField(help_text="each noisy count is within this of the truth with 95% probability")
+    cells = SizeCellSerializer(many=True)
+
+
 class ListingSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     title = serializers.CharField()
@@ -584,7 +600,17 @@ class ListingSerializer(serializers.Serializer):
         "have released can be bought)",
     )
     sensitivity = serializers.FloatField()
-    ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
+    ceiling = serializers.DecimalField(
+        source="total_level", max_digits=9, decimal_places=4,
+        help_text="the most privacy the listing can ever cost: the highest level buyers may buy (buyable_ceiling) plus "
+        "its size release's level (size_level); what its dataset's budget counts",
+    )
+    buyable_ceiling = serializers.DecimalField(
+        source="ceiling", max_digits=9, decimal_places=4, help_text="the highest level buyers may buy here")
+    size_level = serializers.DecimalField(
+        max_digits=9, decimal_places=4,
+        help_text="the level of the listing's size release (0: none), spent once at creation")
+    size_release = serializers.SerializerMethodField()
     price_curve = serializers.SerializerMethodField()
     your_level = serializers.SerializerMethodField()
     your_cap = serializers.SerializerMethodField()
@@ -615,6 +641,13 @@ class ListingSerializer(serializers.Serializer):
             "levels": [{"level": level, "bit_level": str(md.bit_level(level)), "p": md.rates(level)[0],
                         "q": md.rates(level)[1], "error_bound": md.bound(level)} for level in md.levels],
         }).data
+
+    @extend_schema_field(SizeReleaseSerializer(allow_null=True))
+    def get_size_release(self, listing):
+        """The noisy count of each mean cell, a public DP release at size_level (null: the listing has none;
+        one made before size releases quotes its means for an assumed number of records)."""
+        shown = sizes.shown(listing)
+        return None if shown is None else SizeReleaseSerializer(shown).data
 
     @extend_schema_field(PRICE_CURVE_SHOWN)
     def get_price_curve(self, listing) -> dict:
@@ -648,8 +681,8 @@ class ListingSerializer(serializers.Serializer):
 
     @extend_schema_field({**_DECIMAL_TEXT, "nullable": True})
     def get_spent(self, listing) -> str | None:
-        """Your listings only (null on others'): the privacy spent on it, its largest released level;
-        the dataset has spent the sum of these over its listings."""
+        """Your listings only (null on others'): the privacy spent on it, its largest released level plus
+        its size release's level; the dataset has spent the sum of these over its listings."""
         spent = self.context.get("spent") or {}
         value = spent.get(listing.pk)
         return None if value is None else str(value)
@@ -666,7 +699,15 @@ class ListingCreateSerializer(StrictSerializer):
         "A statistic that declares categories (categories, row_categories, column_categories) needs "
         "categories_public: true: buyers see them, and which values occur in your data is itself private"
     )
-    ceiling = LevelTextField(help_text='the highest level sold, e.g. "5"')
+    ceiling = LevelTextField(help_text='the most privacy the listing can ever cost, e.g. "5" (with a size release, '
+                             'buyers may buy up to ceiling - size_level)')
+    size_level = LevelTextField(
+        required=False,
+        help_text="eps_p of the listing's size release, for means that divide by a private count (a private size, a "
+        "filter, a group-by or a column with missing values): a noisy count of each mean's cell, published once at "
+        "creation, carved out of the ceiling and charged to the dataset; default a tenth of the ceiling; ignored when "
+        "no mean needs it; refused (400) when it leaves nothing to sell",
+    )
     price_per_epsilon = MoneyTextField(required=False, help_text="c of the linear curve P(eps) = c * eps")
     price_curve = PriceCurveField(
         required=False,
@@ -898,8 +939,13 @@ class StatisticAccuracySerializer(serializers.Serializer):
         help_text="|value - truth| <= error_bound with probability 95% (each value of a histogram, table or group; "
         "a vector's Euclidean error)")
     assumes_records = serializers.IntegerField(
-        allow_null=True, help_text="null when the bound is exact; else the number of records in the mean's cell it "
-        "assumes (the true number is private): the request's records, default 1000")
+        allow_null=True, help_text="null when the bound assumes nothing (exact, or a mean's bound from the listing's "
+        "size release); else the number of records in the mean's cell it assumes, on a listing made before size "
+        "releases (the true number is private): the request's records, default 1000")
+    too_few = serializers.BooleanField(
+        help_text="a mean's cell whose published noisy count is too small for any useful mean: error_bound is the "
+        "whole clamp range, and no target on it can be met")
+    note = serializers.CharField(help_text="empty, or what the figure says of its cell (see too_few; \"other: ...\")")
 
 
 @extend_schema_field({"type": "string", "format": "decimal", "pattern": DECIMAL_TEXT_PATTERN})
@@ -916,11 +962,13 @@ class QuoteSerializer(serializers.Serializer):
     listing = serializers.IntegerField(source="listing_id")
     epsilon = serializers.DecimalField(max_digits=9, decimal_places=4)
     current_level = serializers.DecimalField(max_digits=9, decimal_places=4)
-    ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
+    ceiling = serializers.DecimalField(
+        max_digits=9, decimal_places=4,
+        help_text="the listing's total: the highest level sold plus its size release's level (as the listing's ceiling)")
     cap = serializers.DecimalField(
         max_digits=9, decimal_places=4,
-        help_text="the highest level you may buy here: the ceiling unless capped by trust, and on a trust-capped "
-        "listing at most what your trust tier has left of its cap on the dataset",
+        help_text="the highest level you may buy here: the listing's buyable_ceiling unless capped by trust, and on a "
+        "trust-capped listing at most what your trust tier has left of its cap on the dataset",
     )
     cap_reason = serializers.CharField(
         help_text="why the cap is what it is, in plain words (on a trust-capped listing it may be the room your "
@@ -960,6 +1008,11 @@ class ReadingSerializer(serializers.Serializer):
     )
     noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")
     error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
+    note = serializers.CharField(
+        required=False, default="",
+        help_text="a mean's cell, read off its released count: empty, \"too few records to estimate\" (the value "
+        "says nothing better than the clamp range), \"other: values outside the declared categories\" or \"no records "
+        "outside the declared categories (its released count is 0)\"")
 
 
 class PrivacyAtRiskSerializer(serializers.Serializer):

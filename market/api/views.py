@@ -123,6 +123,7 @@ class ListingListView(GenericAPIView):
             description=d["description"],
             statistics=d["statistics"],
             ceiling=d["ceiling"],
+            size_level=d.get("size_level"),
             price_per_epsilon=d.get("price_per_epsilon"),
             price_curve=d.get("price_curve"),
             compensation=d.get("compensation"),

@@ -8,8 +8,11 @@ statistics uniquely and evaluates and searches them.
 
 A mean whose divisor is a private count (a private size, a filter or group-by, a
 column with missing values) has a bound that depends on that count, which no
-one but the owner may see. It is stated only as a function of an assumed number
-of records in the cell (``records``, the buyer's to choose; default
+one but the owner may see. A listing made with a size release (``Listing.size_release``,
+docs/mathematics.md "The size release and a mean's quote") states it per cell from
+the cell's published noisy count, with that count's own error folded in. A listing
+made before size releases states it only as a function of an assumed number of
+records in the cell (``records``, the buyer's to choose; default
 :data:`DEFAULT_RECORDS`), and every figure says so (``assumes_records``).
 Everything else is exact from public information.
 """
@@ -20,7 +23,7 @@ from decimal import Decimal
 
 from market.core.fields import LEVEL_QUANTUM
 
-from .statistics import KINDS, MICRODATA_CURVE_NAME, Plan
+from .statistics import KINDS, MICRODATA_CURVE_NAME, Plan, SizeRelease
 
 #: The number of records assumed in a mean's cell when the buyer names none.
 DEFAULT_RECORDS = 1000
@@ -34,15 +37,28 @@ def default_records(plan: Plan) -> int:
     return min(DEFAULT_RECORDS, plan.neighbours.rows) if plan.neighbours.public else DEFAULT_RECORDS
 
 
-def statistic_curves(plan: Plan, *, records: int | None = None) -> list[dict]:
+def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeRelease | None = None) -> list[dict]:
     """Per statistic, in spec order: ``{"name", "kind", "bound": f(eps), "assumes_records",
-    "assumption", "shown"}``. ``name`` is unique within the listing (it is what a buyer's target
-    names); ``assumption`` the words for ``assumes_records`` ("" when exact), ``shown`` the name with
-    them. A statistic whose bound cannot be stated at all is left out (none today)."""
+    "assumption", "shown", "too_few", "note"}``. ``name`` is unique within the listing (it is what a
+    buyer's target names); ``assumption`` the words for ``assumes_records`` ("" when exact), ``shown``
+    the name with them. A statistic whose bound cannot be stated at all is left out (none today).
+
+    With the listing's size release (``size``), a mean dividing by a released count has one curve
+    per cell, its bound from the cell's noisy count and nothing assumed; a cell too small for any
+    useful mean is ``too_few`` (its bound the whole range; ``note`` says why), and buy-by-accuracy
+    leaves it out of a target for every statistic."""
     records = default_records(plan) if records is None else records
     out, seen = [], set()
     for number, (stat, where) in enumerate(zip(plan.statistics, plan.indices), start=1):
         kind = KINDS[stat["kind"]]
+        if size is not None and stat["kind"] == "mean" and len(where) > 1 and where[-1] in size.counts:
+            for curve in kind.cell_curves(stat, where, plan, size):
+                name = curve["name"] if curve["name"] not in seen else f"{curve['name']} (statistic {number})"
+                seen.add(name)
+                shown = f"{name} ({curve['note']})" if curve["note"] else name
+                out.append({"name": name, "kind": "mean", "bound": curve["bound"], "assumes_records": None,
+                            "assumption": "", "shown": shown, "too_few": curve["too_few"], "note": curve["note"]})
+            continue
         curve = kind.curve(stat, where, plan, records=records)
         if curve is None:
             continue
@@ -56,7 +72,8 @@ def statistic_curves(plan: Plan, *, records: int | None = None) -> list[dict]:
             cell = "each cell holds" if len(where) > 2 else "the cell holds"
             assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
         out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
-                    "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name})
+                    "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name,
+                    "too_few": False, "note": ""})
     return out
 
 
@@ -65,7 +82,7 @@ def microdata_curves(md) -> list[dict]:
     decoded count, the same for each bit (the number of records is public, nothing is assumed)."""
     name = MICRODATA_CURVE_NAME
     return [{"name": name, "kind": "microdata", "bound": md.bound, "assumes_records": None, "assumption": "",
-             "shown": name}]
+             "shown": name, "too_few": False, "note": ""}]
 
 
 def bounds_at(curves: list[dict], eps) -> list[dict]:
@@ -77,10 +94,11 @@ def bounds_at(curves: list[dict], eps) -> list[dict]:
 
 def misses(curves: list[dict], targets: list[tuple[str | None, Decimal]], eps) -> list[tuple[dict, Decimal, float]]:
     """The targets not met at ``eps``: ``(curve, target, bound)`` for each statistic whose bound exceeds a
-    target naming it or naming every statistic (``None``)."""
+    target naming it or naming every statistic (``None``; a cell with too few records to estimate is
+    not one of every statistic: no level meets a target on it, and the caller refuses one naming it)."""
     out = []
     for curve in curves:
-        wanted = [t for name, t in targets if name is None or name == curve["name"]]
+        wanted = [t for name, t in targets if name == curve["name"] or (name is None and not curve.get("too_few"))]
         if wanted:
             bound = float(curve["bound"](eps))
             out += [(curve, t, bound) for t in wanted if bound > float(t)]

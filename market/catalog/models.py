@@ -220,7 +220,18 @@ class Listing(models.Model):
         help_text="the true answer (float64), encrypted for this row (market.core.crypto): secret. "
         "Read and written only through true_answer() and set_true_answer()"
     )
-    ceiling = LevelField(help_text="the highest eps ever sold on this listing")
+    ceiling = LevelField(help_text="the highest eps ever sold on this listing (with a size release, the owner's "
+                         "ceiling less size_level: the listing's total is total_level)")
+    size_level = LevelField(
+        default=Decimal(0),
+        help_text="eps_p of the listing's size release (0: none): carved out of the owner's ceiling and charged "
+        "to the dataset once; market.catalog.sizes",
+    )
+    size_release = models.JSONField(
+        null=True, blank=True,
+        help_text="the size release, public (null: none, e.g. a listing made before them): {level, weight, "
+        "cells: [{index, label, value}]}, the noisy count of each cell a mean divides by (market.catalog.sizes)",
+    )
     price_curve = models.JSONField(default=dict, help_text="see market.catalog.pricing: linear, power or compensation")
     compensation = models.JSONField(
         null=True, blank=True, help_text="the owner's compensation model: E, rate, E_min, people (optional)"
@@ -240,6 +251,11 @@ class Listing(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(ceiling__gt=0), name="listing_ceiling_positive"),
+            models.CheckConstraint(condition=Q(size_level__gte=0), name="listing_size_level_nonnegative"),
+            models.CheckConstraint(
+                condition=Q(size_level=0, size_release__isnull=True) | Q(size_level__gt=0, size_release__isnull=False),
+                name="listing_size_release_has_level",
+            ),
             models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
             models.CheckConstraint(
                 condition=Q(engine__in=["laplace", "lattice", "bits"]), name="listing_engine_known"
@@ -255,6 +271,12 @@ class Listing(models.Model):
     @property
     def owner(self):
         return self.dataset.owner
+
+    @property
+    def total_level(self) -> Decimal:
+        """The most privacy the listing can ever cost: its ceiling (the highest level sold) plus its
+        size release's level. What its dataset's budget counts; every page and answer shows this."""
+        return self.ceiling + self.size_level
 
     @property
     def dim(self) -> int:

@@ -1,6 +1,6 @@
 from decimal import Decimal
 
-from django.db.models import DecimalField, QuerySet, Sum, Value
+from django.db.models import DecimalField, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from market.core import visibility
@@ -16,19 +16,25 @@ _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 
 
 def ceilings_needed(*, dataset_pk: int) -> Decimal:
-    """What a dataset's budget must cover: the sum of its counted listings' ceilings (0 if none)."""
-    total = Listing.objects.filter(counted(), dataset_id=dataset_pk).aggregate(total=Sum("ceiling"))["total"]
+    """What a dataset's budget must cover: the sum of its counted listings' totals, each its ceiling
+    plus its size release's level (``Listing.total_level``; 0 if none)."""
+    total = Listing.objects.filter(counted(), dataset_id=dataset_pk).aggregate(
+        total=Sum(F("ceiling") + F("size_level")))["total"]
     return Decimal(total or 0).quantize(Decimal("0.0001"))
 
 
 def with_budget_figures(datasets: QuerySet) -> QuerySet:
     """``datasets`` annotated in the same query with ``ceilings_total`` (the counted listings'
-    ceilings) and ``spent`` (the sum over counted listings of each one's largest released level:
-    independent paths compose by addition), both exact decimals, 0 without listings."""
+    totals: ceiling plus size release level) and ``spent`` (the sum over counted listings of each
+    one's largest released level plus its size release's level: independent releases compose by
+    addition, and a size release is made once, at creation), both exact decimals, 0 without listings."""
     zero = Value(Decimal(0), output_field=_LEVEL)
+    counted_listings = counted("listings__")
     return datasets.annotate(
-        ceilings_total=Coalesce(Sum("listings__ceiling", filter=counted("listings__")), zero, output_field=_LEVEL),
-        spent=Coalesce(Sum("listings__noise_path__released_max", filter=counted("listings__")), zero, output_field=_LEVEL),
+        ceilings_total=Coalesce(Sum(F("listings__ceiling") + F("listings__size_level"), filter=counted_listings),
+                                zero, output_field=_LEVEL),
+        spent=Coalesce(Sum(F("listings__noise_path__released_max") + F("listings__size_level"), filter=counted_listings),
+                       zero, output_field=_LEVEL),
     )
 
 
@@ -45,7 +51,7 @@ SORTS = {
     "newest": ("-created_at", "-id"),
     "price": ("price_per_epsilon", "-id"),
     "-price": ("-price_per_epsilon", "-id"),
-    "ceiling": ("-ceiling", "-id"),
+    "ceiling": ("-level_total", "-id"),  # the listing's total: its ceiling and its size release
     "title": ("title", "id"),
 }
 #: The kinds the catalogue can be searched by: every offered l1 kind (``market.catalog.statistics``).
@@ -53,14 +59,16 @@ KINDS = tuple(name for name in OFFERED_KINDS if not STATISTIC_KINDS[name].vector
 
 
 def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_ceiling=None, sort: str = "newest") -> QuerySet:
-    """The catalogue: open listings by text, statistic kind, price per eps and ceiling, sorted."""
+    """The catalogue: open listings by text, statistic kind, price per eps and ceiling (each listing's total,
+    as its page shows it: the highest level sold plus its size release), sorted."""
     qs = listing_list(user=user, search=text.replace("\x00", "").strip()).filter(is_open=True)
+    qs = qs.alias(level_total=F("ceiling") + F("size_level"))
     if kind in KINDS:
         qs = qs.filter(kinds__contains=f",{kind},")
     if max_price is not None:
         qs = qs.filter(price_per_epsilon__lte=max_price)
     if min_ceiling is not None:
-        qs = qs.filter(ceiling__gte=min_ceiling)
+        qs = qs.filter(level_total__gte=min_ceiling)
     return qs.order_by(*SORTS.get(sort, SORTS["newest"]))
 
 
@@ -160,10 +168,11 @@ def listing_profile(*, listing, epsilon) -> dict:
         )
     return release_profile(listing, level)
 def listing_spent(*, user, listing_ids) -> dict[int, Decimal]:
-    """The privacy spent (largest released level) on each of these listings that ``user`` owns;
-    others' listings are absent. One query."""
+    """The privacy spent on each of these listings that ``user`` owns: its largest released level
+    plus its size release's level; others' listings are absent. One query."""
     return dict(
         visibility.owned_listings(user)
         .filter(pk__in=list(listing_ids))
-        .values_list("pk", "noise_path__released_max")
+        .annotate(spent_total=F("noise_path__released_max") + F("size_level"))
+        .values_list("pk", "spent_total")
     )

@@ -21,7 +21,7 @@ from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 
-from . import chunks, files, ingest, microdata, uploads
+from . import chunks, files, ingest, microdata, sizes, uploads
 from .processing import dataset_process, dataset_queue, new_job  # noqa: F401 (the processing services, re-exported)
 from .budget import NOT_EPS_DP
 from .locks import dataset_lock, dataset_lock_any, listing_answer_lock, listing_lock
@@ -446,8 +446,16 @@ def listing_create(
     description: str = "",
     price_curve: dict | None = None,
     compensation: dict | None = None,
+    size_level=None,
 ) -> Listing:
     """Offer statistics over one of the owner's datasets, named by its public id (``dataset.public_id``).
+
+    ``ceiling`` is the most the listing can ever cost its dataset. When its means divide by a
+    released count (a private size; a filter, group-by or column with missing values), the listing
+    publishes its size release here, once (``market.catalog.sizes``): a noisy count per mean cell at
+    ``size_level`` (eps_p; default a tenth of the ceiling), carved out of the ceiling, so buyers may
+    buy up to ``ceiling - size_level`` (the stored ``Listing.ceiling``) and the dataset is charged
+    eps_p at once, in this transaction. A ``size_level`` that leaves nothing to sell is refused.
 
     The price is ``price_curve`` (see ``market.catalog.pricing``), or the
     linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min)
@@ -479,6 +487,9 @@ def listing_create(
             dataset, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve,
             compensation=compensation, linear=linear,
         )
+        eps_p = None
+        if plan is not None and ceiling is not None and sizes.needed(plan):
+            eps_p = problems.collect(lambda: sizes.chosen_level(size_level, ceiling))
         if problems.messages:
             raise problems.error()
         kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
@@ -490,6 +501,14 @@ def listing_create(
         layout = plan.lattice  # every new listing runs on the exact lattice path, never on the retired float path
         if layout is None:  # build_plan refuses the vector statistics, the only plans without a lattice layout
             raise InvalidInput(VECTOR_UNAVAILABLE, fields={"statistics": [VECTOR_UNAVAILABLE]})
+        size_release = sizes.draw(plan, answer, eps_p) if eps_p is not None else None
+        if eps_p is not None:
+            ceiling -= eps_p  # what buyers may buy: the size release is carved out of the owner's ceiling
+            if curve.price(ceiling) <= 0:
+                raise InvalidInput(
+                    "this price gives every level buyers may buy away for 0.00 credits",
+                    fields={"price_per_epsilon" if linear else "price_curve": ["Charge at least 0.01 at the ceiling."]},
+                )
         listing = Listing.objects.create(
             dataset=dataset,
             title=title,
@@ -506,6 +525,8 @@ def listing_create(
             plan=plan_layout(plan),
             answer=b"",  # sealed for the row once it has its id, just below
             ceiling=ceiling,
+            size_level=eps_p or Decimal(0),
+            size_release=size_release,
             price_curve=curve.as_dict(),
             compensation=model.as_dict() if model else None,
             price_per_epsilon=(curve.price(ceiling) / ceiling).quantize(Decimal("0.01")),

@@ -77,6 +77,7 @@ from typing import ClassVar
 import numpy as np
 
 from releases.engine import lattice
+from releases.engine import size as size_engine
 from releases.engine.postprocess import laplace_error_bound
 
 from .columns import CATEGORICAL, NUMERIC, TEMPORAL, Column, columns_from
@@ -1113,6 +1114,85 @@ class Sum(Kind):
                 + _scope_text(stat))
 
 
+#: what a mean cell too small for any useful estimate says, before purchase and after
+TOO_FEW = "too few records to estimate"
+#: what the automatic catch-all cell of a group-by says
+OTHER_NOTE = "other: values outside the declared categories"
+#: what it says when its noisy count is 0
+EMPTY_OTHER = "no records outside the declared categories"
+
+
+def _other_cell(stat: dict) -> int | None:
+    """The position of a group-by's automatic "other" cell among its cells (None: it has none)."""
+    if "by" not in stat:
+        return None
+    if "categories" in stat:
+        values = stat["categories"]
+        if all(isinstance(v, bool) for v in values) and set(values) == {True, False}:
+            return None
+        return len(values)
+    return len(_periods(stat))
+
+
+def size_layout(plan: "Plan") -> tuple[tuple[int, ...], int, frozenset[int]]:
+    """What a size release publishes for ``plan`` (docs/mathematics.md "The size release and a
+    mean's quote"): the coordinates of the counts its means divide by (each once, in layout order),
+    the release's weight (the l1-sensitivity of those counts together under the relation: each
+    distinct count group moves by its own sensitivity; a whole number) and which of them are a
+    group-by's automatic "other" cell. Empty with weight 0 when no mean divides by a released count
+    (a public size with no filter, group-by or missing value; no mean; the float path)."""
+    if plan.lattice is None:
+        return (), 0, frozenset()
+    coords: list[int] = []
+    weight = 0
+    others: set[int] = set()
+    seen: set[tuple[int, ...]] = set()
+    for stat, where in zip(plan.statistics, plan.indices):
+        if stat["kind"] != "mean" or len(where) < 2:
+            continue
+        counts = tuple(where[len(where) // 2:])
+        other = _other_cell(stat)
+        if other is not None and other < len(counts):
+            others.add(counts[other])
+        if counts in seen:
+            continue
+        seen.add(counts)
+        coords += [i for i in counts if i not in coords]
+        weight += int(max(sum(case) for case in _count_cases(plan.neighbours, len(counts))))
+    return tuple(coords), weight, frozenset(others)
+
+
+@dataclass(frozen=True)
+class SizeRelease:
+    """A listing's published noisy counts (``Listing.size_release``): ``level`` (eps_p), ``weight``,
+    ``counts`` (coordinate -> noisy count), ``others`` (the "other" cells' coordinates) and ``top``,
+    the highest level buyers may buy (the listing's ceiling less eps_p)."""
+
+    level: Decimal
+    weight: int
+    counts: dict
+    others: frozenset
+    top: Decimal
+
+    def note(self, count: int) -> tuple[str, bool]:
+        """What the cell of count coordinate ``count`` says before any purchase, and whether it is
+        too small for any useful mean (its lower confidence end is 0 or less), by post-processing
+        of its noisy count alone."""
+        return cell_note(self.counts[count], size_engine.lower_end(self.counts[count], self.level, self.weight),
+                         other=count in self.others, source="noisy count")
+
+
+def cell_note(noisy, low, *, other: bool, source: str) -> tuple[str, bool]:
+    """A mean cell's words from a noisy count of it (``noisy``) and that count's lower confidence end
+    (``low``): ``(note, too_few)``."""
+    too_few = low <= 0
+    if other and noisy <= 0:
+        return f"{EMPTY_OTHER} (its {source} is 0)", True
+    if other:
+        return (f"{OTHER_NOTE}; {TOO_FEW}" if too_few else OTHER_NOTE), too_few
+    return (TOO_FEW if too_few else ""), too_few
+
+
 class Mean(Sum):
     """The mean of a column's present values (clamped), per cell: its sum divided by
     the public number of records when that is public, the column is declared
@@ -1138,6 +1218,33 @@ class Mean(Sum):
     def statistic_name(self, stat, where, labels):
         # one cell: its sum's label, read as a mean ("mean(age) | sex = female"), as its reading is labelled
         return "mean" + labels[where[0]].removeprefix("sum") if len(where) <= 2 else self.curve_name(stat)
+
+    def cell_curves(self, stat, where, plan, size: "SizeRelease") -> list[dict]:
+        """With the listing's size release: one curve per cell, its bound from the cell's noisy count
+        (``releases.engine.size.mean_quote``, docs/mathematics.md "The size release and a mean's
+        quote"); a cell whose count is too small for any useful mean says so (``too_few``, its
+        ``note``) and has the whole range as its bound."""
+        cells = len(where) // 2
+        width = stat["upper"] - stat["lower"]
+        each = 1.0 - float(size_engine.EACH_MISS)
+        out = []
+        for total, count in zip(where[:cells], where[cells:]):
+            noisy = size.counts[count]
+            divisor = size_engine.lower_end(noisy, size.level, size.weight)
+            note, too_few = size.note(count)
+            estimable = not too_few
+
+            def bound(eps, total=total, divisor=divisor):
+                found = size_engine.mean_quote(plan.bound(total, eps, each), plan.bound(count, eps, each),
+                                               stat["lower"], stat["upper"], divisor)
+                return width if found is None else found
+
+            if estimable and size_engine.mean_quote(plan.bound(total, size.top, each), plan.bound(count, size.top, each),
+                                                    stat["lower"], stat["upper"], divisor) is None:
+                note, estimable = (f"{OTHER_NOTE}; {TOO_FEW}" if note else TOO_FEW), False
+            out.append({"name": "mean" + plan.labels[total].removeprefix("sum"), "bound": bound,
+                        "assumes_records": None, "too_few": not estimable, "note": note})
+        return out
 
     def curve(self, stat, where, plan, records=None):
         # The mean's bound divides by the number of records in its cell. Divided by the public size: exact.
@@ -1169,16 +1276,27 @@ class Mean(Sum):
             value = min(max(r.vector[total] / n, lower), upper)
             bound = min(r.bounds[total] / n, upper - lower)
             out.append((total, value, bound, r.scales[total] / n))
+            notes = [""]
         else:
             cells = len(where) // 2
-            for total, count in zip(where[:cells], where[cells:]):
+            other = _other_cell(stat)
+            notes = []
+            for position, (total, count) in enumerate(zip(where[:cells], where[cells:])):
                 value, bound = mean_estimate(
                     r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count],
                     bounds=None if r.half is None else (r.half[total], r.half[count]),
                 )
                 out.append((total, value, bound, r.scales[total]))
+                # post-processing of the released count: its lower end, and whether the bound is the whole range
+                half = r.half[count] if r.half is not None else laplace_error_bound(r.scales[count], 0.975)
+                note, too_few = cell_note(r.vector[count], r.vector[count] - half, other=position == other,
+                                          source="released count")
+                if not too_few and bound >= upper - lower:
+                    note = f"{note}; {TOO_FEW}" if note else TOO_FEW
+                notes.append(note)
         return [{"label": "mean" + labels[total].removeprefix("sum"), "kind": self.name, "value": float(value),
-                 "noise_scale": float(scale), "error_bound": float(bound)} for total, value, bound, scale in out]
+                 "noise_scale": float(scale), "error_bound": float(bound)} | ({"note": note} if note else {})
+                for (total, value, bound, scale), note in zip(out, notes)]
 
 
 class Histogram(Kind):

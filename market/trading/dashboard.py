@@ -116,8 +116,8 @@ def owner_overview(*, user) -> dict:
             "dataset_id": listing.dataset.public_id,
             "dataset": listing.dataset.name,
             "is_open": listing.is_open,
-            "ceiling": _eps(listing.ceiling),
-            "spent": _eps(listing.noise_path.released_max),
+            "ceiling": _eps(listing.total_level),  # its ceiling plus its size release: all it can cost
+            "spent": _eps(listing.noise_path.released_max + listing.size_level),
             "price_per_epsilon": listing.price_per_epsilon,
             "sales": listing.sales,
             "revenue": listing.revenue or _ZERO_CREDITS,
@@ -266,8 +266,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
         .order_by("level")
         .values("level", "method", "created_at", "reads")
     )
-    spent = _eps(listing.noise_path.released_max)
-    ceiling = _eps(listing.ceiling)
+    spent = _eps(listing.noise_path.released_max + listing.size_level)  # a size release is spent at creation
+    ceiling = _eps(listing.total_level)
     plan = listing_plan(listing)
     ladder = _ladder(listing, points)
     # a microdata path is drawn from the ladder's top down: a level drawn but not sold is not released
@@ -292,6 +292,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "created_at": listing.created_at,
         },
         "spent": spent,
+        "released": _eps(listing.noise_path.released_max),  # the largest level sold and released
+        "size_level": _eps(listing.size_level),  # the size release, spent once at creation (0: none)
         "ceiling": ceiling,
         "spent_percent": spent / ceiling * 100,  # exact (Decimal): shown rounded up
         "sales": totals["sales"],

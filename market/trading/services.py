@@ -29,7 +29,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from market.accounts.roles import require_role
-from market.catalog import accuracy
+from market.catalog import accuracy, sizes
 from market.catalog.locks import dataset_sales_lock, listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
@@ -90,6 +90,12 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
     return the buyer's cap on the listing (``market.trust.selectors.buyer_cap``)."""
     _refuse_owner(listing, buyer)
     if eps > listing.ceiling:
+        if listing.size_level:
+            raise InvalidInput(
+                f"epsilon: {eps} is above the highest level sold on this listing, {listing.ceiling} (its ceiling "
+                f"{listing.total_level} less the {listing.size_level} its size release took)",
+                fields={"epsilon": [f"At most {listing.ceiling} (the ceiling less the size release)."]},
+            )
         raise InvalidInput(
             f"epsilon: {eps} is above this listing's ceiling of {listing.ceiling}",
             fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
@@ -139,8 +145,9 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         curves = accuracy.microdata_curves(listing.microdata())
     else:
         plan = listing_plan(listing)
+        size = sizes.release_of(listing)  # with a size release, a mean's bound is per cell and assumes nothing
         records = _records(plan, records)
-        curves = accuracy.statistic_curves(plan, records=records)
+        curves = accuracy.statistic_curves(plan, records=records, size=size)
     if target is not None:
         _refuse_owner(listing, buyer)
         eps = quote_level_for(listing=listing, buyer=buyer, curves=curves, target=target, current=current)
@@ -152,7 +159,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         listing_id=listing.pk,
         epsilon=eps,
         current_level=current,
-        ceiling=listing.ceiling,
+        ceiling=listing.total_level,  # the listing's total, its size release counted; cap: what may be bought
         cap=cap.level,
         cap_reason=cap.reason,
         cap_bound=cap.together,
@@ -193,6 +200,11 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
             which = "every statistic" if name is None else repr(name)
             raise InvalidInput(f"target: {which} is given two targets", fields={"target": [f"One target for {which}."]})
         seen.add(name)
+        if name is not None and names[name].get("too_few"):
+            raise InvalidInput(
+                f"target: {name}: {names[name]['note']}, so no level meets a target on it",
+                fields={"target": [f"{name}: {names[name]['note']}; no level meets a target on it."]},
+            )
         if not isinstance(bound, Decimal) or not bound.is_finite() or bound <= 0:
             raise InvalidInput(f"target: {bound} is not a positive error bound",
                                fields={"target": ["An error bound is a positive number, such as 0.5."]})

@@ -272,6 +272,9 @@ def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
         ceiling = listing.ceiling
         if not listing.trust_capped:
             reason = f"this listing is not capped by trust: its ceiling is ε {plain(ceiling)}"
+            if listing.size_level:  # the size release was carved out of the ceiling: not for sale
+                reason = (f"this listing is not capped by trust: the highest level sold is ε {plain(ceiling)} "
+                          f"(its ceiling ε {plain(listing.total_level)} less its size release)")
             caps[listing.pk] = Cap(ceiling, None, reason)
         elif signed_in and listing.dataset.owner_id == buyer.pk:
             caps[listing.pk] = Cap(ceiling, None, "you own this listing: its ceiling")

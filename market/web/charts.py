@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from market.catalog import sizes
 from market.catalog.accuracy import statistic_curves
 from market.catalog.pricing import price_at
 from market.catalog.selectors import listing_plan
@@ -44,11 +45,12 @@ def table_levels(ceiling: Decimal) -> list[Decimal]:
 def accuracy_curves(listing, records: int | None = None) -> list[dict]:
     """Per statistic (a histogram counts once: every bin has the same bound), the
     95% error bound as a function of eps: ``{"name", "bound": f(eps), ...}``. Each kind
-    states its own (``market.catalog.accuracy``); a mean over a private count is drawn
-    for an assumed number of records in its cell (``records``, default 1,000), and its
-    ``name`` says so."""
+    states its own (``market.catalog.accuracy``); a mean over a private count is drawn per
+    cell from the listing's size release (``market.catalog.sizes``), or, on a listing made
+    before size releases, for an assumed number of records in its cell (``records``, default
+    1,000), and its ``name`` says so."""
     return [c | {"name": c["shown"], "statistic": c["name"]}
-            for c in statistic_curves(listing_plan(listing), records=records)]
+            for c in statistic_curves(listing_plan(listing), records=records, size=sizes.release_of(listing))]
 
 
 def listing_charts(listing, held: Decimal | None = None) -> dict:
@@ -58,7 +60,8 @@ def listing_charts(listing, held: Decimal | None = None) -> dict:
     Each statistic has its own chart and scale (a logarithmic one: the bound falls like 1/eps),
     so a sum's thousands never flatten a count's units."""
     levels = table_levels(listing.ceiling)
-    curves = accuracy_curves(listing)
+    every = accuracy_curves(listing)
+    curves = [c for c in every if not c.get("too_few")]  # a cell too small for any mean has no curve to draw
     marks = ((held, f"you hold ε {level(held)}"),) if held else ()
     x_title = "privacy level ε"
     grid = level_grid(listing.ceiling)
@@ -74,11 +77,13 @@ def listing_charts(listing, held: Decimal | None = None) -> dict:
                                  label=f"95% error bound of the {curve['name']} against ε, falling as ε grows")
         errors.append({"name": curve["name"], "svg": drawing, "assumes": curve.get("assumes")})
     rows = [{"eps": e, "price": price_at(listing, e), "bounds": [c["bound"](e) for c in curves]} for e in levels]
-    return {"price": price_svg, "errors": errors, "curve_names": [c["name"] for c in curves], "rows": rows}
+    return {"price": price_svg, "errors": errors, "curve_names": [c["name"] for c in curves], "rows": rows,
+            "too_few": [c["name"] for c in every if c.get("too_few")]}
 
 
 def bounds_at(listing, eps: Decimal, records: int | None = None) -> list[dict]:
-    return [{"name": c["name"], "bound": c["bound"](eps)} for c in accuracy_curves(listing, records=records)]
+    return [{"name": c["name"], "bound": c["bound"](eps)} for c in accuracy_curves(listing, records=records)
+            if not c.get("too_few")]
 
 
 def point_plot(readings: list[dict], listing) -> dict | None:

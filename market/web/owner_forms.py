@@ -176,8 +176,19 @@ class ListingForm(forms.Form):
         max_digits=9,
         decimal_places=4,
         widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
-        help_text="The highest privacy level ever sold on this listing: "
+        help_text="The most privacy this listing can ever cost: "
         "your privacy spent on it never exceeds this.",
+    )
+    size_level = forms.DecimalField(
+        label="Size release level ε_p (optional)",
+        required=False,
+        max_digits=9,
+        decimal_places=4,
+        widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
+        help_text="Only for means that divide by a private count (a private number of records, a filter, a group-by, "
+        "or a column with missing values): the listing publishes once, for everyone, a noisy count of each mean's cell "
+        "at this level, so buyers see each mean's accuracy before buying. It is carved out of the ceiling (buyers may buy "
+        "up to the ceiling less ε_p) and spent at once. Empty: a tenth of the ceiling.",
     )
     price_kind = forms.ChoiceField(
         label="Price curve",

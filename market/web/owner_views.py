@@ -307,6 +307,7 @@ def _create_listing(request, form, formset) -> int | None:
             description=d["description"],
             statistics=statistics,
             ceiling=d["ceiling"],
+            size_level=d.get("size_level"),
             price_curve=d["price_curve"],
             compensation=d["compensation"],
         )

@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
+from market.catalog import sizes
 from market.catalog.accuracy import default_records, statistic_curves
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
@@ -145,7 +146,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
     held = _held(request, listing)
     quote = None
     plan = listing_plan(listing)
-    curves = statistic_curves(plan)
+    curves = statistic_curves(plan, size=sizes.release_of(listing))
     by_accuracy = buy_form is None and "within" in request.GET
     form = buy_form or BuyForm(request.GET if "epsilon" in request.GET and not by_accuracy else None)
     target_form = TargetForm(request.GET if by_accuracy else None, names=[c["name"] for c in curves])
@@ -191,6 +192,7 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "quote": quote,
             "target_form": target_form,
             "assumes_records": any(c["assumes_records"] is not None for c in curves),
+            "size_release": sizes.shown(listing),
             "wallet_short": _wallet_short(request, quote),
             "idempotency_key": uuid.uuid4().hex,
             "cap": cap,

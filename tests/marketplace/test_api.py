@@ -59,16 +59,17 @@ def test_quote(api, listing, buyer):
     accuracy = q.pop("accuracy")
     statistics = q.pop("statistics")
     assert q.pop("target") is None  # the buyer named the level
-    # one figure per statistic, the mean's included (under a stated assumption: tests/marketplace/test_quote_target.py)
-    assert [(s["name"], s["assumes_records"]) for s in statistics] == [
-        ("count", None), ("mean(age)", 1000), ("each bin of the age histogram", None)]
+    # one figure per statistic, the mean's included (from the listing's size release: tests/market/test_size_release_quotes.py)
+    assert [(s["name"], s["assumes_records"], s["too_few"]) for s in statistics] == [
+        ("count", None, False), ("mean(age)", None, False), ("each bin of the age histogram", None, False)]
     assert q == {
         "listing": listing.pk,
         "epsilon": "0.7500",
         "current_level": "0.0000",
-        "ceiling": "5.0000",
-        "cap": "5.0000",  # not capped by trust: the ceiling (tests/trust cover caps)
-        "cap_reason": "this listing is not capped by trust: its ceiling is ε 5",
+        "ceiling": "5.0000",  # the listing's total, its size release counted
+        "cap": "4.5000",  # not capped by trust: the ceiling less the size release (tests/trust cover caps)
+        "cap_reason": "this listing is not capped by trust: the highest level sold is ε 4.5 (its ceiling ε 5 less its "
+                      "size release)",
         "cap_bound": "",
         "price": "7.50",
     }

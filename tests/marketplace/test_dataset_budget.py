@@ -25,11 +25,16 @@ def _dataset(owner, budget="8", rows=200, seed=1):
     return ready_dataset(owner=owner, name="visits", data=make_csv(rows, seed=seed), total_budget=budget)
 
 
-def _listing(owner, dataset, ceiling, title="Clinic visits"):
+def _listing(owner, dataset, ceiling, title="Clinic visits", statistics=STATISTICS[:2]):
+    """A count and a mean over the dataset's private size: a size release at a tenth of the ceiling."""
     return listing_create(
-        owner=owner, dataset_id=dataset.public_id, title=title, statistics=STATISTICS[:2], ceiling=ceiling,
+        owner=owner, dataset_id=dataset.public_id, title=title, statistics=statistics, ceiling=ceiling,
         price_per_epsilon="100.00",
     )
+
+
+#: a count alone: no mean, so no size release (the whole ceiling is sold)
+COUNT_ONLY = STATISTICS[:1]
 
 
 @pytest.fixture
@@ -93,10 +98,10 @@ def test_a_raw_sql_budget_below_the_ceilings_is_refused_by_the_database(owner):
 def test_sums_of_decimal_ceilings_fit_the_budget_exactly(owner):
     """0.1 + 0.2 fits a budget of 0.3 (SQLite compares float sums: the trigger allows for it)."""
     dataset = _dataset(owner, budget="0.3")
-    _listing(owner, dataset, "0.1")
-    _listing(owner, dataset, "0.2")
+    _listing(owner, dataset, "0.1", statistics=COUNT_ONLY)
+    _listing(owner, dataset, "0.2", statistics=COUNT_ONLY)
     with pytest.raises(InvalidInput, match="at most 0.0000"):
-        _listing(owner, dataset, "0.0001")
+        _listing(owner, dataset, "0.0001", statistics=COUNT_ONLY)
     with pytest.raises(DB_ERRORS, match="budget"):
         with transaction.atomic():
             Listing.objects.filter(dataset=dataset, ceiling=Decimal("0.1")).update(ceiling=Decimal("0.1001"))
@@ -162,15 +167,19 @@ def test_spent_is_the_sum_of_the_listings_largest_released_levels(owner, buyer, 
     purchase_create(buyer=buyer, listing_id=ages.pk, epsilon="1")
     purchase_create(buyer=carol, listing_id=ages.pk, epsilon="2")  # one path: the listing spent 2, not 3
     purchase_create(buyer=buyer, listing_id=visits.pk, epsilon="0.5")
+    # each listing's size release (a tenth of its ceiling: 0.5 and 0.3) was spent at creation, once
+    assert (ages.size_level, visits.size_level) == (Decimal("0.5"), Decimal("0.3"))
     (row,) = api(owner).get("/api/v1/datasets/").json()["results"]
-    assert (row["budget"], row["ceilings_total"], row["spent"]) == ("9.0000", "8.0000", "2.5000")
+    assert (row["budget"], row["ceilings_total"], row["spent"]) == ("9.0000", "8.0000", "3.3000")
     listings = {l["title"]: l for l in api(owner).get("/api/v1/listings/").json()["results"]}
-    assert (listings["Ages"]["spent"], listings["Visits"]["spent"]) == ("2.0000", "0.5000")
+    assert (listings["Ages"]["spent"], listings["Visits"]["spent"]) == ("2.5000", "0.8000")
+    assert (listings["Ages"]["ceiling"], listings["Ages"]["buyable_ceiling"], listings["Ages"]["size_level"]) == (
+        "5.0000", "4.5000", "0.5000")
     assert api(buyer).get(f"/api/v1/listings/{ages.pk}/").json()["spent"] is None  # owners only
     from market.trading.dashboard import owner_overview
 
     (figures,) = owner_overview(user=owner)["datasets"]
-    assert figures["budget"] == {"total": 9, "used": 8, "left": 1, "spent": Decimal("2.5")}
+    assert figures["budget"] == {"total": 9, "used": 8, "left": 1, "spent": Decimal("3.3")}
 
 
 # --- 5. the same content twice
@@ -205,8 +214,8 @@ def test_uploading_the_same_content_again_says_so(owner, api, client, users):
 def two_capped(owner):
     """The issue's case: two trust-capped listings on one dataset, ceilings 5 and 2."""
     dataset = _dataset(owner, budget="7")
-    ages = _listing(owner, dataset, "5", "Ages")
-    visits = _listing(owner, dataset, "2", "Visits")
+    ages = _listing(owner, dataset, "5", "Ages", statistics=COUNT_ONLY)
+    visits = _listing(owner, dataset, "2", "Visits", statistics=COUNT_ONLY)
     trust_listings_set(owner=owner, listing_ids=[ages.pk, visits.pk])
     return Listing.objects.get(pk=ages.pk), Listing.objects.get(pk=visits.pk)
 
@@ -241,8 +250,8 @@ def test_a_buyers_levels_on_a_datasets_capped_listings_add_up_to_one_cap(two_cap
 
 def test_one_capped_listing_on_a_dataset_behaves_as_before(owner, buyer, fund, eager_celery):
     dataset = _dataset(owner, budget="7")
-    capped = _listing(owner, dataset, "5", "Ages")
-    free = _listing(owner, dataset, "2", "Visits")
+    capped = _listing(owner, dataset, "5", "Ages", statistics=COUNT_ONLY)
+    free = _listing(owner, dataset, "2", "Visits", statistics=COUNT_ONLY)
     trust_listings_set(owner=owner, listing_ids=[capped.pk])
     fund(buyer, 1000)
     purchase_create(buyer=buyer, listing_id=free.pk, epsilon="2")  # uncapped listings are not in the cap

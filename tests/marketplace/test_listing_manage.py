@@ -157,7 +157,8 @@ def test_a_price_change_applies_to_future_purchases_only(listing, owner, buyer, 
 def test_a_price_curve_change_is_checked_as_at_creation(listing, owner):
     power = listing_update(owner=owner, listing_id=listing.pk, price_curve={"kind": "power", "c": "4", "p": "1.5"})
     assert power.price_curve == {"kind": "power", "c": "4", "p": "1.5"}
-    assert power.price_per_epsilon == (Decimal("44.72") / 5).quantize(Decimal("0.01"))
+    # priced at the highest level sold: 4.5, the ceiling 5 less its size release's 0.5
+    assert power.price_per_epsilon == (Decimal("38.18") / Decimal("4.5")).quantize(Decimal("0.01"))
     with pytest.raises(InvalidInput) as refused:
         listing_update(owner=owner, listing_id=listing.pk, price_curve={"kind": "power", "c": "4", "p": "3"})
     assert "arbitrage" in refused.value.message and "p" in refused.value.fields

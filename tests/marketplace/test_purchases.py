@@ -208,11 +208,12 @@ def test_released_values_are_rounded_clamped_and_near_the_truth(
     from releases.engine.postprocess import grid_step
 
     fund(buyer, 100)
-    p = buy(buyer, listing, "5", django_capture_on_commit_callbacks)
+    top = listing.ceiling  # the highest level sold: the ceiling 5 less the size release's 0.5
+    p = buy(buyer, listing, str(top), django_capture_on_commit_callbacks)
     release = Release.objects.get(purchase=p)
     values, scales = np.array(release.values), np.array(release.noise_scales)
     # each value has the scale of its group: weight / eps
-    assert scales.tolist() == pytest.approx([w / 5 for w in listing.weights])
+    assert scales.tolist() == pytest.approx([w / float(top) for w in listing.weights])
     steps = np.array([grid_step(b) for b in scales])
     assert np.all(values / steps == np.round(values / steps))
     assert np.all(values >= np.array(listing.lower)) and np.all(values <= np.array(listing.upper))

@@ -1,16 +1,18 @@
 """Buying by accuracy: the cheapest level meeting a buyer's 95% error bounds, in the service and the API;
-and every statistic's bound in a quote, a mean's under a stated assumption of its cell's size."""
+and every statistic's bound in a quote: a mean's from the listing's size release, or, on a listing made
+before size releases (``legacy``), under a stated assumption of its cell's size."""
 
 from decimal import Decimal
 
 import pytest
 
-from market.catalog import accuracy
+from market.catalog import accuracy, sizes
 from market.catalog.pricing import price_increment
 from market.catalog.selectors import listing_plan
 from market.core.errors import InvalidInput
 from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_create, purchase_quote
+from tests.datasets import as_before_size_releases
 from tests.marketplace.test_api import assert_error
 
 pytestmark = pytest.mark.django_db
@@ -19,11 +21,28 @@ STEP = Decimal("0.0001")
 
 
 def bound_of(listing, name, eps, records=None):
-    curves = accuracy.statistic_curves(listing_plan(listing), records=records)
+    curves = accuracy.statistic_curves(listing_plan(listing), records=records, size=sizes.release_of(listing))
     return next(c for c in curves if c["name"] == name)["bound"](eps)
 
 
-def test_a_quote_lists_every_statistic_a_mean_under_its_assumption(listing, buyer):
+@pytest.fixture
+def legacy(listing):
+    """The listing as one made before size releases: no size release, its whole ceiling sold."""
+    return as_before_size_releases(listing)
+
+
+def test_a_means_quote_comes_from_the_size_release_and_assumes_nothing(listing, buyer):
+    assert listing.size_release is not None and listing.size_level == Decimal("0.5")
+    mean = purchase_quote(buyer=buyer, listing=listing, epsilon="1").statistics[1]
+    assert mean["name"] == "mean(age)" and mean["assumes_records"] is None and mean["assumption"] == ""
+    assert not mean["too_few"] and 0 < mean["error_bound"] < 100
+    assert mean["error_bound"] == bound_of(listing, "mean(age)", Decimal(1))
+    with pytest.raises(InvalidInput, match="above the highest level sold"):  # the size release is not for sale
+        purchase_quote(buyer=buyer, listing=listing, epsilon="5")
+
+
+def test_a_quote_lists_every_statistic_a_mean_under_its_assumption(legacy, buyer):
+    listing = legacy
     quote = purchase_quote(buyer=buyer, listing=listing, epsilon="1")
     names = [s["name"] for s in quote.statistics]
     assert names == ["count", "mean(age)", "each bin of the age histogram"]
@@ -48,7 +67,7 @@ def test_an_impossible_assumption_is_refused(listing, buyer, records, settings):
 
 
 @pytest.mark.parametrize("target", [
-    [("mean(age)", Decimal("1"))],
+    [("mean(age)", Decimal("2"))],  # 500 records: ±1 is out of reach below eps 4.5, and the quote now knows it
     [(None, Decimal("20"))],
     [("count", Decimal("12")), ("each bin of the age histogram", Decimal("30"))],
     [(None, Decimal("30")), ("mean(age)", Decimal("2.5"))],
@@ -72,7 +91,7 @@ def test_the_level_is_the_cheapest_that_meets_every_target(listing, buyer, targe
 def test_a_buyer_holding_a_level_pays_from_it(listing, buyer, fund, eager_celery, seeded_noise):
     fund(buyer, 100)
     purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="0.5")
-    quote = purchase_quote(buyer=buyer, listing=listing, target=[("mean(age)", Decimal("1"))])
+    quote = purchase_quote(buyer=buyer, listing=listing, target=[("mean(age)", Decimal("2"))])
     assert quote.current_level == Decimal("0.5") and quote.epsilon > Decimal("0.5")
     assert quote.price == price_increment(listing, Decimal("0.5"), quote.epsilon)
     # the level held already meets a loose target: nothing to buy, and said so
@@ -80,13 +99,15 @@ def test_a_buyer_holding_a_level_pays_from_it(listing, buyer, fund, eager_celery
         purchase_quote(buyer=buyer, listing=listing, target=[("mean(age)", Decimal("90"))])
 
 
-def test_the_assumption_moves_the_level(listing, buyer):
+def test_the_assumption_moves_the_level(legacy, buyer):
+    listing = legacy
     many = purchase_quote(buyer=buyer, listing=listing, target=[("mean(age)", Decimal("1"))], records=5000).epsilon
     default = purchase_quote(buyer=buyer, listing=listing, target=[("mean(age)", Decimal("1"))]).epsilon
     assert many < default
 
 
-def test_an_unreachable_target_names_the_best_bound_at_the_cap(listing, buyer):
+def test_an_unreachable_target_names_the_best_bound_at_the_cap(legacy, buyer):
+    listing = legacy
     best = bound_of(listing, "mean(age)", listing.ceiling)
     with pytest.raises(InvalidInput) as refused:
         purchase_quote(buyer=buyer, listing=listing, target=[("mean(age)", Decimal("0.01"))])
@@ -122,7 +143,8 @@ def test_an_owner_cannot_quote_by_accuracy(listing, owner):
 # --- the API
 
 
-def test_api_quote_by_target(api, listing, buyer):
+def test_api_quote_by_target(api, legacy, buyer):
+    listing = legacy
     client = api(buyer)
     q = client.get(f"/api/v1/listings/{listing.pk}/quote/", {"target": ["mean(age):1", "count:20"]})
     assert q.status_code == 200, q.content
@@ -170,7 +192,8 @@ def test_api_target_errors(api, listing, buyer, query, field):
     assert (Purchase.objects.count(), Holding.objects.count()) == before
 
 
-def test_api_unreachable_target_names_the_best_bound(api, listing, buyer):
+def test_api_unreachable_target_names_the_best_bound(api, legacy, buyer):
+    listing = legacy
     error = assert_error(api(buyer).get(f"/api/v1/listings/{listing.pk}/quote/?target=mean(age):0.001"), 400)
     best = bound_of(listing, "mean(age)", listing.ceiling)
     assert f"mean(age), if the cell holds 1,000 records: ±{best:,.4g} at best" in error["message"]

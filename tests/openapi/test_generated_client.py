@@ -230,7 +230,10 @@ def test_the_owner_flow(generated, live_server, worker, users):
     assert created.labels[0] == "count" and "sum(income) | age >= 40" in created.labels
     assert isinstance(created.price_curve, m.PowerPriceCurve)
     assert (created.price_curve.c, created.price_curve.p) == ("4.00", "1.5")
-    assert [p.epsilon for p in created.price_curve.points] == ["1.0000", "2.0000", "3.0000", "4.0000"]
-    assert created.price_curve.points[0].price == "4.00"  # 4.00 * 1^1.5
+    # a mean over the private size: a size release at a tenth of the ceiling 4, the rest (3.6) for sale
+    assert (created.ceiling, created.buyable_ceiling, created.size_level) == ("4.0000", "3.6000", "0.4000")
+    assert [c.label for c in created.size_release.cells] == ["count"] and created.size_release.level == "0.4000"
+    assert [p.epsilon for p in created.price_curve.points] == ["0.9000", "1.8000", "2.7000", "3.6000"]
+    assert created.price_curve.points[3].price == "27.32"  # 4.00 * 3.6^1.5
     assert [type(s) for s in created.statistics] == [m.CountStatistic, m.MeanStatistic, m.SumStatistic]
     assert Listing.objects.get(pk=created.id).dataset.owner == User.objects.get(username="olivia")

@@ -17,6 +17,7 @@ from market.catalog.models import Dataset, Listing
 from market.ledger.models import Leg
 from market.ledger.payments import ManualFunding
 from market.trading.models import Purchase
+from tests.marketplace.conftest import STATISTICS
 from tests.marketplace.test_api import assert_error
 
 from .conftest import STATISTICS, make_csv
@@ -259,7 +260,8 @@ def test_top_up_bounds_in_the_schema_are_the_accepted_bounds(api, buyer, schema,
 )
 def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, buyer, schema, level):
     # 100 credits per eps: the smallest level (0.0001) costs 0.01, so no valid level is refused as free
-    listing = make_listing(ceiling="10000", price="100", rows=50, budget="10000")
+    # a count and a histogram: no size release, so every level up to the ceiling is for sale
+    listing = make_listing(ceiling="10000", price="100", rows=50, budget="10000", statistics=[STATISTICS[0], STATISTICS[2]])
     quote = schema["paths"]["/api/v1/listings/{listing_id}/quote/"]["get"]["parameters"]
     pattern = re.compile(next(p for p in quote if p["name"] == "epsilon")["schema"]["pattern"])
     body_pattern, number = _string_and_number(_body_schema(schema, "/api/v1/purchases/")["properties"]["epsilon"])
@@ -275,7 +277,7 @@ def test_level_bounds_in_the_schema_are_the_accepted_bounds(api, make_listing, b
 
 @pytest.mark.parametrize("value", [0, -0.5, 10000.0001, 10001, 0.00001, True])
 def test_a_level_sent_as_a_number_outside_the_schema_is_refused(api, make_listing, buyer, fund, value):
-    listing = make_listing(ceiling="10000", price="0.01", rows=50, budget="10000")
+    listing = make_listing(ceiling="10000", price="0.01", rows=50, budget="10000", statistics=[STATISTICS[0], STATISTICS[2]])
     fund(buyer, 100)
     before = _counts()
     assert_error(api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": value}, format="json"), 400, field="epsilon")
@@ -343,7 +345,7 @@ def test_a_preference_the_server_ignores_is_one_the_schema_allows(api, listing, 
 
 def test_an_optional_query_parameter_given_empty_is_refused_not_read_as_left_out(api, listing, buyer):
     path = f"/api/v1/listings/{listing.pk}/privacy-profile/"
-    assert api(buyer).get(path).json()["level"] == "5.0000"  # left out: the ceiling
+    assert api(buyer).get(path).json()["level"] == "4.5000"  # left out: the highest level sold (less the size release)
     error = assert_error(api(buyer).get(path + "?epsilon="), 400, "invalid")
     assert "epsilon" in error["fields"]
     assert api(buyer).get(path + "?epsilon=0.5").json()["level"] == "0.5000"

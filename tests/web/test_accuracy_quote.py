@@ -1,5 +1,7 @@
-"""The listing page before purchase: every statistic's 95% bound (a mean's under a stated assumption of
-its cell's size, which the buyer sets), and the "buy by accuracy" form that fills the same quote card."""
+"""The listing page before purchase: every statistic's 95% bound (on a listing made before size releases,
+``legacy``, a mean's under a stated assumption of its cell's size, which the buyer sets; with a size
+release, from its cell's noisy count: tests/marketplace/test_size_release.py), and the "buy by accuracy"
+form that fills the same quote card."""
 
 import re
 from decimal import Decimal
@@ -11,8 +13,14 @@ from market.core.levels import rounded_text
 from market.catalog.selectors import listing_plan
 from market.trading.services import purchase_quote
 from market.web.charts import accuracy_curves, bounds_at, listing_charts
+from tests.datasets import as_before_size_releases
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def legacy(listing):
+    return as_before_size_releases(listing)
 
 
 def quote_rows(html: str) -> dict[str, str]:
@@ -23,7 +31,8 @@ def quote_rows(html: str) -> dict[str, str]:
     return {re.sub(r"<[^>]+>", "", name).strip(): value.strip() for name, value in rows}
 
 
-def test_a_means_listing_shows_a_bound_per_mean_in_the_quote(client, listing, buyer):
+def test_a_means_listing_shows_a_bound_per_mean_in_the_quote(client, legacy, buyer):
+    listing = legacy
     client.force_login(buyer)
     page = client.get(f"/listings/{listing.pk}/?epsilon=1")
     assert page.status_code == 200
@@ -42,7 +51,8 @@ def test_a_means_listing_shows_a_bound_per_mean_in_the_quote(client, listing, bu
     assert bad.status_code == 400 and 'id="quote-bounds"' not in bad.content.decode()
 
 
-def test_the_charts_and_the_next_step_include_the_mean(listing):
+def test_the_charts_and_the_next_step_include_the_mean(legacy):
+    listing = legacy
     names = [c["name"] for c in accuracy_curves(listing)]
     assert names == ["count", "mean(age), if the cell holds 1,000 records", "each bin of the age histogram"]
     charts = listing_charts(listing)
@@ -72,7 +82,8 @@ def test_a_public_size_mean_stays_exact_and_the_page_asks_no_assumption(client, 
     assert "Records in each mean" not in html  # nothing to assume
 
 
-def test_buy_by_accuracy_fills_the_quote_card(client, listing, buyer):
+def test_buy_by_accuracy_fills_the_quote_card(client, legacy, buyer):
+    listing = legacy
     client.force_login(buyer)
     page = client.get(f"/listings/{listing.pk}/", {"within": "1", "statistic": "mean(age)"})
     assert page.status_code == 200
@@ -103,7 +114,8 @@ def test_buy_by_accuracy_fills_the_quote_card(client, listing, buyer):
     ({"within": "1", "statistic": "median(age)"}, "Select a valid choice."),
     ({"within": "1", "statistic": "mean(age)", "records": "0"}, "greater than or equal to 1"),
 ])
-def test_buy_by_accuracy_errors_are_shown(client, listing, buyer, query, message):
+def test_buy_by_accuracy_errors_are_shown(client, legacy, buyer, query, message):
+    listing = legacy
     client.force_login(buyer)
     page = client.get(f"/listings/{listing.pk}/", query)
     assert page.status_code == 400

@@ -74,15 +74,20 @@ def test_listing_page_shows_offer_charts_and_a_quote(client, listing, buyer):
     assert "Protects any one record, whether or not they are in the data; the number of records stays private." in text
     assert 'id="price-chart"><figcaption>Price' in text and 'class="plot-figure error-chart"' in text
     last = re.findall(r'<tr><th scope="row">ε ([\d.]+)</th><td class="num">([\d.]+)</td>', text)[-1]
-    assert last == ("5", "50.00")  # 10 credits per eps up to the ceiling 5
-    # the true answer never appears: e.g. the exact count of 500 records
-    assert ">500<" not in text and "500.0" not in text
+    # 10 credits per eps up to the highest level sold: 4.5, the ceiling 5 less the mean's size release
+    assert last == ("4.5", "45.00")
+    assert "ε = 5: buyers may buy up to ε 4.5; ε 0.5 went to its size release" in text
+    # the true answer never appears: e.g. the exact count of 500 records (outside the size release, a DP
+    # release of the count whose noise is 0 about a quarter of the time at eps 0.5)
+    size = text.index('id="size-release"')
+    outside = text[:size] + text[text.index("</section>", size):]
+    assert ">500<" not in outside and "500.0" not in outside
     client.force_login(buyer)
     quoted = page_text(client.get(f"/listings/{listing.pk}/?epsilon=0.5"))
     assert "5.00 credits" in quoted and "Confirm: pay 5.00 credits" in quoted
     assert 'name="idempotency_key"' in quoted and "csrfmiddlewaretoken" in quoted
     too_high = client.get(f"/listings/{listing.pk}/?epsilon=6")
-    assert too_high.status_code == 400 and "At most 5.0000 (the ceiling)." in page_text(too_high)
+    assert too_high.status_code == 400 and "At most 4.5000 (the ceiling less the size release)." in page_text(too_high)
     assert "not a number" in page_text(client.get(f"/listings/{listing.pk}/?epsilon=abc"))
 
 

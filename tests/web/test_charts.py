@@ -180,7 +180,7 @@ def test_the_listing_page_draws_its_charts_without_a_script_and_says_so(client, 
     assert "need no JavaScript" in section and "The same figures" in section
     assert "plotly" not in page and "charts.js" not in page and "<script src" not in section
     rows = re.findall(r'<th scope="row">(ε [\d.]+)</th>', section)
-    assert rows == ["ε 0.2", "ε 0.5", "ε 1", "ε 2", "ε 5"]
+    assert rows == ["ε 0.1", "ε 0.2", "ε 0.5", "ε 1", "ε 2", "ε 4.5"]  # up to the highest level sold
     assert not re.search(r"\beps\b|\d\.\d{4}\b", re.sub(r"<[^>]+>", " ", section))  # ε 0.5, not eps 0.5000
 
 
@@ -188,5 +188,5 @@ def test_the_listing_page_draws_its_charts_without_a_script_and_says_so(client, 
 def test_the_owner_page_writes_levels_as_people_do(client, listing, owner):
     client.force_login(owner)
     page = client.get(f"/owner/listings/{listing.pk}/").content.decode()
-    assert "Ceiling ε 5</span>" in page and "ε 0 spent of ε 5" in page
+    assert "Ceiling ε 5</span>" in page and "ε 0.5 spent of ε 5" in page  # the size release is spent at once
     assert "5.0000" not in page and "plotly" not in page

@@ -247,7 +247,9 @@ def test_a_listing_is_created_from_the_used_rows(signed_in, owner, dataset):
         {"kind": "mean", "column": "age", "lower": 0.0, "upper": 100.0, "grid": "1"},  # an integer column's default
         {"kind": "histogram", "column": "visits", "bins": [0.0, 2.0, 5.0, 20.0]},
     ]
-    assert listing.ceiling == Decimal("2") and listing.price_per_epsilon == Decimal("3.50")
+    # the mean divides by the private size: a size release at a tenth of the ceiling, the rest for sale
+    assert (listing.total_level, listing.size_level, listing.ceiling) == (Decimal("2"), Decimal("0.2"), Decimal("1.8"))
+    assert listing.price_per_epsilon == Decimal("3.50")
 
 
 def test_incomplete_rows_are_shown_at_their_inputs(signed_in, owner, dataset):
@@ -344,7 +346,8 @@ def test_a_listings_figures_buyers_and_privacy_spent(
     assert answer.status_code == 200
     context = answer.context
     assert context["sales"] == 2 and context["revenue"] == cheap.price + dear.price == Decimal("25.00")
-    assert context["spent"] == Decimal("2") and context["ceiling"] == Decimal("5")
+    # the largest level released, 2, and the size release's 0.5; the ceiling is the listing's total
+    assert context["spent"] == Decimal("2.5") and context["ceiling"] == Decimal("5")
     assert [(b["username"], b["purchased"], b["released"]) for b in context["buyers"]] == [
         ("ben", Decimal("2"), Decimal("2")),
         ("ann", Decimal("0.5"), Decimal("0.5")),
@@ -354,16 +357,17 @@ def test_a_listings_figures_buyers_and_privacy_spent(
 
     page = text(answer)
     gauge = figure(page, "privacy-gauge")
-    assert "ε 2 spent of ε 5" in gauge
+    assert "ε 2.5 spent of ε 5" in gauge  # the largest level released and the size release
     track, fill = (float(w) for w in re.findall(r'class="meter-(?:track|fill)" x="8" y="26" width="([\d.]+)"', gauge))
-    assert fill == pytest.approx(track * 2 / 5, abs=0.1)  # 2 of the ceiling 5
+    assert fill == pytest.approx(track * 2.5 / 5, abs=0.1)  # 2.5 of the ceiling 5
     revenue = figure(page, "revenue-chart")
     assert [title.split(": ")[1] for title in re.findall(r"<rect [^>]*><title>(.*?)</title>", revenue)] == ["25"]
     assert "25.00 credits" in page
     sentence = " ".join(page.split())  # the template wraps lines
     assert "2 buyers together learn no more than the one who bought the highest level (ε 2)" in sentence
     assert "although their levels add up to ε 2.5" in sentence
-    assert "Your spent privacy is that largest level, 2 of your ceiling 5." in sentence
+    assert ("Your spent privacy is that largest level plus the size release's ε 0.5 (its noisy counts of each mean's "
+            "cell, published to everyone when the listing was made), 2.5 of your ceiling 5.") in sentence
     for name in ("ann", "ben"):
         assert f"<td>{name}</td>" in page
     assert "<script" not in page.split("<main", 1)[1].split("</main>")[0]  # charts drawn by the server: no script
@@ -384,8 +388,8 @@ def test_failed_and_pending_purchases_are_not_sales(signed_in, owner, listing, b
     answer = signed_in(owner).get(owner_listing(listing.pk))
     assert answer.context["sales"] == 0 and answer.context["revenue"] == Decimal("0.00")
     assert answer.context["in_flight"] == {"count": 1, "amount": Decimal("5.00")}
-    assert answer.context["spent"] == 0 and "ε 0 spent of ε 5" in answer.context["gauge"]
-    assert re.search(r'class="meter-fill" x="8" y="26" width="0.0"', answer.context["gauge"])
+    # nothing sold: only the size release (a tenth of the ceiling) is spent
+    assert answer.context["spent"] == Decimal("0.5") and "ε 0.5 spent of ε 5" in answer.context["gauge"]
     overview = dashboard.owner_overview(user=owner)
     assert overview["listings"][0]["sales"] == 0 and overview["totals"]["revenue"] == Decimal("0.00")
     assert Purchase.objects.filter(status="failed").count() == 1

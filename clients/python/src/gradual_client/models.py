@@ -50,6 +50,7 @@ class Listing:
     statistics: tuple[Mapping[str, Any], ...]
     labels: tuple[str, ...]
     engine: str
+    #: the listing's total: the highest level sold (buyable_ceiling) plus its size release's level
     ceiling: Decimal
     price_curve: Mapping[str, Any]
     your_level: Decimal | None
@@ -61,6 +62,13 @@ class Listing:
     protects: str
     created_at: datetime | None
     raw: Json = _raw()
+    #: the highest level buyers may buy (the ceiling less size_level)
+    buyable_ceiling: Decimal | None = None
+    #: the level of the listing's size release (0: none)
+    size_level: Decimal | None = None
+    #: the public noisy count of each mean cell: {"level", "confidence", "error_bound", "cells": [{"label", "value",
+    #: "note"}]}, or None
+    size_release: Mapping[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: Json) -> Listing:
@@ -83,6 +91,9 @@ class Listing:
             protects=str(data.get("protects", "")),
             created_at=_time(data.get("created_at")),
             raw=data,
+            buyable_ceiling=_decimal(data.get("buyable_ceiling")),
+            size_level=_decimal(data.get("size_level")),
+            size_release=data.get("size_release"),
         )
 
 
@@ -103,6 +114,10 @@ class StatisticBound:
     kind: str
     error_bound: float
     assumes_records: int | None
+    #: a mean cell too small for any useful estimate (error_bound is then the whole range)
+    too_few: bool = False
+    #: "" or what the figure says of its cell ("too few records to estimate", "other: ...")
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,7 +156,8 @@ class Quote:
             statistics=tuple(
                 StatisticBound(
                     name=str(s["name"]), kind=str(s["kind"]), error_bound=float(s["error_bound"]),
-                    assumes_records=s.get("assumes_records"),
+                    assumes_records=s.get("assumes_records"), too_few=bool(s.get("too_few", False)),
+                    note=str(s.get("note") or ""),
                 )
                 for s in data.get("statistics") or ()
             ),
@@ -159,10 +175,12 @@ class Reading:
     value: float | int
     noise_scale: float
     error_bound: float
+    #: a mean cell's words: "" or "too few records to estimate", or what its "other" cell holds
+    note: str = ""
 
 
 #: the columns of a release's DataFrame, one row per released value
-FRAME_COLUMNS = ("release", "listing", "level", "label", "kind", "value", "error_bound", "noise_scale")
+FRAME_COLUMNS = ("release", "listing", "level", "label", "kind", "value", "error_bound", "noise_scale", "note")
 
 
 @dataclass(frozen=True)
@@ -189,6 +207,7 @@ class Release:
                 Reading(
                     label=str(v["label"]), kind=str(v.get("kind", "")), value=v["value"],
                     noise_scale=float(v["noise_scale"]), error_bound=float(v["error_bound"]),
+                    note=str(v.get("note") or ""),
                 )
                 for v in data.get("values") or ()
             ),
@@ -199,10 +218,10 @@ class Release:
         )
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per released value: release, listing, level, label, kind, value, error_bound, noise_scale."""
+        """One dict per released value: release, listing, level, label, kind, value, error_bound, noise_scale, note."""
         return [
             {"release": self.id, "listing": self.listing, "level": self.level, "label": v.label, "kind": v.kind,
-             "value": v.value, "error_bound": v.error_bound, "noise_scale": v.noise_scale}
+             "value": v.value, "error_bound": v.error_bound, "noise_scale": v.noise_scale, "note": v.note}
             for v in self.values
         ]
 
