@@ -165,7 +165,8 @@ def capping_networks(listings) -> QuerySet:
 
 def capped_siblings(dataset_ids) -> QuerySet:
     """The trust-capped listings (open or closed; eps-DP ones only) on these datasets, as
-    ``values("id", "dataset_id", "owner_id", "title", "ceiling")``. Read only to tell a buyer their cap on a
+    ``values("id", "dataset_id", "owner_id", "title", "ceiling", "size_level")`` (``ceiling``: the
+    highest level sold; ``size_level``: the size release everyone sees). Read only to tell a buyer their cap on a
     dataset (each trust tier's: the map at its distance on the largest of these ceilings, shared by
     everyone at that distance or further) and how much of it their tier holds."""
     from django.db.models import F
@@ -176,7 +177,7 @@ def capped_siblings(dataset_ids) -> QuerySet:
     return (
         Listing.objects.filter(counted(), dataset_id__in=set(dataset_ids), trust_capped=True)
         .order_by("dataset_id", "id")
-        .values("id", "dataset_id", "title", "ceiling", owner_id=F("dataset__owner_id"))
+        .values("id", "dataset_id", "title", "ceiling", "size_level", owner_id=F("dataset__owner_id"))
     )
 
 

@@ -104,6 +104,17 @@ def _cap(network: TrustNetwork, ceiling: Decimal, place: _Place) -> Cap:
     )
 
 
+def _listing_cap(network: TrustNetwork, listing, place: _Place) -> Cap:
+    """A buyer's own cap on ``listing``: the map at their distance on its total ceiling, less its
+    size release (which everyone has): the size release and the level bought add up."""
+    cap = _cap(network, listing.total_level, place)
+    if not listing.size_level:
+        return cap
+    level = max(cap.level - listing.size_level, Decimal(0))
+    return replace(cap, level=level, reason=f"{cap.reason}, less the size release ε {plain(listing.size_level)} "
+                                            f"everyone sees: {plain(level)}")
+
+
 @dataclass
 class _Held:
     """What is held on one dataset's trust-capped listings, by distance from its owner.
@@ -118,13 +129,20 @@ class _Held:
 
     @property
     def top(self) -> Decimal:
-        """The largest ceiling among the capped listings: every tier's cap is the map on it."""
-        return max(row["ceiling"] for row in self.listings)
+        """The largest total ceiling among the capped listings (the highest level sold plus the
+        size release): every tier's cap is the map on it."""
+        return max(row["ceiling"] + row["size_level"] for row in self.listings)
+
+    def size(self, listing_id: int) -> Decimal:
+        """The level of the listing's size release (0: none): public, so every tier holds it."""
+        return next((row["size_level"] for row in self.listings if row["id"] == listing_id), Decimal(0))
 
     def term(self, listing_id: int, distance: Decimal) -> Decimal:
-        """The highest level anyone at ``distance`` or further holds on the listing: what they
-        together learn from it (they all read its one noise path)."""
-        return max((level for at, level in self.levels.get(listing_id, ()) if at >= distance), default=Decimal(0))
+        """What everyone at ``distance`` or further together learns from the listing: its size
+        release (published to all), plus the highest level any of them holds (they all read its
+        one noise path)."""
+        held = max((level for at, level in self.levels.get(listing_id, ()) if at >= distance), default=Decimal(0))
+        return self.size(listing_id) + held
 
     def together(self, distance: Decimal) -> Decimal:
         """What everyone at ``distance`` or further holds on the dataset together: the sum over its
@@ -200,7 +218,7 @@ def _tier_room(listing, own: Cap, network: TrustNetwork, place: _Place, held: _H
                 f"and nothing more is sold to them on its trust-capped listings"
             )
             return replace(own, level=min(own.level, mine), reason=reason)
-        room = bound - others
+        room = bound - others - held.size(listing.pk)  # the listing's own size release is in every tier's term
         if room < own.level and (binding is None or room < binding[0]):
             binding = (room, t, bound, others, formula)
     if binding is None:
@@ -285,7 +303,7 @@ def buyer_caps(*, listings, buyer) -> dict[int, Cap]:
                 place = _place(network, tier=tiers.get(network.pk), node=nodes.get(network.pk))
             else:
                 place = _Place(None, "not signed in")
-            own = _cap(network, ceiling, place)
+            own = _listing_cap(network, listing, place)
             caps[listing.pk] = _tier_room(listing, own, network, place, held.get(listing.dataset_id))
     return caps
 
@@ -356,7 +374,7 @@ def trust_overview(*, owner, listing_id=None) -> dict:
                 "known": place.distance is not None,
                 "distance": distance,
                 "distance_shown": plain(distance),
-                "cap": _cap(network, chosen.ceiling, place) if chosen else None,
+                "cap": _listing_cap(network, chosen, place) if chosen else None,
             }
         )
     rows.sort(key=lambda row: (not row["known"], row["distance"], row["username"]))
@@ -369,7 +387,7 @@ def trust_overview(*, owner, listing_id=None) -> dict:
         "display": {
             "lam": plain(network.lam),
             "unknown_distance": plain(network.unknown_distance),
-            "ceiling": plain(chosen.ceiling) if chosen else None,
+            "ceiling": plain(chosen.total_level) if chosen else None,
         },
         "tiers": [{"name": tier.name, "distance": plain(tier.distance)} for tier in tiers],
         "tier_members": _members_text((m.buyer.username, m.tier.name) for m in tier_members),
@@ -384,14 +402,14 @@ def trust_overview(*, owner, listing_id=None) -> dict:
             {
                 "id": listing.pk,
                 "title": listing.title,
-                "ceiling": plain(listing.ceiling),
+                "ceiling": plain(listing.total_level),
                 "trust_capped": listing.trust_capped,
             }
             for listing in listings
         ],
         "listing": chosen,
         "rows": rows,
-        "unknown": _cap(network, chosen.ceiling, _Place(None, "anyone else")) if chosen else None,
+        "unknown": _listing_cap(network, chosen, _Place(None, "anyone else")) if chosen else None,
         "bounds": _bounds(network, chosen, _labels(network, tiers, node_members)) if chosen else None,
     }
 

@@ -274,3 +274,30 @@ def test_the_owners_trust_page_says_what_each_tier_learns_together(pair, owner, 
     assert "What each tier learns together on this dataset" in text
     assert "Everyone at distance ≥ d together learns at most" in text
     assert "everyone you have not placed" in text
+
+
+def test_a_size_release_counts_in_every_tiers_cap(owner, users, fund, eager_celery):
+    """A listing's size release (its noisy per-cell counts) is published to everyone, so it is in
+    every tier's sum: with a mean over a private count on the 'Ages' listing (size release ε 0.5 of its
+    ceiling 5), the public's room on the dataset is the map on the total ceiling 5 less that 0.5, and
+    a public buyer's own cap on 'Ages' is 1.1156 less 0.5 (fails when the size release is left out).
+    Both listings have ceiling 5, so the tier's room, not the map on 'Visits', binds there."""
+    dataset = ready_dataset(owner=owner, name="sized", data=make_csv(120, seed=3), total_budget="10")
+    ages = listing_create(owner=owner, dataset_id=dataset.public_id, title="Ages", statistics=STATISTICS[1:2],
+                          ceiling="5", price_per_epsilon="1.00", size_level="0.5")
+    visits = listing_create(owner=owner, dataset_id=dataset.public_id, title="Visits", statistics=STATISTICS[:1],
+                            ceiling="5", price_per_epsilon="1.00")
+    trust_listings_set(owner=owner, listing_ids=[ages.pk, visits.pk])
+    ages, visits = (Listing.objects.select_related("dataset").get(pk=x.pk) for x in (ages, visits))
+    assert ages.size_level == Decimal("0.5") and ages.total_level == Decimal("5")
+    buyer = users("carol")
+    fund(buyer, 100)
+    assert buyer_cap(listing=ages, buyer=buyer).level == PUBLIC - Decimal("0.5")
+    # on 'Visits' the public may have what the size release on 'Ages' leaves of the dataset's cap
+    cap = buyer_cap(listing=visits, buyer=buyer)
+    assert cap.level == PUBLIC - Decimal("0.5")
+    assert "together already hold 0.5" in cap.reason
+    with pytest.raises(InvalidInput, match="above your cap"):
+        buy(buyer, visits, str(PUBLIC - Decimal("0.5") + Decimal("0.0001")))
+    buy(buyer, visits, str(PUBLIC - Decimal("0.5")))
+    assert buyer_cap(listing=ages, buyer=users("dora")).level == 0
