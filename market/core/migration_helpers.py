@@ -17,7 +17,8 @@ BATCH = 1000
 
 def reinstall_sqlite_triggers(apps, schema_editor):
     """Every SQLite trigger of ``core.0001``, dropped and created again (idempotent; PostgreSQL: nothing),
-    and those of ``core.0004`` (the dataset budget) where that migration is applied."""
+    and those of ``core.0004`` (the dataset budget) where that migration is applied, in their
+    ``core.0005`` form (listing totals) where that one is."""
     from django.db.migrations.recorder import MigrationRecorder
 
     importlib.import_module("market.core.migrations.0002_reinstall_sqlite_triggers").reinstall(apps, schema_editor)
@@ -25,6 +26,10 @@ def reinstall_sqlite_triggers(apps, schema_editor):
         ("core", "0004_dataset_budget_triggers") in MigrationRecorder(schema_editor.connection).applied_migrations()
     ):
         importlib.import_module("market.core.migrations.0004_dataset_budget_triggers").install(apps, schema_editor)
+        if ("core", "0005_listing_totals_in_budget") in MigrationRecorder(schema_editor.connection).applied_migrations():
+            # the same budget triggers, summing each listing's total (its size release counted)
+            importlib.import_module("market.core.migrations.0005_listing_totals_in_budget").sqlite_install(
+                apps, schema_editor)
 
 
 def reinstall_sqlite_triggers_if_installed(apps, schema_editor):

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SIZES = {"large": 4000, "small": 40, "tiny": 2}
 MEAN_BY_GROUP = {"kind": "mean", "column": "mass", "lower": 0, "upper": 100, "grid": 1, "by": "g",
-                 "categories": ["large", "small", "tiny"]}
+                 "categories": ["large", "small", "tiny"], "categories_public": True}
 
 
 def _csv(seed=7) -> bytes:
@@ -104,7 +104,7 @@ def test_the_default_is_a_tenth_of_the_ceiling_and_no_mean_means_no_size_release
                           ceiling="3", price_per_epsilon="1.00")
     assert (mean.size_level, mean.ceiling) == (Decimal("0.3"), Decimal("2.7"))
     count = listing_create(owner=owner, dataset_id=dataset.public_id, title="C",
-                           statistics=[{"kind": "count", "by": "g", "categories": ["large"]}], ceiling="2",
+                           statistics=[{"kind": "count", "by": "g", "categories": ["large"], "categories_public": True}], ceiling="2",
                            size_level="1", price_per_epsilon="1.00")
     assert (count.size_level, count.size_release, count.ceiling) == (Decimal(0), None, Decimal(2))
 
