@@ -91,11 +91,12 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
         page.get_by_role("link", name="JSON").first.click()
     assert download.value.suggested_filename.endswith("-eps-1.5.json")
 
-    # the owner sees the sale and the privacy spent: the largest level, 1.5, not 0.5 + 1.5
+    # the owner sees the sale and the privacy spent: the largest level, 1.5, not 0.5 + 1.5, plus the
+    # listing's size release (0.5, a tenth of its ceiling, published when it was made)
     owner = browse()
     log_in(owner, "olivia")
     owner.goto(f"/owner/listings/{listing.pk}/")
-    expect(owner.get_by_text(re.compile(r"ε 1\.5 spent of your ceiling ε 5"))).to_be_visible()
+    expect(owner.get_by_text(re.compile(r"ε 2 spent of your ceiling ε 5"))).to_be_visible()
     expect(owner.locator("#privacy-gauge svg.plot")).to_be_visible()
     # privacy at risk: per released level, the finer eps, its risk and the budgets
     expect(owner.get_by_role("heading", name="Privacy at risk and compensation")).to_be_visible()
@@ -137,5 +138,5 @@ def test_a_level_above_the_ceiling_shows_its_error(browse, listing, users):
     page.goto(f"/listings/{listing.pk}/")
     page.get_by_label("Buy up to ε").fill("9")
     page.get_by_role("button", name="See the price").click()
-    expect(page.get_by_text("At most 5.0000 (the ceiling).")).to_be_visible()
+    expect(page.get_by_text("At most 4.5000 (the ceiling less the size release).")).to_be_visible()
     expect(page.get_by_role("button", name=re.compile("Confirm"))).to_have_count(0)

@@ -64,15 +64,15 @@ def test_every_service_takes_its_locks_in_the_one_order(
         purchase_fail(purchase_id=second.pk, reason="test")
     taken["refund"] = list(log)
     with recording() as log:
-        make_listing(budget="10")
+        fresh = make_listing(budget="10")
     taken["listing"] = list(log)
-    with recording() as log:
-        trust_listings_set(owner=owner, listing_ids=[listing.pk])
+    with recording() as log:  # a listing nobody holds: its tier has room (its size release of 0.5 aside)
+        trust_listings_set(owner=owner, listing_ids=[fresh.pk])
     taken["trust listings"] = list(log)
     sam = users("sam")
     fund(sam, 100)
     with recording() as log, django_capture_on_commit_callbacks(execute=False):
-        purchase_create(buyer=sam, listing_id=listing.pk, epsilon="0.5")
+        purchase_create(buyer=sam, listing_id=fresh.pk, epsilon="0.5")
     taken["capped purchase"] = list(log)
     with recording() as log:
         trust_network_update(owner=owner, mode="tiers", metric="shortest", map_kind="exp", lam="1", unknown_distance="2")
