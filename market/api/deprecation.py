@@ -7,8 +7,8 @@ Mark a view (every method) or one of its methods::
     class OldView(APIView): ...
 
 or set the attribute by hand, ``deprecated = {"since": ..., "sunset": ..., "link": ...}``
-(the headers then come, but only the decorator marks the schema). The README's versioning
-policy says how long before the sunset an operation is marked.
+(the headers then come, but only the decorator marks the schema). The versioning
+policy in docs/api.md says how long before the sunset an operation is marked.
 """
 
 from __future__ import annotations
