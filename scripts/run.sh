@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is needed into .venv, prepares the database with demo data, and
-# runs the marketplace: the web server on http://$HOST:$PORT (default
+# Installs what runs the marketplace (requirements.txt) into .venv, prepares the database with
+# demo data, and runs the marketplace: the web server on http://$HOST:$PORT (default
 # http://127.0.0.1:8000), a Celery worker for releases (with the sweepers' schedule), one
-# for webhooks and one reading uploaded datasets, then prints the address to open once the
-# server answers. Ctrl-C stops them all.
+# for webhooks and one reading uploaded datasets, then prints the address to open once its
+# own server answers (its process, its token). A port already taken stops it before it
+# installs or starts anything. Ctrl-C stops them all.
 # With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis; without,
 # SQLite and a broker on the file system. The demo runs with DEBUG off (its
 # visitors see the site's own 404 and 500 pages, never Django's debug pages);
