@@ -41,6 +41,10 @@ fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 # what runs the marketplace only (tests and tooling: requirements-test.txt, scripts/test.sh)
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# without REDIS_URL: a broker folder of the demo's own (market/settings.py), never the tests' (they use a
+# temporary one), so these workers never take a test's tasks
+export BROKER_FOLDER="${BROKER_FOLDER:-$PWD/.broker/run}"
+mkdir -p "$BROKER_FOLDER"
 export DEMO_MODE="${DEMO_MODE:-1}"
 export DJANGO_DEBUG="${DJANGO_DEBUG:-0}"
 # static files as production serves them: hashed names cached for a year, gzip copies (market/settings.py)
@@ -48,10 +52,6 @@ export STATIC_COLLECTED="${STATIC_COLLECTED:-1}"
 [ "$STATIC_COLLECTED" = 0 ] || .venv/bin/python manage.py collectstatic --noinput --verbosity 0
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py seed_demo
-# without REDIS_URL: a broker folder of the demo's own (market/settings.py), never the tests' (they use a
-# temporary one), so these workers never take a test's tasks
-export BROKER_FOLDER="${BROKER_FOLDER:-$PWD/.broker/run}"
-mkdir -p "$BROKER_FOLDER"
 .venv/bin/celery -A market.celery:app worker --beat --schedule "$BROKER_FOLDER/beat-schedule" \
     --loglevel=INFO --concurrency=2 --queues=celery --hostname=releases@%h &
 worker=$!
