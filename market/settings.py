@@ -6,6 +6,7 @@
 ``REDIS_URL``         Celery broker and shared cache; default: a broker on the file system
 ``REDIS_COOLDOWN``, ``REDIS_CONNECT_TIMEOUT``, ``REDIS_SOCKET_TIMEOUT`` the cache's breaker and
                       timeouts (market/core/cache.py, docs/operations.md)
+``BROKER_FOLDER``     the file-system broker's folder when REDIS_URL is unset; default ``.broker/run``
 ``DJANGO_ALLOWED_HOSTS`` comma-separated, production only
 ``DB_LOCK_TIMEOUT_MS`` PostgreSQL: the longest wait for a row lock (default 3000)
 ``GRADUAL_ENCRYPTION_KEYS`` keys for encryption at rest: ``id:base64-32-bytes,...``, the first seals
@@ -123,7 +124,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # --- Celery: Redis when REDIS_URL is set, else a broker that needs no server
 REDIS_URL = os.environ.get("REDIS_URL", "")
-BROKER_DIR = BASE_DIR / ".broker"
+#: the file-system broker's folder (without REDIS_URL): ``BROKER_FOLDER``, default ``.broker/run`` (the demo's,
+#: scripts/run.sh); the tests set a temporary folder of their own, so a running demo never takes their tasks
+BROKER_DIR = Path(os.environ.get("BROKER_FOLDER") or BASE_DIR / ".broker" / "run").resolve()
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
@@ -368,6 +371,9 @@ API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
 API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))
 #: the demo "top up" button exists only when this is on
 DEMO_MODE = env_bool("DEMO_MODE", not PRODUCTION)
+#: scripts/run.sh's per-run random token, echoed at ``/-/run-token`` so that its readiness probe knows the
+#: answer came from the server it started (market/web/site_views.py); unset: that path does not exist
+RUN_TOKEN = os.environ.get("GRADUAL_RUN_TOKEN", "")
 #: webhook endpoints may be on private, loopback or link-local addresses (development, the demo and
 #: tests); off in production, where such an address is refused (market/webhooks/transport.py), whatever
 #: DEBUG or DEMO_MODE say (``check --deploy`` fails if either this or DEMO_MODE is on in production)

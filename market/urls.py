@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 
 from market.api.errors import not_found
 from market.web.signin import AdminSignInForm, SignInView
-from market.web.site_views import favicon
+from market.web.site_views import favicon, run_token
 
 admin.site.login_form = AdminSignInForm  # password sign-ins are limited per account (market/accounts/signin.py)
 
@@ -16,7 +16,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
-    path("favicon.ico", favicon),  # browsers ask for it by themselves; pages link the SVG
+    path("favicon.ico", favicon),
+    path("-/run-token", run_token),  # scripts/run.sh's readiness probe (404 unless it set a token)  # browsers ask for it by themselves; pages link the SVG
     path("", include("market.web.urls")),
 ]
 

@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 exec .venv/bin/python -m bench.engine "$@"

@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import django
 import numpy as np
@@ -7,6 +10,12 @@ import pytest
 # Django for the marketplace's tests (the engine's tests need none). Set up at
 # import, before the conftests below this folder import models.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
+# a file-system broker folder of the tests' own, one per test session, never the demo's
+# .broker/run (scripts/run.sh): a running demo's workers must not take the tests' tasks. Worker processes
+# started by tests inherit it.
+if not os.environ.get("BROKER_FOLDER"):
+    os.environ["BROKER_FOLDER"] = tempfile.mkdtemp(prefix="gradual-test-broker-")
+    atexit.register(shutil.rmtree, os.environ["BROKER_FOLDER"], ignore_errors=True)
 # generous limits so that tests exercise behaviour, not the throttle
 for scope in ("USER", "ANON", "PURCHASES", "AUTH"):
     os.environ.setdefault(f"THROTTLE_{scope}", "100000/minute")

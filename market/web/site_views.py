@@ -2,6 +2,8 @@
 
 from fractions import Fraction
 
+from django.conf import settings
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.cache import cache_control
@@ -27,3 +29,14 @@ def how_it_works(request):
 def favicon(request):
     """``/favicon.ico``, which browsers ask for by themselves: the site's SVG icon."""
     return redirect(static("img/favicon.svg"), permanent=True)
+
+
+@require_safe
+def run_token(request):
+    """``/-/run-token``: the token scripts/run.sh gave this server process (``GRADUAL_RUN_TOKEN``), so the
+    script says "ready" only when its own server answers, not another program on the port. A fresh random
+    value each run, no secret; without one (any other way of serving the site) the path does not exist."""
+    if not settings.RUN_TOKEN:
+        raise Http404
+    return HttpResponse(settings.RUN_TOKEN, content_type="text/plain; charset=utf-8",
+                        headers={"Cache-Control": "no-store"})

@@ -68,3 +68,16 @@ def test_a_buyer_buys_the_demos_grouped_listings(title, words, labels, api, clie
     client.force_login(get_user_model().objects.get(username="demo-owner"))
     page = client.get(f"/owner/listings/{listing.pk}/")
     assert page.status_code == 200 and title in page.content.decode()
+
+
+def test_demo_penguins_are_the_packages_table_byte_for_byte():
+    """The demo ships its own copy of palmerpenguins' table (the run command installs neither that package
+    nor pandas); the copy is the package's file unchanged."""
+    from pathlib import Path
+
+    import palmerpenguins
+
+    from market.web.management.commands.seed_demo import PENGUINS_CSV
+
+    shipped = (Path(palmerpenguins.__file__).parent / "data" / "penguins.csv").read_bytes()
+    assert PENGUINS_CSV.read_bytes() == shipped

@@ -36,6 +36,8 @@ DISTRICTS = ["North", "Harbour", "Old Town", "Hillside", "East End"]
 # the categories the demo owner declares public (the species and islands the study names)
 PENGUIN_SPECIES = ["Adelie", "Chinstrap", "Gentoo"]
 PENGUIN_ISLANDS = ["Biscoe", "Dream", "Torgersen"]
+#: palmerpenguins' penguins.csv, byte for byte (CC0-1.0; Horst, Hill and Gorman)
+PENGUINS_CSV = Path(__file__).resolve().parents[2] / "demo_data" / "penguins.csv"
 # the owner's confirmation that a declared list of categories is public (buyers see it)
 PUBLIC = {"categories_public": True}
 
@@ -73,10 +75,10 @@ def _ready(dataset):
 
 
 def _penguins(owner, name: str, relation: str, budget: str, description: str):
-    """The Palmer penguins table as shipped by ``palmerpenguins``, uploaded and processed."""
-    import palmerpenguins
-
-    with open(Path(palmerpenguins.__file__).parent / "data" / "penguins.csv", "rb") as f:
+    """The Palmer penguins table as shipped by ``palmerpenguins``, uploaded and processed. A copy of its
+    ``penguins.csv`` (CC0) is kept in ``market/web/demo_data``, so the demo needs neither that package nor
+    pandas (tests/marketplace/test_seed_demo.py checks the copy is byte for byte the package's)."""
+    with open(PENGUINS_CSV, "rb") as f:
         return _ready(dataset_create(
             owner=owner, name=name, description=description,
             source="palmerpenguins (Horst, Hill and Gorman), data from Palmer Station LTER", licence="CC0-1.0",
