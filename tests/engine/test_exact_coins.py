@@ -50,6 +50,8 @@ from releases.engine import lattice
 
 from .lattice_checks import bits_only
 
+pytestmark = pytest.mark.statistical
+
 Z_ALARM = 4.5
 DIGITS = 40
 

@@ -16,6 +16,8 @@ from scipy import stats
 
 from releases.engine.osrandom import OSRandom
 
+pytestmark = pytest.mark.statistical
+
 N = 200_000
 
 

@@ -51,6 +51,8 @@ from releases.engine.postprocess import snap
 
 from .laws import binomial_close
 
+pytestmark = pytest.mark.statistical
+
 #: Listings per dataset in the CI audits (the deep run uses 2 x 10^6).
 LISTINGS = 400_000
 #: The CI audits build their events on the per-level losses and on their total (the

@@ -328,6 +328,7 @@ def test_clamped_sum_samples_lie_in_unit_interval_and_quantile_one_is_the_max(rn
     assert np.all(np.diff(s.samples) >= 0)
 
 
+@pytest.mark.statistical
 def test_mean_of_uniform_data_has_the_exact_sensitivity_quantiles(report):
     """Mean of 999 records of (a fine grid of) uniform data: S = |U1 - U2| / 999, F(s) = 1 - (1 - 999 s)^2.
 
