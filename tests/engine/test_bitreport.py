@@ -28,6 +28,8 @@ from . import lattice_checks as checks
 from . import lattice_laws as laws
 from .laws import binomial_close
 
+pytestmark = pytest.mark.statistical
+
 N = 250_000
 
 

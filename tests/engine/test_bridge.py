@@ -6,9 +6,14 @@ from scipy import stats
 
 from releases.engine.mechanism import bridge, relax
 
+from tests import mc
+
 from .laws import binomial_close, corr, laplace_cdf
 
-N = 400_000
+# Draws: 400,000 at the full size (GRADUAL_MC=full, CI), 100,000 at the quick one. Tolerances were
+# set at 400,000 and widen with 1/sqrt(N) (mc.widen), so they stay as many sds wide at either size.
+N = mc.size(full=400_000, quick=100_000)
+pytestmark = pytest.mark.statistical
 TRIPLES = [
     (0.5, 1.0, 3.0),
     (0.1, 1.0, 10.0),  # far apart
@@ -28,10 +33,10 @@ def test_redrawn_middle_has_the_joint_law_of_two_relaxations(ea, ec, eb, rng):
     # the marginal: Laplace(1/ec)
     assert stats.kstest(wc, laplace_cdf(1.0 / ec)).pvalue > 1e-3
     # the correlations with both neighbours, as the original middle level
-    assert corr(va, wc) == pytest.approx(ea / ec, abs=0.012)
-    assert corr(wc, vb) == pytest.approx(ec / eb, abs=0.012)
-    assert corr(va, wc) == pytest.approx(corr(va, vc), abs=0.015)
-    assert corr(wc, vb) == pytest.approx(corr(vc, vb), abs=0.015)
+    assert corr(va, wc) == pytest.approx(ea / ec, abs=mc.widen(0.012, full=400_000, n=N))
+    assert corr(wc, vb) == pytest.approx(ec / eb, abs=mc.widen(0.012, full=400_000, n=N))
+    assert corr(va, wc) == pytest.approx(corr(va, vc), abs=mc.widen(0.015, full=400_000, n=N))
+    assert corr(wc, vb) == pytest.approx(corr(vc, vb), abs=mc.widen(0.015, full=400_000, n=N))
     # the probabilities of sharing a value with either neighbour
     assert binomial_close(int(np.sum(wc == va)), N, (ea / ec) ** 2)
     assert binomial_close(int(np.sum(wc == vb)), N, (ec / eb) ** 2)
@@ -48,7 +53,7 @@ def test_no_jump_between_means_no_jump_in_the_middle(rng):
 def test_middle_between_two_fixed_values(rng):
     """Given V_a = 0 and V_b = 1: the two atoms have the weights of section 4."""
     ea, ec, eb, d = 0.5, 1.0, 2.0, 1.0
-    n = 400_000
+    n = mc.size(full=400_000, quick=100_000)
     v = bridge(np.zeros(n), ea, np.ones(n), eb, ec, rng)
     p, q = (ec / eb) ** 2, (ea / ec) ** 2
     k = (1 - p) * (1 - q) * ea * ec / 4

@@ -6,7 +6,17 @@ from scipy import stats
 
 from releases.engine.mechanism import l2_at, l2_extend, l2_path, tighten
 
+from tests import mc
+
 from .laws import binomial_close, corr
+
+pytestmark = pytest.mark.statistical
+
+# Paths per check: 20,000 (30,000 in two dimensions) at the full size, 10,000 at the quick one. The
+# tolerances below hold at either: E||V||^2 within 8% is >= 3.6 sd at 10,000 paths, the variance of
+# the jump count within 6% is >= 4 sd, the correlation within 0.03 is >= 3.6 sd at 15,000.
+PATHS = mc.size(full=20_000, quick=10_000)
+PATHS_2D = mc.size(full=30_000, quick=10_000)
 
 TOP, BOTTOM = 4.0, 0.25
 PROBES = [4.0, 2.0, 1.0, 0.5, 0.25]
@@ -23,7 +33,7 @@ def jumps_between(levels, values, lo, hi):
     return int(np.sum((at >= lo) & (at < hi)))
 
 
-@pytest.mark.parametrize("dim,count", [(1, 20_000), (2, 30_000), (5, 20_000)])
+@pytest.mark.parametrize("dim,count", [(1, PATHS), (2, PATHS_2D), (5, PATHS)], ids=["1", "2", "5"])
 def test_norm_at_every_level_is_gamma_and_direction_uniform(dim, count, rng):
     paths = many_paths(dim, count, rng)
     for eps in PROBES:
@@ -39,7 +49,7 @@ def test_norm_at_every_level_is_gamma_and_direction_uniform(dim, count, rng):
 
 @pytest.mark.parametrize("dim", [1, 3])
 def test_number_of_jumps_is_poisson(dim, rng):
-    paths = many_paths(dim, 20_000, rng)
+    paths = many_paths(dim, PATHS, rng)
     for lo, hi in [(0.25, 4.0), (1.0, 2.0), (0.5, 0.6)]:
         counts = np.array([jumps_between(lv, vv, lo, hi) for lv, vv in paths])
         mean = (dim + 1) * np.log(hi / lo)
@@ -59,7 +69,7 @@ def test_number_of_jumps_is_poisson(dim, rng):
 
 def test_dimension_one_is_the_laplace_path(rng):
     """For n = 1 the l2 path is the l1 path: same joint law as tightening."""
-    hi, lo, n = 2.0, 0.5, 30_000
+    hi, lo, n = 2.0, 0.5, mc.size(full=30_000, quick=15_000)
     paths = many_paths(1, n, rng, top=hi, bottom=lo)
     top = np.array([vv[0, 0] for _, vv in paths])
     bottom = np.array([vv[-1, 0] for _, vv in paths])
@@ -88,7 +98,7 @@ def test_shape_and_reading_convention(rng):
 
 
 def test_extending_keeps_the_known_part_and_the_laws(rng):
-    dim, count = 2, 20_000
+    dim, count = 2, PATHS
     base = many_paths(dim, count, rng, top=TOP, bottom=1.0)
     extended = []
     for lv, vv in base:

@@ -31,6 +31,8 @@ import pytest
 from . import lattice_checks as checks
 from . import lattice_laws as laws
 
+pytestmark = pytest.mark.statistical
+
 TINY = F(1, 10**5)
 
 

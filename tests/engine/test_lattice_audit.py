@@ -28,6 +28,8 @@ from releases.engine import lattice
 
 from .lattice_checks import bits_only
 
+pytestmark = pytest.mark.statistical
+
 N = 60_000
 E1, E2 = F(1, 2), F(1)
 FALSE_ALARM = 1e-6

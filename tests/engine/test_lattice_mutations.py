@@ -30,6 +30,8 @@ from releases.engine import lattice
 
 from . import lattice_checks as checks
 
+pytestmark = pytest.mark.statistical
+
 
 class _GapWithoutSecondStayCoin(lattice._Gap):
     """(a): relax's stay coin ``(1-a^2)/(1-b^2)`` always comes up heads."""

@@ -27,6 +27,8 @@ from scipy import stats
 from releases.engine import lattice
 from releases.engine.exact_bounds import exp_neg, one_minus_exp_neg
 
+pytestmark = pytest.mark.statistical
+
 ALARM = 1e-4
 N = 40_000
 

@@ -12,9 +12,12 @@ independent releases must find their true cost e1 + e2 > e2.
 """
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from releases.engine.mechanism import relax
+
+pytestmark = pytest.mark.statistical
 
 N = 1_000_000
 E1, E2 = 0.5, 1.0

@@ -21,6 +21,8 @@ from releases.engine.profile import (
     profile_groups,
 )
 
+pytestmark = pytest.mark.statistical
+
 N_MC = 1_000_000
 
 

@@ -6,14 +6,16 @@ releases, every mean's quote assumed 1,000 records per cell: at eps 1 it said ±
 groups, while the releases err by up to ±17.9 (small group, 95th percentile: 12x more than
 quoted) and ±0.18 (large group: 8x less). The quote is now per cell, from the cell's noisy count.
 
-* ``test_the_quote_covers_and_is_within_a_stated_factor``: fixed seed, 1,500 draws of the whole
+* ``test_the_quote_covers_and_is_within_a_stated_factor``: fixed seed, 1,500 draws (750 at the quick
+  size, ``GRADUAL_MC``) of the whole
   chain (the size release, then a purchase at eps 1 read as the product reads it,
   ``statistics.present``). Each quote must hold in at least 95% of draws, and its median must be at
   most 4x the empirical 95th percentile of the errors. (The factor: a union bound over three events,
   each at 1/60, and the worst-case mean K in the numerator cost about 3.6x on the 40-record cell and
   2.3x on the 4,000-record one; today's quote misses 12x on one and is 8x over on the other.)
 * ``test_the_lower_end_holds_at_its_stated_rate``: the one event the size release adds,
-  ``c >= P - t``, fails in at most 1/60 of draws (binomial tolerance at 4 sigma); run on a mutation
+  ``c >= P - t``, fails in at most 1/60 of draws (6,000 draws, 3,000 at the quick size; binomial tolerance at 4
+  sigma at either); run on a mutation
   that forgets the count's error (``t = 0``) it fails (about half the draws miss).
 * ``test_on_the_event_the_quote_is_never_below_the_worst_error``: the corner check: with the noisy
   count at the event's edge (``P = c + t``), the quote is at least the largest error any sum and
@@ -25,6 +27,8 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+
+from tests import mc
 
 from market.catalog.accuracy import cheapest_level, misses, statistic_curves
 from market.catalog.columns import columns_from
@@ -38,6 +42,10 @@ EPS = Decimal("1")
 EPS_P = Decimal("0.5")
 TOP = Decimal("4.5")
 SIZES = {"small": 40, "large": 4000}
+
+pytestmark = pytest.mark.statistical
+CHAINS = mc.size(full=1500, quick=750)
+LOWER_END_DRAWS = mc.size(full=6000, quick=3000)
 
 
 def _plan():
@@ -78,7 +86,7 @@ def test_the_quote_covers_and_is_within_a_stated_factor():
     rng = random.Random(1)
     levels = plan.lattice.levels(EPS)
     errors, quotes = [], []
-    for _ in range(1500):
+    for _ in range(CHAINS):
         size = _size(plan, answer, rng)
         curves = statistic_curves(plan, size=size)
         quotes.append([curves[i]["bound"](EPS) for i in range(2)])
@@ -95,7 +103,8 @@ def test_the_quote_covers_and_is_within_a_stated_factor():
         assert not p95 <= old <= 4 * p95  # the assumed count is off by an order of magnitude either way
 
 
-def _lower_end_misses(lower_end, draws=6000, c=40, seed=3):
+def _lower_end_misses(lower_end, draws=None, c=40, seed=3):
+    draws = draws or LOWER_END_DRAWS
     rng = random.Random(seed)
     noisy = size_engine.release([c] * draws, EPS_P, 1, [10**6] * draws, rng)
     return float(np.mean([c < lower_end(int(p), EPS_P, 1) for p in noisy]))
@@ -103,7 +112,7 @@ def _lower_end_misses(lower_end, draws=6000, c=40, seed=3):
 
 def test_the_lower_end_holds_at_its_stated_rate():
     miss = float(size_engine.EACH_MISS)
-    tolerance = miss + 4 * (miss * (1 - miss) / 6000) ** 0.5
+    tolerance = miss + 4 * (miss * (1 - miss) / LOWER_END_DRAWS) ** 0.5
     assert _lower_end_misses(size_engine.lower_end) <= tolerance
     forgetful = lambda p, level, weight: p  # noqa: E731 (the mutation: the noisy count as if exact)
     assert _lower_end_misses(forgetful) > tolerance
