@@ -177,14 +177,17 @@ def shuffle(d: dict) -> str:
     ])
 
 
+def _queries(n) -> str:
+    return f" ({n})" if n else ""
+
+
 def plan_reads(d: dict) -> str:
     rows = []
     for r in d["rows"]:
-        q = lambda n: f" ({n})" if n else ""  # noqa: E731
-        rows.append([r["call"], f"{r['rebuilt_cpu_ms']:.2f}{q(r['rebuilt_queries'])}", f"{r['stored_cpu_ms']:.2f}{q(r['stored_queries'])}"])
+        rows.append([r["call"], f"{r['rebuilt_cpu_ms']:.2f}{_queries(r['rebuilt_queries'])}", f"{r['stored_cpu_ms']:.2f}{_queries(r['stored_queries'])}"])
     return "\n\n".join([
         "## Reading quotes and releases: the stored plan",
-        f"{command(d, '--calls %d --repeat %d' % (d['calls'], d['repeat']))}: a quote and a released purchase "
+        f"{command(d, '--calls ' + str(d['calls']) + ' --repeat ' + str(d['repeat']))}: a quote and a released purchase "
         f"as the API reads them, with the statistics' plan laid out again on every read (the baseline) and "
         f"stored with the listing; least CPU per call of {d['repeat']} runs of {d['calls']}, {d['database']}.",
         measured(d),
@@ -200,7 +203,7 @@ def scale(d: dict) -> str:
             for name, r in d["report"].items()]
     return "\n\n".join([
         "## Many buyers on one listing",
-        f"{command(d, '--buyers %d' % next(iter(d['report'].values()))['buyers'])}: buyers on one listing, "
+        f"{command(d, '--buyers ' + str(next(iter(d['report'].values()))['buyers']))}: buyers on one listing, "
         f"each buying one random level in (0, 5] through the purchase service, each release timed on its "
         f"own ({d['database']}). A release reads only its neighbouring levels, so its time should not grow "
         f"with the number of buyers: compare the first tenth with the last.",
@@ -220,7 +223,7 @@ def ingest(d: dict) -> str:
                      f"{r['cpu_seconds'] / d['rows'] * 1e6:,.2f} µs", mb(r["peak_rss_mb"])])
     return "\n\n".join([
         "## Uploads: reading a CSV",
-        f"{command(d, '--rows %d' % d['rows'])}: a generated CSV of {d['rows']:,} rows × 20 columns "
+        f"{command(d, '--rows ' + str(d['rows']))}: a generated CSV of {d['rows']:,} rows × 20 columns "
         f"({d['bytes'] / 2**20:,.0f} MB) read into the raw Parquet, its types and summaries inferred and the "
         f"typed Parquet written, each in a fresh process, beside pandas in the same run.",
         measured(d),
@@ -234,7 +237,7 @@ def listing_scale(d: dict) -> str:
     rows = [[labels[k], sec(d[k]["seconds"]), mb(d[k]["peak_mb"])] for k in ("listing", "duckdb", "pandas") if k in d]
     return "\n\n".join([
         "## Listings over large data",
-        f"{command(d, '--rows %d' % d['rows'])}: a {d['statistics']}-statistic listing ({d['values']} values) "
+        f"{command(d, '--rows ' + str(d['rows']))}: a {d['statistics']}-statistic listing ({d['values']} values) "
         f"computed over a typed Parquet table of {d['rows']:,} rows × {d['columns']} columns "
         f"({d['parquet_mb']:,.0f} MB), each way in a fresh process; the answers agree: {d['agree']}. "
         f"Target: listing creation under 60 s and 2 GB.",
