@@ -17,7 +17,7 @@ for b in "${all[@]}"; do
     scale) args=(--buyers 1000) ;;
     ingest) args=(--rows 1000000) ;;
     listing_scale) args=(--rows 1000000) ;;
-    plan_reads) args=(--calls 300 --repeat 15) ;;
+    plan_reads) args=(--calls 100 --repeat 5) ;;
     *) args=() ;;
   esac
   echo "== bench.$b ${args[*]}"
