@@ -104,10 +104,12 @@ def run(repeat: int) -> dict:
     if dataset.status == Dataset.Status.PROCESSING:
         dataset = dataset_process(dataset_id=dataset.pk)
     trading_services.purchase_queue = lambda **kw: True  # releases are run and timed below, not queued
-    times: dict[str, dict[str, list[float]]] = {"lattice": {}, "laplace": {}}
+    # the float path (engine "laplace") is retired: no new noise is drawn on it, so it can no longer be
+    # bought here as the baseline; its last figures beside the lattice's are in the git history
+    times: dict[str, dict[str, list[float]]] = {"lattice": {}}
     dims = {}
     for r in range(repeat):
-        for engine in ("lattice", "laplace"):
+        for engine in times:
             title = f"{engine} {r}"
             if engine == "lattice":
                 listing = listing_create(owner=owner, dataset_id=dataset.public_id, title=title, statistics=SPEC,
