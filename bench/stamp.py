@@ -2,7 +2,7 @@
 
 ``docs/performance.md`` is generated from those files (``scripts/perf_page.py``), so each carries
 its date (UTC), the CPU model (from /proc/cpuinfo), the number of cores, the Python and numpy
-versions and the load average when the bench started.
+versions and the load average (1 minute) when the figures are written, at the end of the run.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def measured(data: dict) -> str:
         return f"Measured {data.get('date', '(no date)')} on {m}."
     return (
         f"Measured {data.get('date', '(no date)')} on {m.get('cpu')}, {m.get('cores')} cores, "
-        f"Python {m.get('python')}, numpy {m.get('numpy')}; load average {m.get('load_average')} at the start."
+        f"Python {m.get('python')}, numpy {m.get('numpy')}; load average {m.get('load_average')} as the bench ended (1 minute)."
     )
 
 
@@ -283,7 +283,7 @@ Every figure below is read from a bench's JSON output, committed in `docs/perf/`
 the machine it was measured on. `bash scripts/perf_run.sh [bench …]` runs the benches that finish in a
 few minutes (the database ones on `DATABASE_URL`, in throw-away databases) and regenerates this page.
 Timings on this 2-core machine vary from run to run with what else runs on it: the load average at
-the start of each bench is given. Where a bench measures a baseline in the same run, it stands beside
+the end of each bench is given. Where a bench measures a baseline in the same run, it stands beside
 the candidate.
 
 Not generated here: the load bench (`python -m bench.load`, about 3.5 minutes, see the operations
