@@ -12,13 +12,13 @@ Laplace; the exit status is 1 if it is missed.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bench.stamp import write_json
 from releases.engine.mechanism import bridge, relax, tighten
 
 TARGET_RELAX = 3.0
@@ -89,8 +89,7 @@ def main(argv=None) -> int:
     ok = worst <= TARGET_RELAX
     print(f"target relax <= {TARGET_RELAX}x numpy's Laplace: {'met' if ok else 'MISSED'} (worst {worst:.2f}x)")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
+        write_json(args.json, "engine", {"repeat": args.repeat, "rows": rows})
     return 0 if ok else 1
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from bench.stamp import write_json
 
 
 def make_csv(path: str, rows: int, seed: int = 12) -> int:
@@ -108,8 +109,7 @@ def main() -> None:
         t0 = time.perf_counter()
         size = make_csv(path, args.rows)
         print(f"generated {args.rows:,} rows x 20 columns, {size / 2**20:.1f} MB in {time.perf_counter() - t0:.1f} s")
-        figures = {"rows": args.rows, "bytes": size, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-                   "load_before": os.getloadavg()[0]}
+        figures = {"rows": args.rows, "bytes": size, "load_before": os.getloadavg()[0]}
         for which in ("gradual", "pandas"):
             out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", which, path],
                                  capture_output=True, text=True, check=True)
@@ -123,9 +123,7 @@ def main() -> None:
         print(f"load average (1 min) {figures['load_before']:.1f} before, {figures['load_after']:.1f} after, "
               f"on {os.cpu_count()} CPUs")
     if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+        write_json(args.json, "ingest", figures)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ under 100 ms (CPU time). The exit status is 1 if one is missed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import secrets
@@ -41,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.engine import machine
+from bench.stamp import write_json
 from releases.engine import lattice, mechanism
 
 TARGET_RATE = 20_000
@@ -163,10 +163,9 @@ def main(argv=None) -> int:
         f"{'met' if ok else 'MISSED'}"
     )
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        report = {"machine": machine(), "load": load, "n": args.n, "regimes": rows, "baseline": baseline,
+        report = {"load": load, "n": args.n, "repeat": args.repeat, "regimes": rows, "baseline": baseline,
                   "listing_ms": listing, "met": ok}
-        args.json.write_text(json.dumps(report, indent=2))
+        write_json(args.json, "lattice", report)
     return 0 if ok else 1
 
 

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.stamp import write_json
+
 COLUMNS = [
     ("id", "integer", "none"), ("age", "integer", "none"), ("income", "decimal", "exclude"),
     ("score", "decimal", "exclude"), ("weight", "decimal", "none"), ("height", "decimal", "exclude"),
@@ -225,7 +227,7 @@ def _child(contender: str, path: str) -> None:
     import duckdb  # noqa: F401  (imports are not timed)
     import pandas  # noqa: F401
 
-    import market.catalog.compute  # noqa: F401
+    import market.catalog.compute
     import market.catalog.statistics  # noqa: F401
 
     start = time.perf_counter()
@@ -285,12 +287,11 @@ def main(argv=None) -> int:
     if agree is not None:
         print(f"  answers agree: {agree}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_json(args.json, "listing_scale", {
             "rows": args.rows, "columns": len(COLUMNS), "parquet_mb": size, "generate_seconds": made, "seal_seconds": sealed,
             "statistics": len(SPEC), "values": len(plan.labels), "agree": agree,
             **{name: {"seconds": r["seconds"], "peak_mb": r["peak_mb"]} for name, r in results.items()},
-        }, indent=2))
+        })
     return 0 if agree in (None, True) else 1
 
 

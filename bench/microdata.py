@@ -33,7 +33,6 @@ missed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import secrets
@@ -45,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.engine import machine
+from bench.stamp import write_json
 from releases.engine import bitreport, lattice
 
 TARGET_BYTES = 2.0
@@ -197,10 +197,9 @@ def main(argv=None) -> int:
     print(f"\ntarget < {TARGET_BYTES} B per record-bit and level (worst {worst_bytes:.3f}) and the bottom "
           f"release < {TARGET_RELEASE_S:.0f} s ({release['wall_s']:.2f} s): {'met' if ok else 'MISSED'}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        out = {"machine": machine(), "load": load, "n": args.n, "bits": args.bits, "ladder": ladder,
+        out = {"load": load, "n": args.n, "bits": args.bits, "ladder": ladder,
                "baseline": baseline, "bloom": bloom, "peak_mb": peak_mb, "met": ok}
-        args.json.write_text(json.dumps(out, indent=2))
+        write_json(args.json, "microdata", out)
     return 0 if ok else 1
 
 

@@ -19,16 +19,19 @@ import argparse
 import os
 import platform
 import time
+from pathlib import Path
+
+from bench.stamp import write_json
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
 os.environ.setdefault("THROTTLE_USER", "1000000/minute")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from django.db import connection  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
+from django.db import connection
+from django.test.utils import setup_test_environment
 
 LISTINGS = ("Clinic patients by district, sex and smoking", "Penguins by species and island")
 
@@ -68,7 +71,6 @@ def run(calls: int, repeat: int) -> list[tuple]:
     from market.accounts.models import User
     from market.catalog.models import Listing
     from market.catalog.selectors import listing_plan
-
     from market.celery import app
 
     app.conf.task_always_eager = True  # a purchase is released at its commit, in place: nothing queued
@@ -112,6 +114,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--in-place", action="store_true", help="use the configured database, not a throw-away one")
     args = parser.parse_args(argv)
 
@@ -131,6 +134,13 @@ def main(argv=None) -> int:
     for name, before, after, q_before, q_after in rows:
         shown = [f"{ms:.2f}" + (f" ({q})" if q else "") for ms, q in ((before, q_before), (after, q_after))]
         print(f"{name:<36}{shown[0]:>18}{shown[1]:>14}")
+    if args.json:
+        write_json(args.json, "plan_reads", {
+            "database": connection.vendor, "calls": args.calls, "repeat": args.repeat,
+            "rows": [{"call": name, "rebuilt_cpu_ms": before, "stored_cpu_ms": after,
+                      "rebuilt_queries": q_before, "stored_queries": q_after}
+                     for name, before, after, q_before, q_after in rows],
+        })
     return 0
 
 

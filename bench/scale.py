@@ -20,7 +20,6 @@ memory without it).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -28,15 +27,17 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+from bench.stamp import write_json
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-import numpy as np  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
+import numpy as np
+from django.db import connection
+from django.test.utils import setup_test_environment
 
 CEILING = "5"
 PRICE = "100"  # credits per eps: the smallest step (0.0001) costs 0.01, since no step is free
@@ -58,6 +59,10 @@ def run(buyers: int) -> dict:
     from market.trading.services import purchase_create
     from releases.models import NoisePath, NoisePoint
 
+    from market.catalog import services as catalog_services
+
+    # the dataset is read at once, not queued on commit (no worker runs here), as the tests do
+    catalog_services._queue_on_commit = lambda pk, job: catalog_services.dataset_process(dataset_id=pk, job=job)
     User = get_user_model()
     owner = User.objects.create_user("bench-owner", password=None, is_owner=True)
     datasets = {
@@ -132,8 +137,7 @@ def main(argv=None) -> int:
         print(f"  release: p50 {r['release_ms_p50']:.2f} ms, p99 {r['release_ms_p99']:.2f} ms;"
               f" first tenth {r['release_ms_first_tenth']:.2f} ms, last tenth {r['release_ms_last_tenth']:.2f} ms")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"database": connection.vendor, "report": report}, indent=2))
+        write_json(args.json, "scale", {"database": connection.vendor, "report": report})
     return 0
 
 

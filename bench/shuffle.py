@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from bench.stamp import write_json
 from releases.engine.osrandom import new_source
 
 
@@ -65,8 +66,7 @@ def main(argv=None) -> int:
     text = json.dumps(figures, indent=2)
     print(text)
     if args.json:
-        with open(args.json, "w") as fh:
-            fh.write(text + "\n")
+        write_json(args.json, "shuffle", figures)
     return 0
 
 

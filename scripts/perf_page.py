@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Renders docs/performance.md from the benches' JSON files in docs/perf/.
+
+    .venv/bin/python scripts/perf_page.py            # write docs/performance.md
+    .venv/bin/python scripts/perf_page.py --check    # exit 1 if docs/performance.md is not what the JSON gives
+
+Each bench writes its figures with ``--json`` (``bench/stamp.py`` adds the date and the machine);
+``bash scripts/perf_run.sh`` runs the benches that finish in a few minutes into docs/perf/ and then
+this script. The page is never edited by hand: a figure changes only with its JSON, and
+``tests/test_perf_page.py`` fails when the committed page differs from what the JSON renders.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PERF_DIR = ROOT / "docs" / "perf"
+PAGE = ROOT / "docs" / "performance.md"
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms"
+
+
+def sec(seconds: float) -> str:
+    return f"{seconds:,.2f} s"
+
+
+def rate(per_second: float) -> str:
+    return f"{per_second:,.0f}"
+
+
+def ns_per(per_second: float) -> str:
+    """CPU nanoseconds per unit from units per CPU second."""
+    return f"{1e9 / per_second:,.0f} ns"
+
+
+def mb(value: float) -> str:
+    return f"{value:,.0f} MB"
+
+
+def table(header: list[str], rows: list[list[str]], align: str | None = None) -> str:
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(marks) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def measured(data: dict) -> str:
+    m = data.get("machine") or {}
+    if not isinstance(m, dict):
+        return f"Measured {data.get('date', '(no date)')} on {m}."
+    return (
+        f"Measured {data.get('date', '(no date)')} on {m.get('cpu')}, {m.get('cores')} cores, "
+        f"Python {m.get('python')}, numpy {m.get('numpy')}; load average {m.get('load_average')} as the bench ended (1 minute)."
+    )
+
+
+def command(data: dict, args: str) -> str:
+    return f"`.venv/bin/python -m bench.{data['bench']}{(' ' + args) if args else ''} --json docs/perf/{data['bench']}.json`"
+
+
+# --- one section per bench --------------------------------------------------------------------
+
+def engine(d: dict) -> str:
+    rows = []
+    for r in d["rows"]:
+        base = r["numpy_laplace_s"]
+        rows.append([f"{r['coordinates']:,}", ms(base)]
+                    + [f"{ms(r[k + '_s'])} ({r[k + '_ratio']:.2f}×)" for k in ("relax", "tighten", "bridge")])
+    return "\n\n".join([
+        "## Float path steps against numpy's Laplace",
+        f"{command(d, '')}: each step of `releases/engine/mechanism.py` (the float path, kept for "
+        f"listings made before the lattice) against `numpy.random.Generator.laplace` on the same number of "
+        f"coordinates; wall time, best of {d.get('repeat', 5)}. Target: `relax` ≤ 3× numpy's Laplace.",
+        measured(d),
+        table(["coordinates", "numpy Laplace (baseline)", "relax", "tighten", "bridge"], rows),
+    ])
+
+
+def lattice(d: dict) -> str:
+    steps = list(d["regimes"][0]["system"].keys())
+    rows = [[r["regime"].replace("->", "→")] + [rate(r["system"][s]) for s in steps] for r in d["regimes"]]
+    worst = min(min(r["system"].values()) for r in d["regimes"])
+    base = d["baseline"]
+    relax_rates = [r["system"]["relax"] for r in d["regimes"]]
+    cmp_rows = [
+        ["numpy Laplace sample (float, baseline)", rate(base["numpy laplace"]), ns_per(base["numpy laplace"])],
+        ["float `relax` (baseline)", rate(base["float relax"]), ns_per(base["float relax"])],
+        ["lattice `relax`, fastest regime", rate(max(relax_rates)), ns_per(max(relax_rates))],
+        ["lattice `relax`, slowest regime", rate(min(relax_rates)), ns_per(min(relax_rates))],
+        ["lattice, slowest step of any regime", rate(worst), ns_per(worst)],
+    ]
+    listing = [[name, f"{v['cpu_ms']:.1f}", f"{v['wall_ms']:.1f}"] for name, v in d["listing_ms"].items()]
+    return "\n\n".join([
+        "## The exact lattice path",
+        f"{command(d, '')}: each step of `releases/engine/lattice.py` in coordinates per CPU second "
+        f"(best of {d.get('repeat', 3)} runs of {d['n']:,} coordinates) with the product's bit source, "
+        f"`secrets.SystemRandom`. Target: 20,000 coordinates a CPU second for every step in every regime, "
+        f"and a 1,000-value release under 100 ms.",
+        measured(d),
+        table(["levels"] + [s.replace("x_lo=x_hi", "ends equal").replace("|d|=1e6", "ends 10⁶ apart") for s in steps], rows),
+        "Candidate against the float path's baseline, measured in the same run (CPU per coordinate):",
+        table(["step", "coordinates per CPU second", "CPU per coordinate"], cmp_rows),
+        "A 1,000-value listing through `lattice.step` (weights 3 and 3·10⁴), ms per release:",
+        table(["step", "CPU ms", "wall ms"], listing),
+    ])
+
+
+def lattice_release(d: dict) -> str:
+    steps = ["initial", "relax", "tighten", "bridge", "reuse"]
+    rows = [[f"{engine} ({r['values']:,} values)"] + [f"{r[s]:.1f}" for s in steps if s in r]
+            for engine, r in d["report"].items()]
+    return "\n\n".join([
+        "## A lattice release through the product",
+        f"{command(d, '')}: a listing of a 40 × 26 table of counts and a sum on a grid of 0.01 released end to "
+        f"end through `purchase_release` (locks, neighbouring points, sampling, the encrypted point, the release "
+        f"and the ledger in one transaction), median of {d.get('repeat', 5)} listings, {d['database']}. "
+        f"Target: under 100 ms. (The float path, once its baseline, is retired and can no longer be bought.)",
+        measured(d),
+        table(["ms per release"] + [s for s in steps if s in next(iter(d["report"].values()))], rows),
+    ])
+
+
+def microdata(d: dict) -> str:
+    lad, base, bloom = d["ladder"], d["baseline"], d["bloom"]
+    steps = [s["wall_s"] for s in lad["steps"]]
+    rows = [
+        [f"sample the ladder's top ({d['n'] * d['bits']:,} exact draws)", f"{sec(lad['top']['wall_s'])} (CPU {sec(lad['top']['cpu_s'])})",
+         f"scalar exact sampler: {sec(base['extrapolated_wall_s'])} for the ladder (CPU {sec(base['extrapolated_cpu_s'])}, "
+         f"extrapolated from {base['n']:,})"],
+        ["each tightening down the ladder", f"{min(steps):.2f}–{max(steps):.2f} s", ""],
+        ["the whole ladder, vectorised", f"{sec(lad['ladder_sampling']['wall_s'])} (CPU {sec(lad['ladder_sampling']['cpu_s'])})",
+         f"{base['extrapolated_wall_s'] / lad['ladder_sampling']['wall_s']:,.0f}× faster than the scalar sampler"],
+        ["first release of the lowest level (sample, tighten, pack every level, report)",
+         f"{sec(lad['bottom_release']['wall_s'])} (CPU {sec(lad['bottom_release']['cpu_s'])})", "target < 60 s"],
+        ["storage per record, bit and level", ", ".join(f"{p['bytes_per_cell']:.2f} B" for p in lad["levels"]),
+         f"naive {base['naive_bytes_per_cell']:.0f} B"],
+        ["peak memory", mb(d["peak_mb"]), ""],
+        [f"Bloom filters, {bloom['strings']:,} strings, 32 bits, 2 hashes", f"{sec(bloom['wall_s'])} (CPU {sec(bloom['cpu_s'])})", ""],
+    ]
+    return "\n\n".join([
+        "## Microdata: bit reports",
+        f"{command(d, '')}: the bit-report engine (`releases/engine/bitreport.py`) on {d['n']:,} records × "
+        f"{d['bits']} bits with the operating system's random words, beside the scalar exact sampler of "
+        f"the lattice path in the same run (the baseline). Storage targets: < 2 B per record, bit and level.",
+        measured(d),
+        table(["figure", "candidate", "baseline in the same run"], rows, align="lrl"),
+    ])
+
+
+def microdata_release(d: dict) -> str:
+    rows = [["listing made (read, one-hot, shuffle, seal)", sec(d["listing_create_s"])]]
+    rows += [[f"release at ε {r['level']}", sec(r["seconds"])] for r in d["releases"]]
+    rows += [
+        ["storage per record, bit and released level", f"{d['bytes_per_record_bit_level']:.3f} B"],
+        ["the same, as the lattice path stores noise (baseline)", f"{d['baseline_lattice_storage_per_record_bit_level']:.2f} B"],
+        ["the same, naive (baseline)", f"{d['baseline_naive_per_record_bit_level']:.0f} B"],
+    ]
+    return "\n\n".join([
+        "## Microdata through the product",
+        f"{command(d, '')}: a microdata listing of {d['records']:,} records × {d['bits']} bits made from a "
+        f"sealed dataset and bought level by level by the release task's body, on a throw-away PostgreSQL "
+        f"database. Target: first release < 60 s.",
+        measured(d),
+        table(["step", "figure"], rows),
+    ])
+
+
+def shuffle(d: dict) -> str:
+    rows = [
+        ["permutation alone", ms(d["old_permutation_s"]), ms(d["os_permutation_s"]), f"{d['slowdown_permutation']:.1f}×"],
+        [f"permute the rows' bits ({d['bits_per_row']} a row)", ms(d["old_shuffle_rows_s"]), ms(d["os_shuffle_rows_s"]),
+         f"{d['slowdown_shuffle_rows']:.1f}×"],
+    ]
+    return "\n\n".join([
+        "## The microdata row shuffle",
+        f"{command(d, '')}: the secret order of a microdata listing's {d['rows']:,} rows, from the operating "
+        f"system's bits (`releases.engine.osrandom`, the candidate) against the seeded PCG64DXSM generator "
+        f"used before (the baseline); best of {d['repeat']}. Paid once, when the listing is made.",
+        measured(d),
+        table(["work", "seeded generator (baseline)", "OS bits", "cost"], rows),
+    ])
+
+
+def _queries(n) -> str:
+    return f" ({n})" if n else ""
+
+
+def plan_reads(d: dict) -> str:
+    rows = []
+    for r in d["rows"]:
+        rows.append([r["call"], f"{r['rebuilt_cpu_ms']:.2f}{_queries(r['rebuilt_queries'])}", f"{r['stored_cpu_ms']:.2f}{_queries(r['stored_queries'])}"])
+    return "\n\n".join([
+        "## Reading quotes and releases: the stored plan",
+        f"{command(d, '--calls ' + str(d['calls']) + ' --repeat ' + str(d['repeat']))}: a quote and a released purchase "
+        f"as the API reads them, with the statistics' plan laid out again on every read (the baseline) and "
+        f"stored with the listing; least CPU per call of {d['repeat']} runs of {d['calls']}, {d['database']}.",
+        measured(d),
+        table(["CPU ms per call (queries)", "laid out on every read (baseline)", "stored"], rows),
+    ])
+
+
+def scale(d: dict) -> str:
+    rows = [[name, f"{r['buyers']:,}", f"{r['distinct_levels']:,}",
+             f"{r['stored_points']:,} points, {r['stored_bytes'] / 1024:,.1f} KiB",
+             f"{r['release_ms_p50']:.2f} ms", f"{r['release_ms_p99']:.2f} ms",
+             f"{r['release_ms_first_tenth']:.2f} ms", f"{r['release_ms_last_tenth']:.2f} ms"]
+            for name, r in d["report"].items()]
+    return "\n\n".join([
+        "## Many buyers on one listing",
+        f"{command(d, '--buyers ' + str(next(iter(d['report'].values()))['buyers']))}: buyers on one listing, "
+        f"each buying one random level in (0, 5] through the purchase service, each release timed on its "
+        f"own ({d['database']}). A release reads only its neighbouring levels, so its time should not grow "
+        f"with the number of buyers: compare the first tenth with the last.",
+        measured(d),
+        table(["listing", "buyers", "distinct levels", "stored", "release p50", "p99", "first tenth", "last tenth"], rows),
+    ])
+
+
+def ingest(d: dict) -> str:
+    rows = []
+    for name, label in (("gradual", "upload processing (read, infer, typed)"), ("pandas", "pandas `read_csv` + `to_parquet` (baseline)")):
+        r = d.get(name)
+        if not r:
+            continue
+        detail = f" ({r['read']:.1f}, {r['infer']:.1f}, {r['typed']:.1f})" if name == "gradual" else ""
+        rows.append([label, f"{sec(r['seconds'])}{detail}", sec(r["cpu_seconds"]),
+                     f"{r['cpu_seconds'] / d['rows'] * 1e6:,.2f} µs", mb(r["peak_rss_mb"])])
+    return "\n\n".join([
+        "## Uploads: reading a CSV",
+        f"{command(d, '--rows ' + str(d['rows']))}: a generated CSV of {d['rows']:,} rows × 20 columns "
+        f"({d['bytes'] / 2**20:,.0f} MB) read into the raw Parquet, its types and summaries inferred and the "
+        f"typed Parquet written, each in a fresh process, beside pandas in the same run.",
+        measured(d),
+        table(["work", "wall time", "CPU", "CPU per row", "peak memory"], rows),
+    ])
+
+
+def listing_scale(d: dict) -> str:
+    labels = {"listing": "`listing` (decrypt the sealed file + DuckDB)", "duckdb": "`duckdb` (the scan alone)",
+              "pandas": "`pandas` (baseline)"}
+    rows = [[labels[k], sec(d[k]["seconds"]), mb(d[k]["peak_mb"])] for k in ("listing", "duckdb", "pandas") if k in d]
+    return "\n\n".join([
+        "## Listings over large data",
+        f"{command(d, '--rows ' + str(d['rows']))}: a {d['statistics']}-statistic listing ({d['values']} values) "
+        f"computed over a typed Parquet table of {d['rows']:,} rows × {d['columns']} columns "
+        f"({d['parquet_mb']:,.0f} MB), each way in a fresh process; the answers agree: {d['agree']}. "
+        f"Target: listing creation under 60 s and 2 GB.",
+        measured(d),
+        table(["10⁶ rows" if d["rows"] == 10**6 else f"{d['rows']:,} rows", "wall time", "peak memory"], rows),
+    ])
+
+
+SECTIONS: list[tuple[str, Callable[[dict], str]]] = [
+    ("engine", engine),
+    ("lattice", lattice),
+    ("lattice_release", lattice_release),
+    ("microdata", microdata),
+    ("microdata_release", microdata_release),
+    ("shuffle", shuffle),
+    ("plan_reads", plan_reads),
+    ("scale", scale),
+    ("ingest", ingest),
+    ("listing_scale", listing_scale),
+]
+
+HEADER = """# Performance
+
+<!-- Generated by scripts/perf_page.py from docs/perf/*.json: do not edit by hand.
+     Re-measure with `bash scripts/perf_run.sh`; tests/test_perf_page.py fails if this page and the JSON differ. -->
+
+Every figure below is read from a bench's JSON output, committed in `docs/perf/`, with the date and
+the machine it was measured on. `bash scripts/perf_run.sh [bench …]` runs the benches that finish in a
+few minutes (the database ones on `DATABASE_URL`, in throw-away databases) and regenerates this page.
+Timings on this 2-core machine vary from run to run with what else runs on it: the load average at
+the end of each bench is given. Where a bench measures a baseline in the same run, it stands beside
+the candidate.
+
+Not generated here: the load bench (`python -m bench.load`, about 3.5 minutes, see the operations
+guide) and the black-box privacy audit (`python -m bench.product_audit`, 15–20 minutes), which are run
+by hand.
+"""
+
+
+def render(perf_dir: Path) -> str:
+    parts = [HEADER.rstrip("\n")]
+    for name, section in SECTIONS:
+        path = perf_dir / f"{name}.json"
+        if path.exists():
+            parts.append(section(json.loads(path.read_text())))
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the page differs from what the JSON renders")
+    parser.add_argument("--perf-dir", type=Path, default=PERF_DIR)
+    parser.add_argument("--page", type=Path, default=PAGE)
+    args = parser.parse_args(argv)
+    text = render(args.perf_dir)
+    if args.check:
+        current = args.page.read_text() if args.page.exists() else ""
+        if current != text:
+            print(f"{args.page} is out of date with {args.perf_dir}/*.json: run scripts/perf_page.py", file=sys.stderr)
+            return 1
+        print(f"{args.page} is up to date")
+        return 0
+    args.page.write_text(text)
+    print(f"wrote {args.page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
