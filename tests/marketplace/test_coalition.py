@@ -18,7 +18,7 @@ from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 from releases.models import Release
 
-from .conftest import HIST_BINS, make_csv
+from tests.fixtures.market import HIST_BINS, make_csv
 
 pytestmark = pytest.mark.django_db
 LEVELS = ["0.25", "0.5", "0.75", "1", "1.25", "1.5", "1.75", "2"]

@@ -14,7 +14,7 @@ from market.catalog.models import Dataset
 from market.ledger.models import Transfer
 from releases.models import Release
 
-from .conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 from . import test_migrations
 
 ID = {"ds": re.compile(r"^ds_[0-9A-Za-z]{22}$"), "rel": re.compile(r"^rel_[0-9A-Za-z]{22}$"), "tr": re.compile(r"^tr_[0-9A-Za-z]{22}$")}

@@ -18,7 +18,7 @@ from market.core.errors import InvalidInput
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release
 from releases.engine.postprocess import grid_step
-from tests.marketplace.conftest import old_float_listing
+from tests.fixtures.market import old_float_listing
 
 pytestmark = pytest.mark.django_db
 
