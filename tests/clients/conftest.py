@@ -29,11 +29,9 @@ def key_for():
 
 
 @pytest.fixture
-def buyer_key(users, fund, key_for):
+def buyer_key(funded_buyer, key_for):
     """A buyer with 100 credits, and an API key of theirs."""
-    bea = users("bea")
-    fund(bea, 100)
-    return key_for(bea)
+    return key_for(funded_buyer("bea", 100))
 
 
 @pytest.fixture
