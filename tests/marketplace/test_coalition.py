@@ -31,6 +31,7 @@ def blue_weights(cov: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 def test_the_best_pooled_estimate_is_the_closest_buyers_answer(owner, users, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks, report):
     eps = np.array([float(level) for level in LEVELS])
     path_cov = 2.0 / np.maximum.outer(eps, eps) ** 2

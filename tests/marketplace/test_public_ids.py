@@ -107,6 +107,7 @@ def test_pages_name_releases_and_datasets_by_their_public_ids(
     assert client.get(f"/owner/listings/new/?dataset={dataset.pk}").status_code == 404
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_existing_rows_public_ids_and_keeps_the_triggers(
     owner, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks
