@@ -1,34 +1,46 @@
-import atexit
-import os
-import shutil
-import tempfile
+"""The suite's root: tiers by folder, the shared fixture plugins, and the fixtures every folder uses.
 
-import django
+Configuration is in pytest.ini (markers, ``--strict-markers``, the test settings module
+``market.settings_test``); docs/testing.md describes the tiers. Nothing here edits the environment or
+imports Django: ``pytest tests/engine -p no:django`` runs the engine's tests without it."""
+
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-# Django for the marketplace's tests (the engine's tests need none). Set up at
-# import, before the conftests below this folder import models.
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
-# a file-system broker folder of the tests' own, one per test session, never the demo's
-# .broker/run (scripts/run.sh): a running demo's workers must not take the tests' tasks. Worker processes
-# started by tests inherit it.
-if not os.environ.get("BROKER_FOLDER"):
-    os.environ["BROKER_FOLDER"] = tempfile.mkdtemp(prefix="gradual-test-broker-")
-    atexit.register(shutil.rmtree, os.environ["BROKER_FOLDER"], ignore_errors=True)
-# generous limits so that tests exercise behaviour, not the throttle
-for scope in ("USER", "ANON", "PURCHASES", "AUTH"):
-    os.environ.setdefault(f"THROTTLE_{scope}", "100000/minute")
-django.setup()
+TESTS = Path(__file__).resolve().parent
+
+#: folders whose every test is in a tier (the marker), besides any mark of its own
+FOLDER_TIERS = {
+    "browser": ("browser", "services"),  # Chromium, a live server and a Celery worker
+    "faults": ("services",),  # real PostgreSQL, Redis, worker processes, redis-server
+    "bench": ("services", "slow"),  # load against gunicorn and workers
+    "clients": ("services",),  # the client against a live server and a Celery worker
+    "fuzz": ("slow",),  # the API fuzzed from its schema: minutes
+}
+#: fixtures that start a real Celery worker (tests/fixtures/workers.py) or use a real broker
+SERVICE_FIXTURES = {"worker", "late_worker", "workers", "broker"}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _fresh_cache():
-    """Start from an empty cache: sign-in lockouts and throttle counts kept in Redis by an
-    earlier run must not decide this one's answers."""
-    from django.core.cache import cache
+def _django_configured() -> bool:
+    """pytest-django sets Django up before conftests load; under ``-p no:django`` nothing does."""
+    conf = sys.modules.get("django.conf")
+    return bool(conf and conf.settings.configured)
 
-    cache.clear()
+
+# fixtures shared across folders (instead of conftests importing each other's): only with Django
+pytest_plugins = ["tests.fixtures.market", "tests.fixtures.workers"] if _django_configured() else []
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+        for marker in FOLDER_TIERS.get(parts[0], ()) if len(parts) > 1 else ():
+            item.add_marker(marker)
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("services")
 
 
 @pytest.fixture
@@ -49,25 +61,3 @@ def report(capsys):
             print()
 
     return _report
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """Tests create many users: a fast hasher instead of PBKDF2's deliberate slowness."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "queued_datasets: datasets are processed on commit, as in production")
-
-
-@pytest.fixture(autouse=True)
-def _datasets_processed_at_once(request, monkeypatch):
-    """A test's transaction never commits, so an uploaded dataset's processing (queued on commit)
-    would never run: it runs at once instead, in place of the queuing. Tests of the queuing itself
-    are marked ``queued_datasets`` and commit with ``django_capture_on_commit_callbacks``."""
-    if request.node.get_closest_marker("queued_datasets"):
-        return
-    from market.catalog import services
-
-    monkeypatch.setattr(services, "_queue_on_commit", lambda pk, job: services.dataset_process(dataset_id=pk, job=job))

@@ -3,7 +3,7 @@ tests' check of the one error shape."""
 
 import pytest
 
-from tests.marketplace.conftest import api, buyer, owner, users  # noqa: F401 - fixtures
+from tests.fixtures.market import api, buyer, owner, users  # noqa: F401 - fixtures
 from tests.security.conftest import PASSWORD  # noqa: F401
 
 

@@ -3,7 +3,6 @@ with a real Celery worker. No tool downloads a browser: Playwright is pointed at
 ``/usr/bin/chromium`` (Debian's package, installed by ``.ci/run``), or $CHROMIUM.
 """
 
-import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -21,7 +20,7 @@ SCREENSHOTS = os.environ.get("SCREENSHOT_DIR")
 # Tests only: the deploy check refuses this variable, and its test drops it.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-from tests.marketplace.conftest import STATISTICS, fund, make_csv, seeded_noise, users  # noqa: E402,F401
+from tests.fixtures.market import STATISTICS, make_csv  # noqa: E402,F401 - names the browser tests import from here
 
 
 @pytest.fixture(scope="session")
@@ -34,32 +33,6 @@ def chromium():
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield browser
         browser.close()
-
-
-@contextlib.contextmanager
-def _celery_worker():
-    from celery.contrib.testing.worker import start_worker
-
-    from market.celery import app
-
-    app.conf.task_always_eager = False
-    # releases and uploaded datasets (in production each queue has its own worker: docs/operations.md)
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20,
-                      queues=["celery", "ingest"]):
-        yield app
-
-
-@pytest.fixture
-def worker(transactional_db, seeded_noise):
-    with _celery_worker() as app:
-        yield app
-
-
-@pytest.fixture
-def late_worker(transactional_db, seeded_noise):
-    """Start the Celery worker when the test says (what was queued before waits for it)."""
-    with contextlib.ExitStack() as stack:
-        yield lambda: stack.enter_context(_celery_worker())
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from tests.datasets import ready_dataset
 import re
 
 import pytest
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import eager_celery, make_csv  # noqa: F401 - eager_celery: a fixture
+from tests.fixtures.market import eager_celery, make_csv  # noqa: F401 - eager_celery: a fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from market.catalog.services import listing_create
 from market.trading.services import purchase_create
-from tests.marketplace.conftest import STATISTICS, eager_celery, make_csv  # noqa: F401 - fixtures
+from tests.fixtures.market import STATISTICS, eager_celery, make_csv  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "a-long-password-1"

@@ -15,7 +15,7 @@ from market.catalog.statistics import default_grid
 from tests.browser.test_buyer_flow import buy, log_in
 from tests.browser.test_owner_flow import LABEL, sign_up_as_owner
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WHOLE = re.compile(r"-?\d+")

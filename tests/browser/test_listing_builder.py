@@ -9,7 +9,7 @@ from market.catalog.models import Listing
 from market.catalog.services import dataset_create
 from market.catalog.statistics import KINDS
 from tests.browser.test_owner_flow import sign_up_as_owner
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

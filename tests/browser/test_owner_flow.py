@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from market.catalog.models import Dataset, Listing
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LABEL = {name: re.compile(rf"^{name}:?$") for name in ("Kind", "Column", "Lower", "Upper", "Bin edges", "Name", "Title")}

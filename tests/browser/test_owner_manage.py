@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from market.catalog.models import Listing
 from tests.browser.test_buyer_flow import log_in
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

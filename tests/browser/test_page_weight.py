@@ -22,7 +22,7 @@ from django.test.testcases import LiveServerThread
 from django.test.utils import modify_settings, override_settings
 
 from tests.browser.test_content_security_policy import marketplace  # noqa: F401 - a fixture: a listing and a released purchase
-from tests.marketplace.conftest import eager_celery  # noqa: F401 - a fixture (the marketplace's)
+from tests.fixtures.market import eager_celery  # noqa: F401 - a fixture (the marketplace's)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

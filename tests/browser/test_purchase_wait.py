@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_buyer_flow import log_in
 from tests.browser.test_content_security_policy import LISTEN
-from tests.marketplace.conftest import listing, make_listing, owner  # noqa: F401 - fixtures
+from tests.fixtures.market import listing, make_listing, owner  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STATUS = re.compile(r"/purchases/[0-9a-f-]+/status/$")

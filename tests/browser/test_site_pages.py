@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from market.ledger.selectors import earnings_balance, wallet_balance
 from market.trading.models import Purchase
 from tests.browser.test_buyer_flow import log_in
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SIZES = pytest.mark.parametrize("size", [(1280, 900), (390, 844)], ids=["desktop", "phone"])

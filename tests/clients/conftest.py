@@ -14,8 +14,6 @@ SOURCE = PACKAGE / "src"
 if str(SOURCE) not in sys.path:
     sys.path.insert(0, str(SOURCE))
 
-from tests.browser.conftest import late_worker, worker  # noqa: E402,F401 - the real Celery worker fixtures
-from tests.marketplace.conftest import fund, listing, make_listing, owner, seeded_noise, users  # noqa: E402,F401
 
 
 @pytest.fixture
@@ -31,11 +29,9 @@ def key_for():
 
 
 @pytest.fixture
-def buyer_key(users, fund, key_for):  # noqa: F811 - fixtures imported above
+def buyer_key(funded_buyer, key_for):
     """A buyer with 100 credits, and an API key of theirs."""
-    bea = users("bea")
-    fund(bea, 100)
-    return key_for(bea)
+    return key_for(funded_buyer("bea", 100))
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from market.accounts.models import User
 from market.ledger import selectors as ledger
 from market.trading.models import Purchase as PurchaseRow
 from tests.clients.conftest import PACKAGE, SOURCE
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from django.db import close_old_connections
 from gradual_client import Client, ConflictError
 from market.catalog.models import Dataset, UploadSession
 from market.wsgi import application
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 PART = 1024
 

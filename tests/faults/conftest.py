@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.marketplace.conftest import STATISTICS, api, buyer, fund, listing, make_csv, make_listing, owner, users  # noqa: F401
+from tests.fixtures.market import STATISTICS, api, buyer, fund, listing, make_csv, make_listing, owner, users  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_services = pytest.mark.skipif(

@@ -18,7 +18,7 @@ import market.trading.services as services
 from market.ledger.models import Transfer
 from market.ledger.selectors import ledger_is_balanced, wallet_balance
 from market.trading.models import Holding, Purchase
-from tests.marketplace.conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 from tests.marketplace.test_api import assert_error
 
 from .conftest import database_url, wait_for

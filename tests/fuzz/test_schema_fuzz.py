@@ -40,7 +40,7 @@ from market.catalog.services import listing_create
 from market.ledger.payments import ManualFunding
 from market.trading.services import purchase_create
 from market.wsgi import application
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 #: a real CSV for the aimed uploads, as text: schemathesis validates a case again once a test
 #: changes it, cannot validate bytes, and would then count the aimed (valid) upload as negative

@@ -124,6 +124,7 @@ def _largest_move(plan, relation, rng, trials=3000):
     return worst
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 @pytest.mark.parametrize(
     "spec, relation",
     [

@@ -9,7 +9,7 @@ from market.ledger.models import Leg
 from market.trading.models import Purchase
 from tests.paging import every
 
-from .conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db
 

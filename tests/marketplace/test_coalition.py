@@ -18,7 +18,7 @@ from market.catalog.services import listing_create
 from market.trading.services import purchase_create
 from releases.models import Release
 
-from .conftest import HIST_BINS, make_csv
+from tests.fixtures.market import HIST_BINS, make_csv
 
 pytestmark = pytest.mark.django_db
 LEVELS = ["0.25", "0.5", "0.75", "1", "1.25", "1.5", "1.75", "2"]
@@ -31,6 +31,7 @@ def blue_weights(cov: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 def test_the_best_pooled_estimate_is_the_closest_buyers_answer(owner, users, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks, report):
     eps = np.array([float(level) for level in LEVELS])
     path_cov = 2.0 / np.maximum.outer(eps, eps) ** 2

@@ -14,7 +14,7 @@ from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from releases.models import NoisePoint, Release
 
-from .conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_postgres]
 
@@ -112,7 +112,7 @@ def test_two_purchases_on_two_capped_listings_of_one_dataset_share_one_cap(accou
     from market.trading.models import Holding
     from market.trust.services import trust_listings_set
 
-    from .conftest import STATISTICS, make_csv
+    from tests.fixtures.market import STATISTICS, make_csv
 
     for round_ in range(3):
         dataset = ready_dataset(owner=owner, name=f"visits {round_}", data=make_csv(100, seed=round_),

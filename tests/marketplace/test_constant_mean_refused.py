@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from market.catalog.models import Listing
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 from tests.marketplace.test_api import assert_error
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from market.ledger.payments import ManualPayout
 from market.trading.services import purchase_create
 from tests.datasets import ready_dataset
 
-from .conftest import make_csv
+from tests.fixtures.market import make_csv
 from .test_api import assert_error
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from market.trading.services import purchase_create, purchase_quote
 from market.trust.selectors import buyer_cap
 from market.trust.services import trust_listings_set
 
-from .conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 DB_ERRORS = (IntegrityError, InternalError)

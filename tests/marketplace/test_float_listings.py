@@ -20,7 +20,7 @@ from releases.models import NoisePath, NoisePoint, Release
 from releases.engine.postprocess import laplace_error_bound
 from market.trading.selectors import release_readings
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv, old_float_listing
+from tests.fixtures.market import STATISTICS, make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 

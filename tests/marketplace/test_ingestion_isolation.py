@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from market.catalog import services
 from market.catalog.models import Dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from market.ledger.models import Account, Leg, Transfer
 from market.ledger.services import account_get
 from market.trading.models import Holding
 
-from .conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_postgres]
 DB_ERRORS = (IntegrityError, InternalError)

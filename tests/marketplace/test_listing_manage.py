@@ -23,7 +23,7 @@ from market.ledger.models import Account
 from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_create, purchase_quote
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail, purchase_quote
 from market.trust.services import trust_listings_set, trust_network_update
 from market.trading.services import purchase_release
-from tests.marketplace.conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from market.ledger.selectors import earnings_balance, ledger_is_balanced
 from market.ledger.services import payout_create
 from market.trading.services import purchase_create
 
-from .conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 from .test_concurrency import race
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_postgres]

@@ -16,7 +16,7 @@ from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_create, purchase_release
 from releases.models import NoisePoint, Release
 
-from .conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 
 pytestmark = pytest.mark.django_db
 

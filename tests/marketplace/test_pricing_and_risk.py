@@ -23,7 +23,7 @@ def count_listing(owner):
     """A count (k = 1) priced from the paper's compensation model, margin 1."""
     from market.catalog.services import listing_create
 
-    from .conftest import make_csv
+    from tests.fixtures.market import make_csv
 
     dataset = ready_dataset(owner=owner, name="staff", data=make_csv(100), total_budget="100")
     return listing_create(
@@ -49,7 +49,7 @@ def test_steps_on_a_power_curve_cost_exactly_the_direct_price(
 ):
     from market.catalog.services import listing_create
 
-    from .conftest import STATISTICS, make_csv
+    from tests.fixtures.market import STATISTICS, make_csv
 
     owner = make_listing().dataset.owner
     dataset = ready_dataset(owner=owner, name="v2", data=make_csv(50), total_budget="100")
@@ -105,7 +105,7 @@ def test_the_papers_example_on_a_release_and_the_dashboard(
 def test_the_api_shows_curves_and_refuses_steep_powers(api, owner, count_listing):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from .conftest import make_csv
+    from tests.fixtures.market import make_csv
 
     shown = api().get(f"/api/v1/listings/{count_listing.pk}/").json()["price_curve"]
     assert shown["kind"] == "compensation" and shown["compensation"] == PAPER  # no people figure: the count is private
@@ -128,7 +128,7 @@ def test_the_api_shows_curves_and_refuses_steep_powers(api, owner, count_listing
 def test_the_owner_form_offers_every_curve(client, owner):
     from market.catalog.models import Listing
 
-    from .conftest import make_csv
+    from tests.fixtures.market import make_csv
 
     dataset = ready_dataset(owner=owner, name="staff", data=make_csv(40), total_budget="100")
     client.force_login(owner)

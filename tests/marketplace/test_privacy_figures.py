@@ -23,7 +23,7 @@ from market.catalog.statistics import Lattice
 from market.trading.services import purchase_create
 from releases.engine.profile import LatticeProfile, loss_profile_lattice
 
-from .conftest import make_csv, old_float_listing
+from tests.fixtures.market import make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from market.catalog.models import Dataset
 from market.ledger.models import Transfer
 from releases.models import Release
 
-from .conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 from . import test_migrations
 
 ID = {"ds": re.compile(r"^ds_[0-9A-Za-z]{22}$"), "rel": re.compile(r"^rel_[0-9A-Za-z]{22}$"), "tr": re.compile(r"^tr_[0-9A-Za-z]{22}$")}
@@ -107,6 +107,7 @@ def test_pages_name_releases_and_datasets_by_their_public_ids(
     assert client.get(f"/owner/listings/new/?dataset={dataset.pk}").status_code == 404
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_existing_rows_public_ids_and_keeps_the_triggers(
     owner, listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks

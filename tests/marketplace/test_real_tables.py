@@ -164,6 +164,7 @@ def test_diamonds_through_the_api(market, buyer, fund, report):
 RELEASES = 100
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 def test_readings_fall_within_their_95_percent_bounds_about_95_percent_of_the_time(market, buyer, fund, report):
     """Coverage through the real product. Each listing has one noise path shared by all its buyers,
     so independent releases need distinct listings: RELEASES listings of the same penguin statistics,

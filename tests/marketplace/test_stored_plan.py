@@ -16,7 +16,7 @@ from market.catalog.services import listing_create
 from market.catalog.statistics import SpecError, build_plan, describe, plan_layout
 from tests.datasets import ready_dataset
 
-from .conftest import make_csv, old_float_listing
+from tests.fixtures.market import make_csv, old_float_listing
 from .real_tables import ISLANDS, MASS, PENGUIN_STATISTICS, PENGUINS_PATH, SPECIES
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from market.catalog import ingest, processing, services, uploads
 from market.catalog.models import Dataset
 from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchases_sweep
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.queued_datasets  # uploads are queued on commit, as in production
 

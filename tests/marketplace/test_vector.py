@@ -18,7 +18,7 @@ from market.core.errors import InvalidInput
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release
 from releases.engine.postprocess import grid_step
-from tests.marketplace.conftest import old_float_listing
+from tests.fixtures.market import old_float_listing
 
 pytestmark = pytest.mark.django_db
 
@@ -51,6 +51,7 @@ def buy(buyer, listing, eps, capture):
     return purchase
 
 
+@pytest.mark.slow  # tens of seconds even at the quick size: --all and CI run it (docs/testing.md)
 def test_three_levels_on_many_vector_listings_follow_the_l2_laws(
     owner, places, users, fund, eager_celery, seeded_noise, before_float_retirement, django_capture_on_commit_callbacks
 ):

@@ -18,7 +18,7 @@ from releases.engine.risk import advanced_composition, composition_at_risk_level
 from releases.models import NoisePath
 from tests.datasets import ready_dataset
 
-from .conftest import make_csv, old_float_listing
+from tests.fixtures.market import make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,1 @@
-"""Fixtures of the other suites, reused: a real Celery worker (tests/browser) and the marketplace's people and listings."""
-
-from tests.browser.conftest import worker  # noqa: F401
-from tests.marketplace.conftest import fund, listing, make_listing, owner, seeded_noise, users  # noqa: F401
+"""The openapi tests use the shared fixtures (tests/fixtures: a real Celery worker, people and listings)."""

@@ -23,12 +23,12 @@ import pytest
 
 from market.accounts.models import User
 from market.catalog.models import Listing
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.queued_datasets]
 
 PACKAGE = "gradual_generated"
-PASSWORD = "a-long-password-1"  # tests.marketplace.conftest.users
+PASSWORD = "a-long-password-1"  # tests.fixtures.market.users
 WAIT = 20  # seconds a request may hold its answer (Prefer: wait)
 
 

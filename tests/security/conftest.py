@@ -17,7 +17,7 @@ from market.trading.services import purchase_create
 from market.webhooks.models import Delivery, Endpoint
 from market.webhooks.services import events_record
 from releases.models import NoisePoint
-from tests.marketplace.conftest import (  # noqa: F401 - fixtures
+from tests.fixtures.market import (  # noqa: F401 - fixtures
     STATISTICS,
     api,
     before_float_retirement,
@@ -32,7 +32,7 @@ from tests.marketplace.conftest import (  # noqa: F401 - fixtures
     users,
 )
 
-PASSWORD = "a-long-password-1"  # what tests.marketplace.conftest.users gives everyone
+PASSWORD = "a-long-password-1"  # what tests.fixtures.market.users gives everyone
 #: the six actors of the matrix, in the order of its columns
 ACTORS = ("anon", "buyer", "other_buyer", "owner", "other_owner", "staff")
 ROWS = 12345  # a count with five digits: distinctive enough to search every page for

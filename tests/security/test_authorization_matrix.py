@@ -633,11 +633,11 @@ CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
 @pytest.mark.parametrize(
     "actor,method,path,nothing,api,data",
     [
-        ("other_buyer", "get", "/api/v1/purchases/{P}/", f"/api/v1/purchases/{uuid.uuid4()}/", True, None),
-        ("owner", "get", "/api/v1/purchases/{P}/", f"/api/v1/purchases/{uuid.uuid4()}/", True, None),
+        ("other_buyer", "get", "/api/v1/purchases/{P}/", "/api/v1/purchases/00000000-0000-4000-8000-000000000000/", True, None),
+        ("owner", "get", "/api/v1/purchases/{P}/", "/api/v1/purchases/00000000-0000-4000-8000-000000000000/", True, None),
         ("other_buyer", "get", "/api/v1/releases/{R}/", "/api/v1/releases/rel_0000000000000000000000/", True, None),
         ("staff", "get", "/api/v1/releases/{R}/", "/api/v1/releases/rel_0000000000000000000000/", True, None),
-        ("other_buyer", "get", "/purchases/{P}/", f"/purchases/{uuid.uuid4()}/", False, None),
+        ("other_buyer", "get", "/purchases/{P}/", "/purchases/00000000-0000-4000-8000-000000000000/", False, None),
         ("other_buyer", "get", "/library/releases/{R}.csv", "/library/releases/rel_0000000000000000000000.csv", False, None),
         ("other_buyer", "get", "/library/releases/{MR}/records.csv",
          "/library/releases/rel_0000000000000000000000/records.csv", False, None),

@@ -51,7 +51,8 @@ def opened_stream(ring, blob: bytes, *, context=CTX) -> bytes:
 # --- small values
 
 
-@pytest.mark.parametrize("data", [b"", b"x", os.urandom(8 * 7), os.urandom(5000)])
+# ids, so that parallel processes (pytest-xdist) collect the same tests: the random values differ in each
+@pytest.mark.parametrize("data", [b"", b"x", os.urandom(8 * 7), os.urandom(5000)], ids=["empty", "one-byte", "56-random", "5000-random"])
 def test_a_value_round_trips_and_is_not_in_the_clear(data):
     blob = OLD.seal(data, context=CTX)
     assert OLD.unseal(blob, context=CTX) == data

@@ -128,7 +128,7 @@ ACCEPTED = [
     b"a,b\n1,2\n3,\xb5\n",  # Latin-1 text in a cell
     b"a,b\n1,NaN\ninf,2\n3,-Infinity\nnan,+inf\n",  # NaN is missing; infinities are text
     b"a,b\n1,1e308\n2,1e16\n-1e400,3\n",  # large numbers (statistics clamp to declared bounds)
-    gzip.compress(b"a,b\n1,2\n3,4\n"),  # a gzip-compressed CSV
+    gzip.compress(b"a,b\n1,2\n3,4\n", mtime=0),  # a gzip-compressed CSV
 ]
 
 

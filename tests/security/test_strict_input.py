@@ -17,7 +17,7 @@ from market.catalog.models import Dataset, Listing
 from market.ledger.models import Leg
 from market.ledger.payments import ManualFunding
 from market.trading.models import Purchase
-from tests.marketplace.conftest import STATISTICS
+from tests.fixtures.market import STATISTICS
 from tests.marketplace.test_api import assert_error
 
 from .conftest import STATISTICS, make_csv

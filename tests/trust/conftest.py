@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.marketplace.conftest import (  # noqa: F401 - fixtures
+from tests.fixtures.market import (  # noqa: F401 - fixtures
     api,
     buyer,
     eager_celery,
@@ -23,7 +23,7 @@ TRUST_STATISTICS = [STATISTICS[0], {"kind": "sum", "column": "age", "lower": 0, 
 
 @pytest.fixture
 def make_listing(owner):
-    from tests.marketplace.conftest import make_listing as marketplace
+    from tests.fixtures.market import make_listing as marketplace
 
     make = marketplace.__wrapped__(owner)  # the marketplace's factory, with another default
 

@@ -20,7 +20,7 @@ from market.trading.services import purchase_create, purchase_quote
 from market.trust.selectors import buyer_cap, buyer_caps, trust_overview
 from market.trust.services import trust_listings_set, trust_tier_members_set, trust_tiers_set
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv
+from tests.fixtures.market import STATISTICS, make_csv
 
 pytestmark = pytest.mark.django_db
 

@@ -67,7 +67,7 @@ def test_the_charts_and_the_next_step_include_the_mean(legacy):
 def test_a_public_size_mean_stays_exact_and_the_page_asks_no_assumption(client, owner, buyer):
     from market.catalog.services import listing_create
     from tests.datasets import ready_dataset
-    from tests.marketplace.conftest import make_csv
+    from tests.fixtures.market import make_csv
 
     dataset = ready_dataset(owner=owner, name="sized", data=make_csv(400), total_budget="100", relation="public_size")
     listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Sized", ceiling="5",

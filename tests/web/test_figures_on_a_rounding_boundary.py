@@ -39,7 +39,7 @@ from market.trading.models import Purchase
 from market.web.templatetags.levels import down
 from market.web.templatetags.levels import up as up_filter
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db
 

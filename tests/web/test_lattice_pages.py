@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from market.catalog.models import Listing
 from market.trading.models import Purchase
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from market.catalog.models import Listing
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 from tests.web.test_owner_pages import listing_post
 
 pytestmark = pytest.mark.django_db

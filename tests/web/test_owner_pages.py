@@ -19,7 +19,7 @@ from market.trading.models import Purchase
 from market.trading.services import purchase_create, purchase_fail
 from releases.models import NoisePoint
 
-from tests.marketplace.conftest import make_csv, old_float_listing
+from tests.fixtures.market import make_csv, old_float_listing
 
 pytestmark = pytest.mark.django_db
 

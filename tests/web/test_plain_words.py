@@ -14,7 +14,7 @@ from market.catalog.services import listing_create, listing_create_microdata
 from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import STATISTICS, make_csv, old_float_listing
+from tests.fixtures.market import STATISTICS, make_csv, old_float_listing
 from tests.marketplace.test_float_listings import float_listing  # noqa: F401 - a fixture
 from tests.web.test_microdata_pages import SPEC as MICRODATA_SPEC
 from tests.web.test_microdata_pages import birds_csv

@@ -16,7 +16,7 @@ from market.catalog.services import listing_close, listing_create, listing_reope
 from market.core.errors import Conflict, Forbidden
 from market.trading.services import purchase_create
 from tests.datasets import ready_dataset
-from tests.marketplace.conftest import make_csv
+from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db
 

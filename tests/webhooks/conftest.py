@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
-from tests.marketplace.conftest import (  # noqa: F401
+from tests.fixtures.market import (  # noqa: F401
     STATISTICS, api, buyer, eager_celery, fund, listing, make_csv, make_listing, owner, seeded_noise, users,
 )
 

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from market.webhooks.models import Outbox
 from market.webhooks.services import _outbox_clear
-from tests.marketplace.conftest import needs_postgres
+from tests.fixtures.market import needs_postgres
 
 pytestmark = pytest.mark.django_db
 

@@ -433,7 +433,7 @@ def test_the_documented_verification_snippet_checks_a_real_delivery(api, buyer, 
 
 def test_a_dataset_ready_event_to_its_owner(api, owner, users, receiver, monkeypatch, django_capture_on_commit_callbacks):
     from tests.datasets import ready_dataset
-    from tests.marketplace.conftest import make_csv
+    from tests.fixtures.market import make_csv
 
     sent = []
     monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: sent.extend(tuple(i) for i in items))
