@@ -23,6 +23,7 @@ from market.catalog.risk import level_at_risk
 from market.catalog.services import same_content_notice
 from market.catalog.whatif import MAX_PAIRS, MAX_SUBSAMPLE, MIN_SUBSAMPLE
 from market.core import ids
+from market.core.fields import LEVEL_QUANTUM
 from market.core.levels import MAX_LEVEL
 from market.trading.models import Purchase
 
@@ -685,7 +686,8 @@ class ListingSerializer(serializers.Serializer):
         its size release's level; the dataset has spent the sum of these over its listings."""
         spent = self.context.get("spent") or {}
         value = spent.get(listing.pk)
-        return None if value is None else str(value)
+        # as every level in the API, with four places (SQLite's sums come back as 2.5, PostgreSQL's as 2.5000)
+        return None if value is None else f"{Decimal(value).quantize(LEVEL_QUANTUM):f}"
 
 
 class ListingCreateSerializer(StrictSerializer):
