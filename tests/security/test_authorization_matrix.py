@@ -162,6 +162,8 @@ PAGES = [
     page("GET",  "/how-it-works/",                          "200  200   200   200   200   200"),
     page("POST", "/how-it-works/",                          "405  405   405   405   405   405"),
     page("GET",  "/favicon.ico",                            "301  301   301   301   301   301"),
+    # scripts/run.sh's readiness probe: 404 for everyone unless the run command gave the server a token
+    page("GET",  "/-/run-token",                            "404  404   404   404   404   404"),
     page("POST", "/signup/",                                "302  302   302   302   302   302", "signup"),
     page("GET",  "/listings/{L}/",                          "200  200   200   200   200   200"),
     page("GET",  "/listings/{L}/?epsilon=2",                "200  200   200   400   200   200"),
