@@ -19,21 +19,12 @@ import argparse
 import json
 import secrets
 import sys
-import time
 
 import numpy as np
 
+from bench.engine import best_of
 from bench.stamp import write_json
 from releases.engine.osrandom import new_source
-
-
-def best_of(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def old_permutation(n: int) -> np.ndarray:
