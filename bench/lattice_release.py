@@ -67,10 +67,10 @@ SPEC = [
 def float_listing(owner, dataset, title: str):
     """A listing on the float path, as listing creation made them before the lattice."""
     from market.catalog import files
-    from market.catalog.columns import columns_from
+    from market.catalog.spec.columns import columns_from
     from market.catalog.compute import ParquetTable, compute
     from market.catalog.models import Listing
-    from market.catalog.statistics import build_plan
+    from market.catalog.spec import build_plan
     from releases.models import NoisePath
 
     plan = build_plan(SPEC, columns_from(dataset.columns), neighbours=dataset.neighbours())

@@ -119,9 +119,9 @@ def peak_rss_mb() -> float:
 
 
 def run_duckdb(path: str) -> list[float]:
-    from market.catalog.columns import Column
+    from market.catalog.spec.columns import Column
     from market.catalog.compute import ParquetTable, compute
-    from market.catalog.statistics import Neighbours, build_plan
+    from market.catalog.spec import Neighbours, build_plan
 
     plan = build_plan(SPEC, [Column(*c) for c in COLUMNS], neighbours=Neighbours(max_rows=100_000_000))
     return compute(plan, ParquetTable(path)).tolist()
@@ -162,8 +162,8 @@ def run_pandas(path: str) -> list[float]:
     import numpy as np
     import pandas as pd
 
-    from market.catalog.columns import Column
-    from market.catalog.statistics import Neighbours, build_plan
+    from market.catalog.spec.columns import Column
+    from market.catalog.spec import Neighbours, build_plan
 
     plan = build_plan(SPEC, [Column(*c) for c in COLUMNS], neighbours=Neighbours(max_rows=100_000_000))
     needed = sorted({name for a in plan.aggregates for name in a.columns()})
@@ -228,7 +228,7 @@ def _child(contender: str, path: str) -> None:
     import pandas  # noqa: F401
 
     import market.catalog.compute
-    import market.catalog.statistics  # noqa: F401
+    import market.catalog.spec  # noqa: F401
 
     start = time.perf_counter()
     run = {"duckdb": run_duckdb, "listing": run_listing, "pandas": run_pandas}[contender]
@@ -263,8 +263,8 @@ def main(argv=None) -> int:
             results["pandas"] = measure("pandas", path)
     import numpy as np
 
-    from market.catalog.columns import Column
-    from market.catalog.statistics import Neighbours, build_plan
+    from market.catalog.spec.columns import Column
+    from market.catalog.spec import Neighbours, build_plan
 
     plan = build_plan(SPEC, [Column(*c) for c in COLUMNS], neighbours=Neighbours(max_rows=100_000_000))
     agree = None

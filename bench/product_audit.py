@@ -10,7 +10,7 @@ added under a private size, one record replaced under a public size). Each
 levels, in a given order (ascending, descending, bridged...). Every step is
 the product's own code:
 
-* :func:`market.catalog.statistics.build_plan` and ``compute`` lay out the
+* :func:`market.catalog.spec.build_plan` and ``compute`` lay out the
   spec for the relation and give the true answer vector ``u`` and the noise
   weights;
 * the noise at each level comes from :class:`releases.engine.path.NoisePath`, asked
@@ -73,14 +73,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from market.catalog.compute import Table
-from market.catalog.statistics import (
+from market.catalog.compute import Table, compute
+from market.catalog.spec import (
     PRIVATE_SIZE,
     PUBLIC_SIZE,
     Neighbours,
     Plan,
     build_plan,
-    compute,
 )
 from releases.engine.path import NoisePath
 from releases.engine.postprocess import snap

@@ -282,8 +282,8 @@ SPECTACULAR_SETTINGS = {
         "ListingEngineEnum": "market.catalog.models.Listing.Engine",
         "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",
         "DatasetStatusEnum": ["processing", "ready", "failed"],
-        "ColumnTypeEnum": "market.catalog.columns.TYPES",
-        "MissingPolicyEnum": "market.catalog.columns.MISSING",
+        "ColumnTypeEnum": "market.catalog.spec.columns.TYPES",
+        "MissingPolicyEnum": "market.catalog.spec.columns.MISSING",
         "WebhookDeliveryStatusEnum": "market.webhooks.models.Delivery.Status",
     },
     "POSTPROCESSING_HOOKS": [

@@ -13,11 +13,11 @@ from jsonschema.exceptions import best_match
 from django.urls import reverse
 from rest_framework import serializers
 
-from market.catalog.columns import MISSING as MISSING_POLICIES
-from market.catalog.columns import TYPES as COLUMN_TYPES
+from market.catalog.spec.columns import MISSING as MISSING_POLICIES
+from market.catalog.spec.columns import TYPES as COLUMN_TYPES
 from market.catalog import sizes
 from market.catalog.models import Listing
-from market.catalog.statistics import MICRODATA_COLUMN, S_CONFIRM, statistic_schema
+from market.catalog.spec import MICRODATA_COLUMN, S_CONFIRM, statistic_schema
 from market.catalog.pricing import curve_of
 from market.catalog.risk import level_at_risk
 from market.catalog.services import same_content_notice
@@ -269,7 +269,7 @@ def _object(kind: str, required: dict, description: str) -> dict:
 _NUMBER = {"type": "number"}
 _COLUMNS = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 16}
 #: one statistic of a listing, as sent and as stored: the union of the kinds' own schemas
-#: (``market/catalog/statistics.py``, ``Kind.schema``)
+#: (``market/catalog/spec/kinds/``, ``Kind.schema``)
 STATISTIC_SCHEMA = statistic_schema()
 
 

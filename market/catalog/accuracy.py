@@ -3,7 +3,7 @@
 One home for "how accurate is each statistic at level eps", used by the listing
 page (quote card, charts, the next step), the API's quote and the search for the
 cheapest level meeting a buyer's targets. Each kind states its own bound
-(``Kind.curve`` in ``market.catalog.statistics``); this module names the
+(``Kind.curve`` in ``market.catalog.spec``); this module names the
 statistics uniquely and evaluates and searches them.
 
 A mean whose divisor is a private count (a private size, a filter or group-by, a
@@ -23,7 +23,7 @@ from decimal import Decimal
 
 from market.core.fields import LEVEL_QUANTUM
 
-from .statistics import KINDS, MICRODATA_CURVE_NAME, Plan, SizeRelease
+from .spec import KINDS, MICRODATA_CURVE_NAME, Plan, SizeRelease
 
 #: The number of records assumed in a mean's cell when the buyer names none.
 DEFAULT_RECORDS = 1000

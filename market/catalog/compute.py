@@ -4,10 +4,10 @@ A :class:`Table` is "the records of one dataset": a typed Parquet file
 (:class:`ParquetTable`, what a dataset stores), or an in-memory table for
 tests and for datasets made before typed files (:meth:`Table.from_arrow`,
 :meth:`Table.from_columns`, :meth:`Table.from_matrix`). :func:`compute` runs a
-plan (``market.catalog.statistics.Plan``) on a table and returns its true
+plan (``market.catalog.spec.Plan``) on a table and returns its true
 answer ``u``, one float per coordinate.
 
-The statistics module describes each coordinate without any SQL, as an
+The statistics package (``market.catalog.spec``) describes each coordinate without any SQL, as an
 :class:`Aggregate` (a count of the records matching some :class:`Condition`,
 or a sum of a column's values clamped to ``[lower, upper]`` over them). This
 module is the only one that knows SQL and DuckDB: it renders every
@@ -35,10 +35,11 @@ import math
 import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .spec.coordinates import Aggregate, Cells, Centroid, Condition, Row
 
 __all__ = [
     "Aggregate",
@@ -55,103 +56,6 @@ __all__ = [
 #: Default DuckDB resources for one computation.
 THREADS = 2
 MEMORY_LIMIT = "1GB"
-
-#: The operators a :class:`Condition` may have.
-OPERATORS = ("=", "in", "not in", "<", "<=", ">", ">=", "between", "outside", "is missing", "present")
-
-
-@dataclass(frozen=True)
-class Condition:
-    """A test on one column of a record. ``op``:
-
-    * ``=``, ``<``, ``<=``, ``>``, ``>=``: against ``value``;
-    * ``in``: ``value`` is a tuple of constants;
-    * ``not in``: present and not one of ``value`` (the "other" group);
-    * ``between``: ``value`` is ``(a, b)``, both included;
-    * ``outside``: ``value`` is ``(a, b)``: present and below a or at least b;
-    * ``is missing`` / ``present``: the cell is (not) missing.
-
-    Constants are Python values typed to the column (float or int, str, bool,
-    ``datetime.date``, ``datetime.datetime``). A test of a missing cell is
-    false, except ``is missing``.
-    """
-
-    column: str
-    op: str
-    value: object = None
-
-    def __post_init__(self):
-        if self.op not in OPERATORS:
-            raise ValueError(f"unknown operator {self.op!r}")
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """One coordinate: ``count`` of the records meeting every condition in
-    ``where``, or ``sum`` of ``column``'s present values clamped to
-    ``[lower, upper]`` over them.
-
-    With ``grid`` (the exact lattice path) a sum counts grid steps: each clamped
-    value is rounded to the nearest multiple of ``grid`` (halves away from
-    zero), taken in steps and kept within ``steps = (lowest, highest)``, and
-    the sum is an exact integer."""
-
-    op: str
-    where: tuple[Condition, ...] = ()
-    column: str | None = None
-    lower: float | None = None
-    upper: float | None = None
-    grid: object = None
-    steps: tuple[int, int] | None = None
-    width = 1
-
-    def columns(self) -> set[str]:
-        names = {c.column for c in self.where}
-        if self.column is not None:
-            names.add(self.column)
-        return names
-
-
-@dataclass(frozen=True)
-class Cells:
-    """Several count coordinates in one aggregate: the records meeting every
-    condition in ``where``, split over mutually exclusive ``cells`` (each a
-    conjunction of conditions; a record in none is not counted). One value per cell.
-
-    ``period``: a fast path for date bins, ``(column, unit, first, count)``:
-    the first ``count`` cells are the months or years from the date ``first``
-    on, found by arithmetic on the date instead of one test per cell (their
-    conditions in ``cells`` say the same, for any other engine)."""
-
-    where: tuple[Condition, ...]
-    cells: tuple[tuple[Condition, ...], ...]
-    period: tuple | None = None
-
-    @property
-    def width(self) -> int:
-        return len(self.cells)
-
-    def columns(self) -> set[str]:
-        return {c.column for c in self.where} | {c.column for cell in self.cells for c in cell}
-
-
-@dataclass(frozen=True)
-class Centroid:
-    """A vector: the mean of the records' points (``columns``), each pulled into
-    the ball of radius ``radius`` around ``center``."""
-
-    columns: tuple[str, ...]
-    center: tuple[float, ...]
-    radius: float
-
-
-@dataclass(frozen=True)
-class Row:
-    """A vector: record number ``row`` (1 is the first) of ``columns``, as stored."""
-
-    columns: tuple[str, ...]
-    row: int
-
 
 def quote(name: str) -> str:
     """``name`` as an SQL identifier: in double quotes, inner quotes doubled."""

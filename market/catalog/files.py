@@ -141,7 +141,7 @@ def decrypted(name: str, suffix: str = ".parquet") -> Iterator[str]:
 @contextlib.contextmanager
 def dataset_table_path(dataset) -> Iterator[str]:
     """The path of a decrypted copy of ``dataset``'s typed Parquet file (the layout of
-    ``market.catalog.columns``), for the time of the ``with`` block only."""
+    ``market.catalog.spec.columns``), for the time of the ``with`` block only."""
     if not dataset.typed_file:
         raise ValueError(f"dataset {dataset.public_id} has no typed file (status {dataset.status})")
     with decrypted(dataset.typed_file) as path:

@@ -14,7 +14,7 @@ Two steps, both on local files (``market.catalog.files`` decrypts and seals them
   owner (min/max, distinct values, the most frequent categories, and for each
   type how many present values would not fit it, with the first);
 * :func:`write_typed` writes the *typed* Parquet file the statistics read
-  (the layout of ``market.catalog.columns``: BIGINT, DOUBLE, VARCHAR,
+  (the layout of ``market.catalog.spec.columns``: BIGINT, DOUBLE, VARCHAR,
   BOOLEAN, DATE, TIMESTAMP; missing is NULL; ignored columns left out).
 
 :func:`check_columns` judges an owner's choice of types and missing policies
@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 from . import bounded
 from .bounded import Limits
-from .columns import TYPES
+from .spec.columns import TYPES
 
 __all__ = [
     "MISSING_MARKERS", "IngestError", "Limits", "Upload", "check_columns", "detect_format", "infer",

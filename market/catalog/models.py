@@ -19,7 +19,7 @@ class Dataset(models.Model):
     ``processing`` while a task reads the upload or rebuilds the typed file
     (``progress`` says how far), then ``ready`` or ``failed`` (``failure``
     lists the reasons). ``columns`` is a list of ``{"name", "type", "missing",
-    ...}`` objects (``market.catalog.columns.columns_from``) with per-column
+    ...}`` objects (``market.catalog.spec.columns.columns_from``) with per-column
     summaries for the owner only (``inferred``, ``missing_count``, ``markers``,
     ``min``, ``max``, ``distinct``, ``categories``, ``fits``).
 
@@ -132,8 +132,8 @@ class Dataset(models.Model):
         return self.row_count if self.size_is_public else None
 
     def neighbours(self):
-        """The relation as the statistics read it (``market.catalog.statistics.Neighbours``)."""
-        from .statistics import Neighbours
+        """The relation as the statistics read it (``market.catalog.spec.Neighbours``)."""
+        from .spec import Neighbours
 
         return Neighbours(self.relation, size=self.public_size, max_rows=settings.UPLOAD_MAX_ROWS)
 
@@ -170,7 +170,7 @@ class Listing(models.Model):
 
     The statistics form one vector; its true value ``answer`` is computed
     once, at creation, and is as secret as the data. ``engine`` says how it
-    is released (``market.catalog.statistics``):
+    is released (``market.catalog.spec``):
 
     * ``laplace`` (the float path, retired: every listing made before the lattice, and old vectors):
       value ``i`` at level eps is ``answer[i] + weights[i] * V_eps[i]``, then
@@ -213,7 +213,7 @@ class Listing(models.Model):
     )
     plan = models.JSONField(
         null=True, blank=True,
-        help_text="the rest of the statistics' plan as laid out at creation (market.catalog.statistics.plan_layout): "
+        help_text="the rest of the statistics' plan as laid out at creation (market.catalog.spec.plan_layout): "
         "read back with the fields above, never laid out again (null: laid out on each read, as before)",
     )
     answer = models.BinaryField(
@@ -298,7 +298,7 @@ class Listing(models.Model):
 
     def microdata(self):
         """The listing's microdata spec (``market.catalog.microdata.Microdata``), read back as stored."""
-        from .microdata import restore
+        from .spec.microdata import restore
 
         return restore(self.statistics, records=int(self.upper[0]))
 

@@ -39,7 +39,7 @@ from releases.engine.guarantee import float_release_statement, guarantee_stateme
 from releases.engine.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge
 
 from .selectors import listing_plan
-from .statistics import LATTICE
+from .spec import LATTICE
 
 #: eps' points on a profile chart (a cosine grid from 0 to the level, dense at both ends).
 CHART_POINTS = 41

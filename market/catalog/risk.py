@@ -54,7 +54,7 @@ DEFINITION = (
 def applies(listing) -> bool:
     """The paper's gamma is for Laplace noise: not for l2 (vector) listings, nor for microdata
     (randomised response, whose exact loss the privacy-loss profile states)."""
-    from .statistics import VECTOR_KINDS
+    from .spec import VECTOR_KINDS
 
     return listing.statistics[0]["kind"] not in VECTOR_KINDS and not listing.is_microdata
 

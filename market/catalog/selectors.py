@@ -7,10 +7,10 @@ from market.core import visibility
 from market.core.errors import NotFound
 
 from .budget import counted
-from .columns import columns_from
+from .spec.columns import columns_from
 from .models import Listing
-from .statistics import KINDS as STATISTIC_KINDS
-from .statistics import OFFERED_KINDS
+from .spec import KINDS as STATISTIC_KINDS
+from .spec import OFFERED_KINDS
 
 _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 
@@ -54,7 +54,7 @@ SORTS = {
     "ceiling": ("-level_total", "-id"),  # the listing's total: its ceiling and its size release
     "title": ("title", "id"),
 }
-#: The kinds the catalogue can be searched by: every offered l1 kind (``market.catalog.statistics``).
+#: The kinds the catalogue can be searched by: every offered l1 kind (``market.catalog.spec``).
 KINDS = tuple(name for name in OFFERED_KINDS if not STATISTIC_KINDS[name].vector) + ("microdata",)
 
 
@@ -133,9 +133,9 @@ def listing_plan(listing):
     or laying the statistics out again. A listing with no stored plan (one the migration could not
     lay out) is laid out from its dataset, as every read did before, even if its kind is no longer
     offered."""
-    from .statistics import build_plan, plan_restore
+    from .spec import build_plan, plan_restore
 
-    if listing.is_microdata:  # its bits as the coordinates of its one "statistic" (statistics.Microdata)
+    if listing.is_microdata:  # its bits as the coordinates of its one "statistic" (spec.kinds.microdata.Microdata)
         bits, records = len(listing.labels), int(listing.upper[0])
         return plan_restore(
             layout={"norm": "l1", "neighbours": {"relation": "public_size", "size": records, "max_rows": records},

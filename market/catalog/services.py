@@ -28,9 +28,9 @@ from .locks import dataset_lock, dataset_lock_any, listing_answer_lock, listing_
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
 from .selectors import ceilings_needed
-from .columns import columns_from
+from .spec.columns import columns_from
 from .compute import ParquetTable, compute
-from .statistics import LATTICE, VECTOR_UNAVAILABLE, SpecError, build_plan, plan_layout, without_confirmation
+from .spec import LATTICE, VECTOR_UNAVAILABLE, SpecError, build_plan, plan_layout, without_confirmation
 
 
 log = logging.getLogger(__name__)

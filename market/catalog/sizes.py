@@ -23,7 +23,7 @@ from market.core.levels import parse_level
 from releases.engine import lattice
 from releases.engine import size as size_engine
 
-from .statistics import Plan, SizeRelease, size_layout
+from .spec import Plan, SizeRelease, size_layout
 
 #: eps_p when the owner names none: this share of the ceiling (rounded down to the level grid).
 DEFAULT_SHARE = Decimal("0.1")

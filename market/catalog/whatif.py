@@ -27,9 +27,9 @@ from releases.engine.risk import (
 )
 
 from .budget import counted
-from .columns import NUMERIC
+from .spec.columns import NUMERIC
 from .selectors import dataset_get
-from .statistics import VECTOR_KINDS
+from .spec import VECTOR_KINDS
 
 DEFAULT_DELTA = 1e-6
 DEFAULT_EPS = 0.1

@@ -24,7 +24,7 @@ from market.catalog.privacy import release_profile
 from market.catalog.risk import DEFINITION as RISK_DEFINITION
 from market.catalog.risk import level_at_risk
 from market.catalog.selectors import listing_plan, with_budget_figures
-from market.catalog.statistics import describe
+from market.catalog.spec import describe
 from market.core import visibility
 from market.core.errors import NotFound
 from .models import Purchase

@@ -8,7 +8,7 @@ from django.db import DatabaseError, InterfaceError
 from django.db.models import QuerySet
 
 from market.catalog.selectors import listing_plan
-from market.catalog.statistics import present
+from market.catalog.spec import present
 from market.core import visibility
 from market.core.errors import NotFound
 

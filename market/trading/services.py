@@ -276,7 +276,7 @@ def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
     """Per released value at level ``eps``: its noise scale and 95% error bound
     (for a vector listing, the radius that holds the whole point's error)."""
     from market.catalog.selectors import listing_plan
-    from market.catalog.statistics import l2_error_radius
+    from market.catalog.spec import l2_error_radius
 
     if listing.is_microdata:
         md = listing.microdata()

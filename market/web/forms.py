@@ -5,7 +5,7 @@ from django.contrib.auth.forms import UserCreationForm
 
 from market.accounts.models import User
 from market.catalog.selectors import KINDS
-from market.catalog.statistics import MICRODATA_CURVE_NAME
+from market.catalog.spec import MICRODATA_CURVE_NAME
 
 
 class SignupForm(UserCreationForm):

@@ -4,7 +4,7 @@ A row of the "new listing" page has one input per part of a statistic (its
 kind, a numeric column, bounds, bin edges, a group-by column and its
 categories, a second one for a two-way table, date bins, filter conditions).
 Which parts a kind takes is read from the kind itself (``Kind.schema()`` in
-``market.catalog.statistics``: its JSON schema's properties), so a new kind
+``market.catalog.spec``: its JSON schema's properties), so a new kind
 whose fields are among the inputs below appears on the page without a change
 here. :func:`statistic_spec` is the one place that turns the posted text into
 a spec; it is pure (no Django) and returns the inputs at fault with their
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
-from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, Column
-from market.catalog.statistics import CONFIRM_PUBLIC, DECLARED_CATEGORIES, KINDS, OFFERED_KINDS
+from market.catalog.spec.columns import CATEGORICAL, NUMERIC, TEMPORAL, Column
+from market.catalog.spec import CONFIRM_PUBLIC, DECLARED_CATEGORIES, KINDS, OFFERED_KINDS
 
 __all__ = [
     "FILTER_SLOTS",
@@ -76,29 +76,12 @@ SPEC_INPUTS = {
     "bin": "bin",
     "from": "date_from",
     "to": "date_to",
+    "quantiles": "quantiles",
     "where": "where",
     "categories_public": "categories_public",  # the row's confirmation (one for both lists of a table)
 }
 #: The row inputs besides the kind, the filters and the confirmation, in page order.
-INPUTS = ("column", "lower", "upper", "grid", "bins", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
-
-#: What a kind takes when it does not publish a JSON schema: the fields of the issue's spec.
-_FALLBACK_FIELDS = {
-    "count": ((), ("by", "categories", "where")),
-    "sum": (("column", "lower", "upper"), ("by", "categories", "where")),
-    "mean": (("column", "lower", "upper"), ("by", "categories", "where")),
-    "histogram": (("column", "bins"), ("where",)),
-    "table": (("rows", "columns", "row_categories", "column_categories"), ("where",)),
-}
-_TITLES = {
-    "count": "count",
-    "sum": "sum",
-    "mean": "mean",
-    "histogram": "histogram",
-    "table": "two-way table (counts)",
-    "date_histogram": "histogram by date",
-}
-
+INPUTS = ("column", "lower", "upper", "grid", "bins", "quantiles", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
 
 @dataclass(frozen=True)
 class BuilderKind:
@@ -127,10 +110,7 @@ def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(required, optional) spec fields of a kind, from its JSON schema: an object's
     properties, or for a ``oneOf`` of objects (a histogram of numbers or of dates) the
     fields every variant requires, and the others as optional."""
-    schema_of = getattr(kind, "schema", None)
-    if not callable(schema_of):
-        return _FALLBACK_FIELDS.get(kind.name)
-    schema = schema_of()
+    schema = kind.schema()
     variants = schema.get("oneOf") or [schema]
     properties: list[str] = []
     required: set[str] | None = None
@@ -145,16 +125,17 @@ def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
 
 def builder_kinds() -> dict[str, BuilderKind]:
     """The kinds a row may be, by name, in the order the statistics module lists them:
-    every offered kind (never a vector statistic: unavailable, ``statistics.VECTOR_UNAVAILABLE``) whose fields all have an input."""
+    every offered kind (never a vector statistic: unavailable, ``spec.VECTOR_UNAVAILABLE``) whose fields all have an
+    input, titled as the kind titles itself (``Kind.title``)."""
     out = {}
     for name in OFFERED_KINDS:
         kind = KINDS[name]
-        if getattr(kind, "vector", False):
+        if kind.vector:
             continue
         fields = _fields_of(kind)
         if fields is None or any(field not in SPEC_INPUTS for field in fields[0] + fields[1]):
             continue
-        out[name] = BuilderKind(name, _TITLES.get(name, name.replace("_", " ")), fields[0], fields[1])
+        out[name] = BuilderKind(name, kind.title, fields[0], fields[1])
     return out
 
 
@@ -245,7 +226,7 @@ def grid_text(text: str) -> str:
     return format(grid.normalize(), "f")
 
 
-def bin_edges(text: str) -> list[float]:
+def bin_edges(text: str, example: str = "edges such as 0, 18, 65, 100") -> list[float]:
     """``"0, 18, 65, 100"`` -> ``[0.0, 18.0, 65.0, 100.0]``; ValueError naming a piece that is not a number."""
     edges = []
     for piece in text.split(","):
@@ -256,7 +237,7 @@ def bin_edges(text: str) -> list[float]:
             edge = math.nan
         if not math.isfinite(edge):
             shown = repr(piece[:20]) if piece else "an empty edge"
-            raise ValueError(f"{shown} is not a number: give edges such as 0, 18, 65, 100.")
+            raise ValueError(f"{shown} is not a number: give {example}.")
         edges.append(edge)
     return edges
 
@@ -407,6 +388,15 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
                 spec["bins"] = bin_edges(values["bins"])
             except ValueError as exc:
                 fault("bins", str(exc))
+
+    if "quantiles" in kind.fields:
+        if _blank(values.get("quantiles")):
+            fault("quantiles", f"Required for {article} {kind.title}: e.g. 0.5 for the median.")
+        else:
+            try:
+                spec["quantiles"] = bin_edges(values["quantiles"], "quantiles such as 0.25, 0.5, 0.75")
+            except ValueError as exc:
+                fault("quantiles", str(exc))
 
     def categories(input_name: str, column: Column, field: str) -> bool:
         """Read one list of categories; True if the owner must confirm it public."""

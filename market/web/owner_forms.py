@@ -16,8 +16,8 @@ from django import forms
 
 from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
-from market.catalog.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
-from market.catalog.statistics import CONFIRM_PUBLIC, MAX_STATISTICS, VECTOR_UNAVAILABLE
+from market.catalog.spec.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
+from market.catalog.spec import CONFIRM_PUBLIC, MAX_STATISTICS, VECTOR_UNAVAILABLE
 from market.web.listing_builder import (
     CONFIRM_CATEGORIES, FILTER_SLOTS, OPERATORS, SPEC_INPUTS, builder_kinds, statistic_spec, used_filters,
 )
@@ -304,6 +304,9 @@ class StatisticForm(forms.Form):
         "released as an exact whole number of grid steps. Left empty: a default from the bounds.",
     )
     bins = forms.CharField(label="Bin edges", required=False, max_length=2000)
+    quantiles = forms.CharField(label="Quantiles", required=False, max_length=200,
+                                help_text="Comma-separated, between 0 and 1: 0.5 is the median, 0.25, 0.5, 0.75 "
+                                "the quartiles. Read off the noisy counts of the bins above.")
     by = forms.ChoiceField(label="Group by", choices=(), required=False,
                            help_text="One value per category, plus “other” for the rest. A table's rows.")
     categories = forms.CharField(

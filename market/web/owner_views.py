@@ -23,10 +23,10 @@ from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors
 from market.catalog import whatif
-from market.catalog.columns import MISSING as MISSING_POLICIES
-from market.catalog.columns import NUMERIC as NUMERIC_TYPES
-from market.catalog.columns import TYPES as COLUMN_TYPES
-from market.catalog.columns import Column
+from market.catalog.spec.columns import MISSING as MISSING_POLICIES
+from market.catalog.spec.columns import NUMERIC as NUMERIC_TYPES
+from market.catalog.spec.columns import TYPES as COLUMN_TYPES
+from market.catalog.spec.columns import Column
 from market.catalog.uploads import too_large_message
 from market.catalog.services import (
     dataset_budget_set,
@@ -41,7 +41,7 @@ from market.catalog.services import (
     same_content_notice,
 )
 from market.catalog import microdata
-from market.catalog.statistics import MAX_STATISTICS, SpecError
+from market.catalog.spec import MAX_STATISTICS, SpecError
 from market.core import visibility
 from market.core.errors import DomainError, NotFound
 from market.ledger import selectors as ledger

@@ -21,7 +21,7 @@ from market.catalog import sizes
 from market.catalog.accuracy import default_records, statistic_curves
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
-from market.catalog.statistics import describe
+from market.catalog.spec import describe
 from releases.engine.guarantee import engine_words, guarantee_statement
 from market.core.errors import DomainError, InsufficientFunds, PriceChanged, ServiceUnavailable
 from market.ledger import selectors as ledger

@@ -15,7 +15,7 @@
   function value(row, name) { var el = field(row, name); return el && !el.disabled ? el.value : ""; }
   function isDate(row, name) { return /^date/.test(builder.types[value(row, name)] || ""); }
 
-  // The grid of a sum left without one (market.catalog.statistics.default_grid): the smallest
+  // The grid of a sum left without one (market.catalog.spec.default_grid): the smallest
   // power of ten with at most a million steps in max(|lower|, |upper|), at least 1 for an
   // integer column. "" until both bounds are numbers.
   function defaultGrid(lower, upper, integer) {
@@ -49,15 +49,17 @@
     var datedColumn = has("bin") && !has("by") && isDate(row, "column");  // a histogram of dates
     var datedBy = has("bin") && ((has("by") && isDate(row, "by")) || datedColumn);
     var grouped = value(row, "by") !== "";
-    var visible = {
-      kind: true,
-      column: has("column"), lower: has("lower"), upper: has("upper"), grid: has("grid"),
+    // every input the kind reads (the server lists them per kind, from the registry), then the few
+    // that depend on another input's value
+    var visible = {kind: true};
+    inputs.forEach(function (name) { visible[name] = true; });
+    Object.assign(visible, {
       bins: has("bins") && !datedColumn,
       by: has("by"), by2: table, categories2: table,
       categories: has("categories") && (table || (grouped && !datedBy)),
       bin: datedBy, date_from: datedBy, date_to: datedBy,
       where: has("where")
-    };
+    });
     visible.categories_public = visible.categories;
     row.querySelectorAll("[data-input]").forEach(function (el) { show(el, !!visible[el.dataset.input]); });
     placeholder(row);

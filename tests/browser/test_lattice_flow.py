@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from market.catalog.models import Listing
-from market.catalog.statistics import default_grid
+from market.catalog.spec import default_grid
 from tests.browser.test_buyer_flow import buy, log_in
 from tests.browser.test_owner_flow import LABEL, sign_up_as_owner
 from tests.datasets import ready_dataset

@@ -7,17 +7,10 @@ from playwright.sync_api import expect
 
 from market.catalog.models import Listing
 from market.catalog.services import dataset_create
-from market.catalog.statistics import KINDS
 from tests.browser.test_owner_flow import sign_up_as_owner
 from tests.fixtures.market import make_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-needs_group_by = pytest.mark.skipif(
-    not callable(getattr(KINDS["count"], "schema", None)),
-    reason="the statistics module does not take group-by and filters yet (branch h/stats)",
-)
-
 
 def _typed(dataset):
     """The dataset's columns as ingestion types them: visits (0, 1, 2, ...) read as categories."""
@@ -60,19 +53,24 @@ def test_the_builder_shows_each_kinds_inputs_and_fills_in_nothing_from_the_data(
     shot(page, "owner-listing-builder")
 
 
-@needs_group_by
-def test_an_owner_lists_a_grouped_and_filtered_count(browse, shot):
+def _new_listing(browse, owner: str, title: str):
+    """A new owner with a typed dataset, on the "new listing" page with its title, ceiling 2 and price
+    scale 5 filled in: the page and its first statistic row."""
     page = browse()
-    sign_up_as_owner(page, "bruno")
+    sign_up_as_owner(page, owner)
     from market.accounts.models import User
 
-    _typed(dataset_create(owner=User.objects.get(username="bruno"), name="Clinic", data=make_csv(300),
+    _typed(dataset_create(owner=User.objects.get(username=owner), name="Clinic", data=make_csv(300),
                           total_budget="10"))
     page.goto("/owner/listings/new/")
-    page.get_by_label(re.compile("^Title:?$")).fill("Visits of adults")
+    page.get_by_label(re.compile("^Title:?$")).fill(title)
     page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("2")
     page.get_by_label(re.compile(r"^Price scale c")).fill("5")
-    row = page.locator("fieldset.stat-row").first
+    return page, page.locator("fieldset.stat-row").first
+
+
+def test_an_owner_lists_a_grouped_and_filtered_count(browse, shot):
+    page, row = _new_listing(browse, "bruno", "Visits of adults")
     row.get_by_label(re.compile("^Kind:?$")).select_option("count")
     row.get_by_label(re.compile("^Group by:?$")).select_option("visits")
     row.get_by_label(re.compile("^Categories:?$")).fill("1\n2")
@@ -90,3 +88,24 @@ def test_an_owner_lists_a_grouped_and_filtered_count(browse, shot):
     offered = page.locator("#offered-title").locator("..")
     expect(offered).to_contain_text("visits")
     expect(offered).to_contain_text("age")
+
+
+def test_an_owner_lists_quantiles_from_a_builder_row(browse):
+    page, row = _new_listing(browse, "quinn", "Age quantiles")
+    quantiles = row.get_by_label(re.compile("^Quantiles:?$"))
+    expect(quantiles).to_be_hidden()
+    row.get_by_label(re.compile("^Kind:?$")).select_option("quantile")
+    expect(quantiles).to_be_visible()  # the row shows what the kind's schema lists: column, edges, quantiles
+    expect(row.get_by_label(re.compile("^Bin edges:?$"))).to_be_visible()
+    expect(row.get_by_label(re.compile("^Lower:?$"))).to_be_hidden()
+    expect(row.get_by_label(re.compile("^Group by:?$"))).to_be_hidden()
+    row.get_by_label(re.compile("^Column:?$")).select_option("age")
+    row.get_by_label(re.compile("^Bin edges:?$")).fill("0, 30, 50, 70, 100")
+    quantiles.fill("0.25, 0.5, 0.75")
+    page.get_by_role("button", name="Create the listing").click()
+
+    expect(page.get_by_role("heading", name="Age quantiles")).to_be_visible()
+    listing = Listing.objects.get(title="Age quantiles")
+    assert listing.statistics == [{"kind": "quantile", "column": "age", "bins": [0.0, 30.0, 50.0, 70.0, 100.0],
+                                   "quantiles": [0.25, 0.5, 0.75]}]
+    expect(page.get_by_text(re.compile("Quantiles 0.25, 0.5, 0.75 of age"))).to_be_visible()

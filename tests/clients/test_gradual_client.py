@@ -149,6 +149,27 @@ def test_the_owner_flow(worker, connect, owner, users, fund, key_for, tmp_path):
     assert refused.value.status == 400
 
 
+def test_an_owner_lists_quantiles_and_the_command_line_shows_the_estimates(worker, live_server, connect, owner,
+                                                                          users, fund, key_for, tmp_path):
+    path = tmp_path / "visits.csv"
+    path.write_bytes(make_csv(300))
+    client = connect(key_for(owner))
+    dataset = client.upload(path, budget="10", name="Visits", wait=True, timeout=120)
+    quantiles = {"kind": "quantile", "column": "age", "bins": [0, 30, 50, 70, 100], "quantiles": [0.25, 0.5, 0.75]}
+    listing = client.create_listing(dataset, title="Age quantiles", statistics=[quantiles], ceiling="2",
+                                    price_per_epsilon="1")
+    assert listing.labels[0] == "quantile bin of age: [0, 30)" and listing.statistics[0]["quantiles"] == [0.25, 0.5, 0.75]
+    bea = users("bea")
+    fund(bea, 20)
+    key = key_for(bea)
+    connect(key).buy(listing.id, 2)
+    env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key}
+    rows = list(csv.DictReader(io.StringIO(gradual("releases", "--format", "csv", env=env, home=tmp_path).stdout)))
+    shown = {row["label"]: row for row in rows}
+    assert {"quantile(age, 0.25)", "median(age)", "quantile(age, 0.75)"} <= set(shown)
+    assert 18 <= float(shown["median(age)"]["value"]) <= 90 and "interval" in shown["median(age)"]["note"]
+
+
 def test_declared_categories_are_sent_confirmed_only_when_the_owner_says_so(worker, connect, owner, key_for, tmp_path):
     path = tmp_path / "towns.csv"
     path.write_text("town,age\n" + "".join(f"{town},{30 + i % 40}\n" for i, town in

@@ -21,8 +21,8 @@ import math
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from market.catalog.columns import Column
-from market.catalog.statistics import (
+from market.catalog.spec.columns import Column
+from market.catalog.spec import (
     KINDS,
     LAPLACE,
     LATTICE,

@@ -1,4 +1,4 @@
-"""Statistics laid out for the exact lattice path (market/catalog/statistics.py, engine "lattice"):
+"""Statistics laid out for the exact lattice path (market/catalog/spec/, engine "lattice"):
 grids and their defaults and refusals, whole-number layouts (weights, ranges, worst cases in grid
 steps), exact integer answers from DuckDB, every stated sensitivity between random neighbours in
 exact fractions (the whole vector's privacy loss is at most eps, exactly), and readings with
@@ -11,14 +11,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from market.catalog.columns import Column
-from market.catalog.compute import Table
-from market.catalog.statistics import (
+from market.catalog.spec.columns import Column
+from market.catalog.compute import Table, compute
+from market.catalog.spec import (
     LATTICE,
     Neighbours,
     SpecError,
     build_plan,
-    compute,
     default_grid,
     describe,
     present,

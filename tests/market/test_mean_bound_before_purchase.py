@@ -25,8 +25,8 @@ import pytest
 
 from tests import mc
 
-from market.catalog.columns import columns_from
-from market.catalog.statistics import LATTICE, Neighbours, build_plan, mean_error_bound, mean_estimate
+from market.catalog.spec.columns import columns_from
+from market.catalog.spec import LATTICE, Neighbours, build_plan, mean_error_bound, mean_estimate
 from releases.engine.postprocess import laplace_error_bound
 
 EACH = 0.975
@@ -111,7 +111,7 @@ def test_a_means_curve_uses_its_sum_and_count_bounds_at_97_5_percent(engine):
     columns = columns_from([{"name": "age", "type": "decimal", "missing": "none"}])
     plan = build_plan([{"kind": "mean", "column": "age", "lower": 0, "upper": 100}], columns,
                       neighbours=Neighbours(max_rows=100_000), engine=engine)
-    from market.catalog.statistics import KINDS
+    from market.catalog.spec import KINDS
 
     stat, where = plan.statistics[0], plan.indices[0]
     assert KINDS["mean"].curve(stat, where, plan) is None  # no assumption: nothing can be stated

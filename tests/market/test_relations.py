@@ -1,5 +1,5 @@
 """Every sensitivity follows the dataset's neighbouring relation
-(market/catalog/statistics.py, docs/mathematics.md section 12).
+(market/catalog/spec/, docs/mathematics.md section 12).
 
 A private size: a neighbour has one record more or fewer. A public size: a
 neighbour has one record replaced, and the number of records is public. The
@@ -10,14 +10,13 @@ the largest move actually seen between random neighbouring datasets.
 import numpy as np
 import pytest
 
-from market.catalog.compute import Table
-from market.catalog.statistics import (
+from market.catalog.compute import Table, compute
+from market.catalog.spec import (
     PRIVATE_SIZE,
     PUBLIC_SIZE,
     Neighbours,
     SpecError,
     build_plan,
-    compute,
     present,
 )
 

@@ -31,8 +31,8 @@ import pytest
 from tests import mc
 
 from market.catalog.accuracy import cheapest_level, misses, statistic_curves
-from market.catalog.columns import columns_from
-from market.catalog.statistics import (
+from market.catalog.spec.columns import columns_from
+from market.catalog.spec import (
     EMPTY_OTHER, LATTICE, Neighbours, SizeRelease, TOO_FEW, build_plan, present, size_layout,
 )
 from releases.engine import lattice

@@ -1,4 +1,4 @@
-"""The statistics a listing offers, as one vector (market/catalog/statistics.py)."""
+"""The statistics a listing offers, as one vector (market/catalog/spec/)."""
 
 import math
 from fractions import Fraction
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from market.catalog.compute import Table
-from market.catalog.statistics import MAX_BINS, MAX_STATISTICS, Neighbours, SpecError, build_plan, compute, mean_estimate, present
+from market.catalog.compute import Table, compute
+from market.catalog.spec import MAX_BINS, MAX_STATISTICS, Neighbours, SpecError, build_plan, mean_estimate, present
 from releases.engine.postprocess import laplace_error_bound, snap
 
 
@@ -227,9 +227,9 @@ def test_compute_rejects_bad_data():
         ([], "the list of statistics is empty"),
         ([histogram(bins=[i, i + 1]) for i in range(21)], "at most 20 statistics are allowed, got 21"),
         ([count(), "sum"], "statistic 2: expected an object such as {\"kind\": \"count\"}, got 'sum'"),
-        ([{"column": "age"}], "statistic 1: unknown kind None (expected count, sum, mean, histogram or table)"),
-        ([{"kind": "median", "column": "age"}], "statistic 1: unknown kind 'median' (expected count, sum, mean, histogram or table)"),
-        ([{"kind": ["sum"]}], "statistic 1: unknown kind ['sum'] (expected count, sum, mean, histogram or table)"),
+        ([{"column": "age"}], "statistic 1: unknown kind None (expected count, sum, mean, histogram, table or quantile)"),
+        ([{"kind": "median", "column": "age"}], "statistic 1: unknown kind 'median' (expected count, sum, mean, histogram, table or quantile)"),
+        ([{"kind": ["sum"]}], "statistic 1: unknown kind ['sum'] (expected count, sum, mean, histogram, table or quantile)"),
         ([count(), {"kind": "count", "column": "age"}], "statistic 2 (count): unknown field 'column'"),
         ([{**total(), "colum": "age"}], "statistic 1 (sum): unknown field 'colum'"),
         ([{"kind": "sum", "lower": 0, "upper": 1}], "statistic 1 (sum): missing field 'column'"),

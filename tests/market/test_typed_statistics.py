@@ -1,4 +1,4 @@
-"""Typed statistics computed by DuckDB (market/catalog/compute.py, market/catalog/statistics.py):
+"""Typed statistics computed by DuckDB (market/catalog/compute.py, market/catalog/spec/):
 filters, group-bys, two-way tables and date bins, checked against the truth computed
 independently with pandas on real tables, their sensitivities against random neighbours
 under both relations, their stated 95% bounds against repeated releases through the
@@ -14,15 +14,14 @@ import pyarrow as pa
 import pytest
 
 import palmerpenguins
-from market.catalog.columns import Column
-from market.catalog.compute import ParquetTable, Table
-from market.catalog.statistics import (
+from market.catalog.spec.columns import Column
+from market.catalog.compute import ParquetTable, Table, compute
+from market.catalog.spec import (
     KINDS,
     MAX_CASES,
     Neighbours,
     SpecError,
     build_plan,
-    compute,
     describe,
     present,
     statistic_schema,
@@ -429,7 +428,7 @@ def test_released_answers_lie_within_their_stated_bound_about_95_percent_of_the_
 def test_microdata_is_read_back_as_a_kind_but_never_offered_in_a_statistics_spec():
     """A microdata listing's one "statistic" reads back through its kind (its schema is in the union, so a
     stored listing's statistics validate), but a spec that names it is refused: microdata is made on its own."""
-    from market.catalog.statistics import OFFERED_KINDS
+    from market.catalog.spec import OFFERED_KINDS
 
     assert "microdata" not in OFFERED_KINDS
     stored = {"kind": "microdata", "columns": [], "levels": ["1"], "salt": "00"}

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from market.catalog import files
-from market.catalog.columns import columns_from
+from market.catalog.spec.columns import columns_from
 from market.catalog.compute import ParquetTable, compute
 from market.catalog.models import Listing
-from market.catalog.statistics import build_plan
+from market.catalog.spec import build_plan
 from market.trading.models import Purchase
 from market.trading.services import purchase_create
 from releases.models import NoisePath, NoisePoint, Release

@@ -19,7 +19,7 @@ import pytest
 
 from market.catalog.services import listing_create
 from market.catalog.privacy import release_profile
-from market.catalog.statistics import Lattice
+from market.catalog.spec import Lattice
 from market.trading.services import purchase_create
 from releases.engine.profile import LatticeProfile, loss_profile_lattice
 

@@ -210,8 +210,8 @@ def test_the_schema_documents_the_target_syntax(api):
 
 
 def test_every_kind_has_a_statable_named_bound_and_the_search_is_minimal():
-    from market.catalog.columns import columns_from
-    from market.catalog.statistics import LATTICE, PUBLIC_SIZE, Neighbours, build_plan
+    from market.catalog.spec.columns import columns_from
+    from market.catalog.spec import LATTICE, PUBLIC_SIZE, Neighbours, build_plan
 
     columns = columns_from([{"name": "x", "type": "decimal", "missing": "none"},
                             {"name": "y", "type": "decimal", "missing": "none"},

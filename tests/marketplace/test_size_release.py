@@ -19,7 +19,7 @@ from market.catalog import sizes
 from market.catalog.models import Listing
 from market.catalog.selectors import listing_plan
 from market.catalog.services import listing_create
-from market.catalog.statistics import EMPTY_OTHER, OTHER_NOTE, TOO_FEW, present
+from market.catalog.spec import EMPTY_OTHER, OTHER_NOTE, TOO_FEW, present
 from market.core.errors import InvalidInput
 from market.trading.services import purchase_quote
 from releases.engine import lattice

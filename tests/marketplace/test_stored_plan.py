@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from django.apps import apps
 
-from market.catalog.columns import columns_from
+from market.catalog.spec.columns import columns_from
 from market.catalog.compute import compute
 from market.catalog.models import Listing
 from market.catalog.selectors import listing_plan
 from market.catalog.services import listing_create
-from market.catalog.statistics import SpecError, build_plan, describe, plan_layout
+from market.catalog.spec import SpecError, build_plan, describe, plan_layout
 from tests.datasets import ready_dataset
 
 from tests.fixtures.market import make_csv, old_float_listing

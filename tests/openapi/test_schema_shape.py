@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from market.catalog.statistics import KINDS
+from market.catalog.spec import KINDS
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from market.catalog.columns import Column
+from market.catalog.spec.columns import Column
 from market.web.listing_builder import BuilderKind, builder_kinds, parse_values, statistic_spec
 
 COLUMNS = (
@@ -167,7 +167,7 @@ def test_a_rounding_grid_is_kept_as_the_exact_decimal_typed():
 
 
 def test_the_statistics_modules_grid_errors_land_on_the_grid_input():
-    from market.catalog.statistics import SpecError, build_plan
+    from market.catalog.spec import SpecError, build_plan
     from market.web.owner_forms import add_statistics_errors, statistic_formset
 
     data = {"stats-TOTAL_FORMS": "2", "stats-INITIAL_FORMS": "0", "stats-0-kind": "count"}

@@ -8,9 +8,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from market.catalog.columns import columns_from
+from market.catalog.spec.columns import columns_from
 from market.catalog.models import Dataset, Listing
-from market.catalog.statistics import LATTICE, build_plan
+from market.catalog.spec import LATTICE, build_plan
 from tests.marketplace.test_whatif import composed, float_made, regression, released  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db

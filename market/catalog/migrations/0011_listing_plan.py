@@ -1,7 +1,7 @@
 """Each listing stores its statistics' plan, so that reads no longer lay it out again.
 
 ``Listing.plan`` holds what the listing's other fields do not (the relation, the norm, the
-coordinates each statistic reads, the worst cases: ``market.catalog.statistics.plan_layout``).
+coordinates each statistic reads, the worst cases: ``market.catalog.spec.plan_layout``).
 Existing listings are laid out once here, as every read laid them out until now (their dataset's
 columns and relation, which are fixed once a dataset has listings). A listing that cannot be laid
 out, or whose layout no longer has its stored number of values, keeps a null plan and is laid out
@@ -13,8 +13,8 @@ from django.db import migrations, models
 
 
 def fill(apps, schema_editor):
-    from market.catalog.columns import columns_from
-    from market.catalog.statistics import Neighbours, build_plan, plan_layout
+    from market.catalog.spec.columns import columns_from
+    from market.catalog.spec import Neighbours, build_plan, plan_layout
 
     Listing = apps.get_model("catalog", "Listing")
     for listing in Listing.objects.filter(plan__isnull=True).select_related("dataset").iterator(chunk_size=200):
@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
             name="plan",
             field=models.JSONField(
                 blank=True, null=True,
-                help_text="the rest of the statistics' plan as laid out at creation (market.catalog.statistics.plan_layout): "
+                help_text="the rest of the statistics' plan as laid out at creation (market.catalog.spec.plan_layout): "
                 "read back with the fields above, never laid out again (null: laid out on each read, as before)",
             ),
         ),

@@ -2,7 +2,7 @@
 
 A dataset's columns are inferred from its file, then confirmed by its owner
 (``Dataset.columns`` holds them as JSON objects, :meth:`Column.as_dict`).
-Statistics (``market.catalog.statistics``) read them to check a spec and to
+Statistics (``market.catalog.spec``) read them to check a spec and to
 decide what a missing value means; the computation (``market.catalog.compute``)
 reads the typed Parquet file they describe.
 

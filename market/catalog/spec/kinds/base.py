@@ -1,0 +1,123 @@
+"""What every kind of statistic has: :class:`Kind`, and the :class:`Reading` it reads back."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from ..grammar import _condition_text, _shown
+from ..stability import Group, Neighbours
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..plan import Plan
+
+@dataclass(frozen=True)
+class Reading:
+    """What :func:`present` hands a kind: the released vector, each
+    coordinate's noise scale and error bound, and the confidence; ``half``: each
+    coordinate's bound at confidence ``1 - (1 - confidence) / 2`` (for a
+    derived value such as a mean that reads two); ``integral``: per coordinate,
+    whether its values are whole numbers (a lattice count, or a sum on an
+    integer grid), read back as ints."""
+
+    vector: np.ndarray
+    scales: np.ndarray
+    bounds: np.ndarray
+    confidence: float
+    neighbours: Neighbours
+    half: np.ndarray | None = None
+    integral: np.ndarray | None = None
+    #: ``bound_at(i, confidence)``: coordinate ``i``'s error bound at any confidence (by its engine's tails)
+    bound_at: object = None
+
+    def value(self, i: int):
+        x = self.vector[i]
+        return int(round(x)) if self.integral is not None and self.integral[i] else float(x)
+
+
+def _scope_text(stat: dict) -> str:
+    """The filter and group-by of a statistic in words ("" without them)."""
+    text = ""
+    if stat.get("where"):
+        text += ", where " + " and ".join(_condition_text(c) for c in stat["where"])
+    if "categories" in stat:
+        text += f", by {stat['by']} ({', '.join(_shown(v) for v in stat['categories'])}, and other)"
+    elif "by" in stat:
+        text += f", by {stat['by']} per {stat['bin']} from {stat['from']} to {stat['to']} (and other)"
+    return text
+
+
+class Kind(ABC):
+    """One kind of statistic. Subclasses set ``name`` and implement
+    :meth:`validate`, :meth:`groups`, :meth:`describe` and :meth:`schema`, and
+    may override :meth:`read` and :meth:`curve`; :meth:`refusal` says why the
+    kind is not sold under a relation (None when it is)."""
+
+    name: ClassVar[str]
+    #: a vector statistic is listed on its own and released with l2 noise
+    vector: ClassVar[bool] = False
+    #: whether a new listing may offer it (the point is withdrawn; microdata is a listing of its own)
+    offered: ClassVar[bool] = True
+
+    @property
+    def title(self) -> str:
+        """The kind as pages name it (the builder's choice of kind); by default its name."""
+        return self.name
+
+    @abstractmethod
+    def validate(self, item: dict, where: str, columns) -> dict:
+        """The normalised statistic, or SpecError naming what is wrong. ``columns``
+        maps each name to its :class:`~market.catalog.columns.Column`."""
+
+    def refusal(self, stat: dict, nb: Neighbours) -> str | None:
+        return None
+
+    @abstractmethod
+    def groups(self, stat: dict, number: int, nb: Neighbours, columns, lattice: bool = False) -> tuple[Group, ...]:
+        """The groups of coordinates the statistic reads, in the order :meth:`read` expects them
+        (``lattice``: laid out in grid steps for the exact lattice path)."""
+
+    @classmethod
+    @abstractmethod
+    def schema(cls) -> dict:
+        """The JSON schema of the statistic as sent."""
+
+    def curve_name(self, stat: dict) -> str:
+        return f"{self.name} of {stat['column']}"
+
+    @abstractmethod
+    def describe(self, stat: dict, nb: Neighbours) -> str:
+        """The statistic in words, as listing pages show it."""
+
+    def statistic_name(self, stat: dict, where: tuple[int, ...], labels: tuple[str, ...]) -> str:
+        """A short name for the statistic as a buyer targets it: its value's label when it reads
+        one coordinate ("count | sex = female"), else its curve's name."""
+        return labels[where[0]] if len(where) == 1 else self.curve_name(stat)
+
+    def curve(self, stat: dict, where: tuple[int, ...], plan: "Plan", records: int | None = None) -> dict | None:
+        """The 95% error bound against eps, ``{"name", "bound": f(eps), "assumes_records"}`` (one
+        curve per statistic: every coordinate it reads has the same weight; eps
+        a Decimal or a decimal string), or None when it cannot be stated from
+        public information. ``records``: an assumed number of records, for a bound that
+        depends on a private count (a mean's); the curve then says so in ``assumes_records``
+        (None when it assumes nothing)."""
+        i = where[0]
+        return {"name": self.curve_name(stat), "bound": lambda eps: plan.bound(i, eps), "assumes_records": None}
+
+    def read(self, stat: dict, labels: list[str], where: tuple[int, ...], r: Reading) -> list[dict]:
+        """One reading per coordinate the statistic reads (the default)."""
+        return [
+            {
+                "label": labels[i],
+                "kind": self.name,
+                "value": r.value(i),
+                "noise_scale": float(r.scales[i]),
+                "error_bound": float(r.bounds[i]),
+            }
+            for i in where
+        ]
+
+
