@@ -78,14 +78,14 @@ def float_listing(owner, dataset, title: str):
         answer = compute(plan, ParquetTable(path))
     listing = Listing.objects.create(
         dataset=dataset, title=title, statistics=list(plan.statistics), labels=list(plan.labels),
-        kinds=",sum,table,", sensitivity=float(plan.sensitivity), engine=Listing.Engine.LAPLACE,
+        kinds=",sum,table,", sensitivity=float(plan.sensitivity), mechanism=Listing.Mechanism.LAPLACE,
         weights=[float(w) for w in plan.weights], lower=[float(v) for v in plan.lower],
         upper=[float(v) for v in plan.upper], answer=b"", ceiling=Decimal(CEILING),
         price_curve={"kind": "linear", "c": PRICE}, price_per_epsilon=Decimal(PRICE),
     )
     listing.set_true_answer(answer)
     listing.save(update_fields=["answer"])
-    NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm="l1", engine="laplace")
+    NoisePath.objects.create(listing=listing, dim=len(plan.labels), mechanism="laplace")
     return listing
 
 

@@ -15,17 +15,18 @@ from django.db.models import Q
 from market.core import crypto, ids
 from market.core.fields import LevelField
 
+from .engine.mechanisms import mechanism
 from .engine.path import l2_from_bytes, l2_to_bytes
 
 
 class NoisePath(models.Model):
     listing = models.OneToOneField("catalog.Listing", on_delete=models.PROTECT, related_name="noise_path")
     dim = models.PositiveIntegerField()
-    norm = models.CharField(max_length=2, default="l1", help_text="l1: a Laplace path per value; l2: one vector path")
-    engine = models.CharField(
-        max_length=10, default="lattice",
-        help_text="lattice: the exact integer path (releases.engine.lattice); laplace: the float path (releases.engine.path, "
-        "and every l2 path); bits: one exact lattice path per record and bit of a microdata listing "
+    mechanism = models.CharField(
+        max_length=12, default="lattice",
+        help_text="the listing's mechanism (releases.engine.mechanisms): lattice, the exact integer path "
+        "(releases.engine.lattice); laplace and laplace_l2, the retired float paths (releases.engine.path; l2: one "
+        "vector path kept as a jump list); bits, one exact lattice path per record and bit of a microdata listing "
         "(releases.engine.bitreport), sampled from the ladder's top down. Fixed when the path is made",
     )
     jumps = models.BinaryField(
@@ -39,9 +40,14 @@ class NoisePath(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative"),
-            models.CheckConstraint(condition=Q(engine__in=["laplace", "lattice", "bits"]), name="path_engine_known"),
-            models.CheckConstraint(condition=Q(engine="laplace") | Q(norm="l1"), name="path_lattice_is_l1"),
+            models.CheckConstraint(condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "bits"]),
+                                   name="path_mechanism_known"),
         ]
+
+    @property
+    def release_mechanism(self):
+        """How the path's noise is made and kept: its mechanism (``releases.engine.mechanisms``)."""
+        return mechanism(self.mechanism)
 
     def jumps_context(self) -> bytes:
         return crypto.jumps_context(self.pk)
@@ -96,6 +102,18 @@ class NoisePoint(models.Model):
     def set_packed_noise(self, data: bytes) -> None:
         """Encrypt a bit-report path's packed noise (``releases.engine.bitreport.pack_noise``); the caller saves."""
         self.noise = crypto.seal(data, context=self.noise_context())
+
+    def noise_of(self, codec, shape=None) -> np.ndarray:
+        """The noise, decrypted and decoded by its mechanism's codec (``shape``: a packed codec's,
+        records x bits); market.core.crypto.CryptoError if it does not open or decode."""
+        try:
+            return codec.decode(crypto.unseal(bytes(self.noise), context=self.noise_context()), shape)
+        except ValueError:
+            raise crypto.CryptoError(f"encrypted value is not {codec.name}") from None
+
+    def set_noise_of(self, codec, values) -> None:
+        """Encode ``values`` by the mechanism's codec and encrypt them into ``noise``; the caller saves."""
+        self.noise = crypto.seal(codec.encode(values), context=self.noise_context())
 
     def integers(self) -> np.ndarray:
         """A lattice path's integer noise, decrypted (int64)."""

@@ -22,18 +22,15 @@ from django.db import connection, transaction
 
 from market.core import crypto
 from market.core.crypto import CryptoError, UnknownKeyError
-from market.core.levels import level_text
 from market.core.migration_helpers import append_only_lifted
 from market.core.locks import retrying
 
 from .bitpaths import NotOnLadder, bits_points
 from .engine import lattice
+from .engine.mechanism import new_rng
 from .locks import path_lock_by_id
-from .selectors import FLOAT_RETIRED, float_level_open
-from .engine.mechanism import l2_at, l2_extend, l2_path, new_rng
 from .models import BitReport, NoisePath, NoisePoint, Release
-from .engine.path import NoisePath as EnginePath
-from .engine.postprocess import snap
+from .selectors import path_released
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +47,11 @@ def _checkpoint(name: str) -> None:
     """A named point in the release transaction where fault-injection tests stop it."""
 
 
-def _l2_point_at(path: NoisePath, level, ceiling, rng: np.random.Generator) -> NoisePoint:
+def _l2_point_at(path: NoisePath, mechanism, level, ceiling, rng: np.random.Generator) -> NoisePoint:
     """The l2 path's point at ``level``, under the path's row lock.
 
     The path is sampled from the listing's ceiling down (only that direction
-    has a simple exact law), as a jump list: the first release samples it
+    has a simple exact law), as a jump list (``mechanism.jump``): the first release samples it
     from the ceiling to its level; a level below the known bottom extends it
     (the jump process is memoryless); any other level is read off the list.
     The stored size is the jumps, never one sample per buyer.
@@ -62,27 +59,18 @@ def _l2_point_at(path: NoisePath, level, ceiling, rng: np.random.Generator) -> N
     found = NoisePoint.objects.filter(path=path, level=level).first()
     if found:
         return found
-    eps, top = float(level), float(ceiling)
     known = _opened(path.jump_list, "the path's stored jump list")
-    if known is None:
-        levels, values = l2_path(path.dim, top, eps, rng)
-        method = "l2 initial"
-    else:
-        levels, values = known
-        method = "l2 lookup"
-        if eps < levels[-1]:
-            levels, values = l2_extend(levels, values, eps, rng)
-            method = "l2 extend"
-    if method != "l2 lookup":
-        path.set_jump_list(levels, values)
+    changed, noise, method = mechanism.jump(known, level, dim=path.dim, ceiling=ceiling, rng=rng)
+    if changed is not None:
+        path.set_jump_list(*changed)
         path.save(update_fields=["jumps", "updated_at"])
-    return _new_point(path, level, l2_at(levels, values, eps), method)
+    return _new_point(path, mechanism, level, noise, method)
 
 
-def _new_point(path: NoisePath, level, noise, method: str) -> NoisePoint:
+def _new_point(path: NoisePath, mechanism, level, noise, method: str) -> NoisePoint:
     """Store the path's noise at ``level``, encrypted (market.core.crypto)."""
     point = NoisePoint(path=path, level=level, method=method)
-    point.set_vector(noise)
+    point.set_noise_of(mechanism.noise, noise)
     point.save(force_insert=True)
     return point
 
@@ -143,8 +131,10 @@ class _Known:
             NoisePoint.objects.bulk_create(self.new)
 
 
-def _point_at(path: NoisePath, level, rng: np.random.Generator, known: _Known) -> NoisePoint:
-    """The path's point at ``level``: the stored one, or one new exact step from its neighbours.
+def _point_at(path: NoisePath, mechanism, level, weights, rng, known: _Known) -> NoisePoint:
+    """The path's point at ``level``: the stored one, or one new exact step from its nearest
+    released neighbours (``mechanism.step``: on the lattice coordinate ``i`` at ``level /
+    weights[i]``, ``rng`` anything with ``getrandbits``; on the float path a numpy-like generator).
 
     Only the nearest released level below and above are read: the step
     depends on nothing else (the path is Markov), so the cost does not grow
@@ -153,77 +143,68 @@ def _point_at(path: NoisePath, level, rng: np.random.Generator, known: _Known) -
     found, below, above = known.near(level)
     if found:
         return found
-    sides = [p for p in (below, above) if p is not None]
-    vectors = [_opened(p.vector, f"the stored noise at level {p.level}") for p in sides]
-    for p, v in zip(sides, vectors):
-        if v.shape != (path.dim,):
-            raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
-    engine = EnginePath(path.dim, [float(p.level) for p in sides], vectors if sides else None)
-    draw = engine.draw(float(level), rng)
-    point = NoisePoint(path=path, level=level, method=draw.method)
-    point.set_vector(draw.noise)
-    return known.add(point)
-
-
-def _lattice_point_at(path: NoisePath, level, weights, rng, known: _Known) -> NoisePoint:
-    """The lattice path's point at ``level`` (integer noise): the stored one, or one new exact
-    step from its nearest released neighbours (``releases.engine.lattice.step``), coordinate ``i`` at
-    ``level / weights[i]``. ``rng``: anything with ``getrandbits`` (the operating system's
-    generator in the product)."""
-    found, below, above = known.near(level)
-    if found:
-        return found
     sides = {}
     for name, p in (("below", below), ("above", above)):
         if p is not None:
-            noise = _opened(p.integers, f"the stored noise at level {p.level}")
+            noise = _opened(lambda p=p: p.noise_of(mechanism.noise), f"the stored noise at level {p.level}")
             if noise.shape != (path.dim,):
                 raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
             sides[name] = (p.level, noise)
-    noise, method = lattice.step(level, weights, rng, **sides)
+    noise, method = mechanism.step(level, dim=path.dim, weights=weights, rng=rng, **sides)
     point = NoisePoint(path=path, level=level, method=method)
-    point.set_integers(noise)
+    point.set_noise_of(mechanism.noise, noise)
     return known.add(point)
 
 
-def _answer(listing, path: NoisePath) -> np.ndarray:
+def _answer(listing, path: NoisePath, mechanism) -> np.ndarray:
     """The listing's true answer, opened and checked against its path once per batch."""
     answer = _opened(listing.true_answer, "the listing's stored answer")
-    if path.engine == "lattice":
-        intact = len(listing.weights) == path.dim and len(listing.grids or ()) == path.dim
-    else:
-        intact = len(listing.weights) == path.dim and bool(np.isfinite(answer).all())
+    intact = mechanism.intact(answer, dim=path.dim, weights=listing.weights, grids=listing.grids)
     if answer.shape != (path.dim,) or not intact:
         raise ReleaseImpossible("the listing's stored answer is damaged")
     return answer
 
 
-def _lattice_values(listing, path: NoisePath, answer, level, rng, known: _Known) -> tuple[NoisePoint, list, list[float]]:
-    """A lattice release: the point at ``level``, the released values (whole steps clamped to the
-    declared range, times each value's grid: ints on an integer grid) and the noise scales shown."""
-    point = _lattice_point_at(path, level, [int(w) for w in listing.weights], rng, known)
-    _checkpoint("after_noise")
-    noise = _opened(point.integers, "the stored noise")
-    values = []
-    for u, n, low, high, grid in zip(answer.tolist(), noise.tolist(), listing.lower, listing.upper, listing.grid_steps()):
-        steps = min(max(int(u) + int(n), int(low)), int(high))
-        amount = steps * grid
-        values.append(int(amount) if amount == amount.to_integral_value() else float(amount))
+def _stepped_values(listing, path: NoisePath, mechanism, levels, rng) -> dict:
+    """The releases of a path stepped level by level from its released neighbours (the lattice,
+    and the float l1 path): per level, its point, the released values (the mechanism's
+    ``values``: on the lattice whole steps clamped to the declared range times each value's grid;
+    on the float path rounded and clamped) and the noise scales shown."""
+    known = _Known(path, levels)
+    answer = _answer(listing, path, mechanism)
+    rng = rng if rng is not None else _source(mechanism)
+    made_at = {}
+    for level in levels:
+        point = _point_at(path, mechanism, level, listing.weights, rng, known)
+        _checkpoint("after_noise")
+        made_at[level] = _made(listing, mechanism, point, answer, level)
+    known.save()
+    return made_at
+
+
+def _jump_values(listing, path: NoisePath, mechanism, levels, rng) -> dict:
+    """The releases of an l2 path, read off (or extended along) its jump list."""
+    answer = _answer(listing, path, mechanism)
+    rng = rng if rng is not None else _source(mechanism)
+    made_at = {}
+    for level in levels:
+        point = _l2_point_at(path, mechanism, level, listing.ceiling, rng)
+        _checkpoint("after_noise")
+        made_at[level] = _made(listing, mechanism, point, answer, level)
+    return made_at
+
+
+def _made(listing, mechanism, point: NoisePoint, answer, level) -> tuple[NoisePoint, list, list[float]]:
+    noise = _opened(lambda: point.noise_of(mechanism.noise), "the stored noise")
+    values = mechanism.values(answer, noise, level=level, weights=listing.weights, lower=listing.lower,
+                              upper=listing.upper, grids=listing.grids)
     return point, values, [float(b) for b in listing.noise_scales(level)]
 
 
-def _float_values(listing, path: NoisePath, answer, level, rng, known: _Known) -> tuple[NoisePoint, list[float], list[float]]:
-    """A float-path release (listings made before the lattice, and vectors): the point at
-    ``level``, the values rounded and clamped (``releases.engine.postprocess.snap``), the noise scales."""
-    if path.norm == "l2":
-        point = _l2_point_at(path, level, listing.ceiling, rng)
-    else:
-        point = _point_at(path, level, rng, known)
-    _checkpoint("after_noise")
-    scales = listing.noise_scales(level)
-    noisy = answer + np.asarray(listing.weights, dtype=np.float64) * _opened(point.vector, "the stored noise")
-    values = snap(noisy, scales, listing.lower, listing.upper)
-    return point, [float(v) for v in np.atleast_1d(values)], [float(b) for b in scales]
+def _source(mechanism):
+    """The mechanism's randomness: whole random bits (``new_bit_source``) or floating-point
+    uniforms (``new_rng``), both the operating system's; tests replace them with seeded ones."""
+    return {"bits": new_bit_source, "floats": new_rng}[mechanism.source]()
 
 
 @dataclass(frozen=True)
@@ -240,39 +221,33 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
 
     ``listing`` is the path's listing (its stored answer, weights, ranges and
     grids). Each distinct level is stepped to once, in increasing order, so a
-    batch of orders costs one step per new level. ``figures``: what to store
+    batch of orders costs one step per new level. The path's mechanism says how
+    (``releases.engine.mechanisms``: its ``store``). ``figures``: what to store
     with the releases of each level (``{level: privacy-at-risk figures}``,
     the caller's, computed once). Returns ``{purchase_id:
     Release}``. Raises :class:`ReleaseImpossible` if a stored answer or noise
-    is damaged (the caller's transaction then writes nothing).
+    is damaged, or a level cannot be given on the path (the caller's transaction then writes nothing).
     """
     levels = sorted({order.level for order in orders})
-    if path.engine == "bits":
-        made_at = _bits_values(listing, path, levels, rng)
-        return _releases_store(path, listing, orders, made_at, figures)
-    known = _Known(path, levels if path.norm != "l2" else ())  # l2 paths keep their jump list
-    answer = _answer(listing, path)
-    if path.engine == "lattice":
-        values_at, rng = _lattice_values, (rng if rng is not None else new_bit_source())
-    else:
-        _float_levels_check(path, levels)
-        values_at, rng = _float_values, (rng if rng is not None else new_rng())
-    made_at = {level: values_at(listing, path, answer, level, rng, known) for level in levels}
-    known.save()
+    mechanism = path.release_mechanism
+    _levels_check(path, listing, mechanism, levels)
+    made_at = _STORES[mechanism.store](listing, path, mechanism, levels, rng)
     return _releases_store(path, listing, orders, made_at, figures)
 
 
-def _float_levels_check(path: NoisePath, levels) -> None:
-    """The float path is retired (``releases.selectors.FLOAT_RETIRED``): a batch that would draw new
-    noise on it, or release above its largest level, is :class:`ReleaseImpossible`, so that its
-    purchases are refunded (a purchase paid before the retirement and still waiting for its release)."""
-    released = list(NoisePoint.objects.filter(path=path).values_list("level", flat=True))
+def _levels_check(path: NoisePath, listing, mechanism, levels) -> None:
+    """A level the path's mechanism does not give (on the retired float path, one that would draw
+    new noise or go above its largest level; on a microdata path, one off its ladder) is
+    :class:`ReleaseImpossible`, so that its purchases are refunded (a purchase paid before the
+    retirement and still waiting for its release)."""
     for level in levels:
-        if not float_level_open(norm=path.norm, released=released, released_max=path.released_max, level=level):
-            raise ReleaseImpossible(f"{FLOAT_RETIRED}, and level {level_text(level)} was never released on it")
+        refusal = mechanism.refusal(level, released=lambda: path_released(path=path),
+                                    ladder=lambda: listing.microdata().levels)
+        if refusal is not None:
+            raise ReleaseImpossible(refusal.impossible)
 
 
-def _bits_values(listing, path: NoisePath, levels, rng) -> dict:
+def _bits_values(listing, path: NoisePath, mechanism, levels, rng) -> dict:
     """A microdata listing's releases (``releases.bitpaths``): per level, its point, the number of
     reports saying 1 for each bit (the release's values: what its decoded counts are read from) and
     each bit's noise scale (``weight / eps``, as for a lattice value)."""
@@ -284,6 +259,10 @@ def _bits_values(listing, path: NoisePath, levels, rng) -> dict:
     weight = float(listing.weights[0]) if listing.weights else 1.0
     return {level: (point, list(report.ones), [weight / float(level)] * len(report.ones))
             for level, (point, report) in made.items()}
+
+
+#: How each kind of path makes its releases (``Mechanism.store``).
+_STORES = {"steps": _stepped_values, "jumps": _jump_values, "ladder": _bits_values}
 
 
 def _releases_store(path: NoisePath, listing, orders, made_at: dict, figures) -> dict:

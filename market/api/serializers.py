@@ -634,7 +634,7 @@ class ListingSerializer(serializers.Serializer):
     @extend_schema_field(MicrodataOfferSerializer(allow_null=True))
     def get_microdata(self, listing):
         """A microdata listing's ladder and the accuracy at each level (null for other listings)."""
-        if not listing.is_microdata:
+        if not listing.release_mechanism.sells_records:
             return None
         md = listing.microdata()
         return MicrodataOfferSerializer({

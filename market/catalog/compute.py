@@ -339,15 +339,16 @@ def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = M
     answer falls outside its declared range (more records than the plan allows).
     """
     nb = plan.neighbours
-    if not (plan.vector if plan.norm == "l2" else plan.aggregates):
+    vector = plan.vector is not None  # an l2 plan: its one vector statistic, noised as a whole
+    if not (vector or plan.aggregates):
         raise ValueError("this plan was read back from a listing (statistics.plan_restore): build it to compute")
-    if plan.norm == "l2":
+    if vector:
         u, n = run_vector(plan.vector, table, threads=threads, memory_limit=memory_limit)
     else:
         u, n = run(plan.aggregates, table, threads=threads, memory_limit=memory_limit, exact=plan.lattice is not None)
     if nb.public and n != nb.size:
         raise ValueError(f"the dataset's public size is {nb.size} but it holds {n} records")
-    if plan.norm == "l2":
+    if vector:
         return u
     if plan.lattice is not None:
         low, high = np.array(plan.lattice.unit_lower), np.array(plan.lattice.unit_upper)

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from market.core import crypto, ids
 from market.core.fields import LevelField, MoneyField
+from releases.engine.mechanisms import mechanism
 
 
 class Dataset(models.Model):
@@ -169,10 +170,11 @@ class Listing(models.Model):
     """Statistics over a dataset, sold at privacy levels up to a ceiling.
 
     The statistics form one vector; its true value ``answer`` is computed
-    once, at creation, and is as secret as the data. ``engine`` says how it
-    is released (``market.catalog.spec``):
+    once, at creation, and is as secret as the data. ``mechanism`` says how it
+    is released (an object of ``releases.engine.mechanisms``, ``release_mechanism``):
 
-    * ``laplace`` (the float path, retired: every listing made before the lattice, and old vectors):
+    * ``laplace`` and ``laplace_l2`` (the float paths, retired: every listing made before the lattice;
+      ``laplace_l2`` old vectors, with noise on the whole vector):
       value ``i`` at level eps is ``answer[i] + weights[i] * V_eps[i]``, then
       rounded and clamped to ``[lower[i], upper[i]]``;
     * ``lattice`` (the exact path, docs/mathematics.md section 11): ``answer``
@@ -189,10 +191,17 @@ class Listing(models.Model):
     """
 
     class Engine(models.TextChoices):
-        LAPLACE = "laplace", "Float path (retired: floating-point noise with no established delta; old listings only)"
-        LATTICE = "lattice", "Exact lattice path (integer noise, exactly eps-DP)"
-        BITS = "bits", "Bit reports: every record, each bit on its own exact lattice path (eps-DP per record)"
+        """The engine the API and the owner's dashboard show for a listing (``engine``)."""
 
+        LAPLACE = "laplace", mechanism("laplace").label
+        LATTICE = "lattice", mechanism("lattice").label
+        BITS = "bits", mechanism("bits").label
+
+    class Mechanism(models.TextChoices):
+        LAPLACE = "laplace", mechanism("laplace").label
+        LAPLACE_L2 = "laplace_l2", mechanism("laplace_l2").label
+        LATTICE = "lattice", mechanism("lattice").label
+        BITS = "bits", mechanism("bits").label
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="listings")
     title = models.CharField(max_length=200)
@@ -204,9 +213,10 @@ class Listing(models.Model):
     weights = models.JSONField(help_text="per value: noise multiplier (scale = weight / eps)")
     lower = models.JSONField(help_text="declared range of each value, for clamping (lattice: in grid steps)")
     upper = models.JSONField()
-    engine = models.CharField(
-        max_length=10, choices=Engine.choices, default=Engine.LATTICE,
-        help_text="how the values are released: the exact lattice path, or the float path of older listings",
+    mechanism = models.CharField(
+        max_length=12, choices=Mechanism.choices, default=Mechanism.LATTICE,
+        help_text="how the values are released (releases.engine.mechanisms): the exact lattice path, bit reports, "
+        "or the float paths of older listings. Fixed when the listing is made",
     )
     grids = models.JSONField(
         null=True, blank=True, help_text="lattice only: each value's grid as a decimal string (1 for counts)"
@@ -258,10 +268,11 @@ class Listing(models.Model):
             ),
             models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
             models.CheckConstraint(
-                condition=Q(engine__in=["laplace", "lattice", "bits"]), name="listing_engine_known"
+                condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "bits"]), name="listing_mechanism_known"
             ),
             models.CheckConstraint(
-                condition=Q(engine__in=["laplace", "bits"]) | Q(grids__isnull=False), name="listing_lattice_has_grids"
+                condition=Q(mechanism__in=["laplace", "laplace_l2", "bits"]) | Q(grids__isnull=False),
+                name="listing_lattice_has_grids",
             ),
         ]
 
@@ -289,12 +300,15 @@ class Listing(models.Model):
         return crypto.answer_context(self.pk)
 
     @property
-    def on_lattice(self) -> bool:
-        return self.engine == self.Engine.LATTICE
+    def release_mechanism(self):
+        """How the listing's values are released: its mechanism (``releases.engine.mechanisms``)."""
+        return mechanism(self.mechanism)
 
     @property
-    def is_microdata(self) -> bool:
-        return self.engine == self.Engine.BITS
+    def engine(self) -> str:
+        """The mechanism's engine as the owner's dashboard and ``build_plan`` name it
+        (``laplace``, ``lattice`` or ``bits``)."""
+        return self.release_mechanism.engine
 
     def microdata(self):
         """The listing's microdata spec (``market.catalog.microdata.Microdata``), read back as stored."""
@@ -304,28 +318,25 @@ class Listing(models.Model):
 
     def truth_bits(self) -> np.ndarray:
         """A microdata listing's true bits (bool, records x bits), decrypted."""
-        from releases.engine.bitreport import unpack_bits
-
-        return unpack_bits(crypto.unseal(bytes(self.answer), context=self.answer_context()),
-                           (int(self.upper[0]), len(self.labels)))
+        return self.release_mechanism.answer.decode(crypto.unseal(bytes(self.answer), context=self.answer_context()),
+                                                    (int(self.upper[0]), len(self.labels)))
 
     def set_truth_bits(self, bits) -> None:
         """Pack and encrypt a microdata listing's true bits into ``answer``; the caller saves."""
-        from releases.engine.bitreport import pack_bits
-
-        self.answer = crypto.seal(pack_bits(bits), context=self.answer_context())
+        self.answer = crypto.seal(self.release_mechanism.answer.encode(bits), context=self.answer_context())
 
     def true_answer(self) -> np.ndarray:
         """The true answer, decrypted (float64; int64 grid steps on the lattice), or
         market.core.crypto.CryptoError if it does not open."""
-        if self.on_lattice:
-            return crypto.unseal_ints(self.answer, context=self.answer_context())
-        return crypto.unseal_floats(self.answer, context=self.answer_context())
+        codec = self.release_mechanism.answer
+        try:
+            return codec.decode(crypto.unseal(bytes(self.answer), context=self.answer_context()))
+        except ValueError:
+            raise crypto.CryptoError(f"encrypted value is not {codec.name}") from None
 
     def set_true_answer(self, values) -> None:
         """Encrypt ``values`` (float64; int64 grid steps on the lattice) into ``answer``; the caller saves."""
-        seal = crypto.seal_ints if self.on_lattice else crypto.seal_floats
-        self.answer = seal(values, context=self.answer_context())
+        self.answer = crypto.seal(self.release_mechanism.answer.encode(values), context=self.answer_context())
 
     def grid_steps(self) -> list[Decimal]:
         """Each value's grid (lattice), as exact decimals."""
@@ -335,10 +346,7 @@ class Listing(models.Model):
         """The noise scale of each released value at level ``eps``, in the value's units: the
         Laplace scale, or on the lattice the same ``weight * grid / eps`` (its discrete
         Laplace noise is ``DLap(e^{-eps / weight})`` steps)."""
-        weights = np.asarray(self.weights, dtype=np.float64)
-        if self.on_lattice:
-            weights = weights * np.array([float(g) for g in self.grid_steps()])
-        return weights / float(eps)
+        return self.release_mechanism.scales(eps, self.weights, self.grids)
 
 
 class UploadSession(models.Model):

@@ -11,35 +11,32 @@ largest of their profiles, point by point.
 
 * Float listings (the retired float path): floating-point noise is not exactly Laplace, and its
   δ was established only for one count's first draw at a few levels, so no profile is stated
-  (``FLOAT_NOT_COMPUTED``); each release's line says what is known
+  (``releases.engine.mechanisms.FLOAT_NOT_COMPUTED``); each release's line says what is known
   (``releases.engine.guarantee.float_release_statement``).
-* Lattice listings (``plan.engine == "lattice"``): coordinate ``i`` carries
+* Lattice listings (the ``lattice`` mechanism): coordinate ``i`` carries
   discrete Laplace noise at level ``eps / unit_weights[i]`` and the neighbour
   moves it by ``t`` whole steps (``Lattice.unit_cases``); the loss is
   discrete, and ``releases.engine.profile.LatticeProfile`` sums its exact law in
   floating point with a stated bound on the error. A law too large to sum is
   reported as not computed, never approximated.
 
-The profile depends on the spec, the relation and the level only, never on
-the data, so it is public.
+* Microdata listings (bit reports): a record's loss over the bits a change can flip.
+
+Each is its mechanism's ``profile`` (``releases.engine.mechanisms``); this module keeps the
+figures (public inputs only) in the shared cache. The profile depends on the spec, the relation
+and the level only, never on the data, so it is public.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 
 import numpy as np
 from django.core.cache import cache
 
-from releases.engine.guarantee import float_release_statement, guarantee_statement
-from releases.engine.profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge
-
 from .selectors import listing_plan
-from .spec import LATTICE
 
 #: eps' points on a profile chart (a cosine grid from 0 to the level, dense at both ends).
 CHART_POINTS = 41
@@ -69,49 +66,18 @@ def _shared(parts: tuple, compute):
     return value
 
 
-def _rounded_up(x: float) -> str:
-    """``x > 0`` rounded up to one significant digit, e.g. ``"5e-12"`` for 4.4e-12."""
-    mantissa, exponent = f"{x:.15e}".split("e")
-    digit, power = math.ceil(float(mantissa)), int(exponent)
-    return f"1e{power + 1}" if digit == 10 else f"{digit}e{power}"
+#: Figures kept in this process (the shared cache is read once per process and key).
+_KEPT: dict = {}
+_KEPT_MOST = 1024
 
 
-@lru_cache(maxsize=1024)
-def _lattice_deltas(weights: tuple[int, ...], cases: tuple[tuple[tuple[int, int], ...], ...], level: Decimal,
-                    at: tuple[float, ...]) -> tuple[tuple[float, ...] | None, str]:
-    """A lattice listing's profile at ``at`` and how it was computed, or ``(None, "not computed: ...")``
-    when its loss law is too large to sum (:class:`ProfileTooLarge`). Kept in this process and in the shared cache."""
-
-    def compute() -> list:
-        eps = Fraction(level)
-        grid = np.array(at)
-        worst, error = np.zeros(len(at)), 0.0
-        try:
-            for case in cases:
-                prof = LatticeProfile([(t, eps / weights[i]) for i, t in case])
-                worst = np.maximum(worst, prof.deltas(grid))
-                error = max(error, prof.error(grid))  # the maximum of the cases is off by at most as much
-        except ProfileTooLarge as exc:
-            return [None, f"not computed: {exc}"]
-        method = ("exact law of the integer noise's privacy loss, summed in floating point "
-                  f"(absolute error below {_rounded_up(error)})")
-        return [[float(d) for d in worst], method]
-
-    # the limits are part of the key: a law refused under smaller ones is tried again under larger ones
-    deltas, method = _shared((LATTICE, weights, cases, str(level), at, MAX_ATOMS, MAX_WORK), compute)
-    return (None if deltas is None else tuple(deltas)), method
-
-
-#: Why a float release's profile is not drawn.
-FLOAT_NOT_COMPUTED = ("not computed: floating-point noise is not exactly Laplace and its δ was never established "
-                      "for this release, so no δ(ε′) can be stated (the profile of exact Laplace noise would "
-                      "understate it: it is 0 at ε, the float release's is not)")
-
-
-def _single_count(plan) -> bool:
-    """The one case whose float δ was enumerated: a plan of one count of weight 1."""
-    return (plan.norm == "l1" and len(plan.labels) == 1 and plan.statistics[0]["kind"] == "count"
-            and float(plan.weights[0]) == 1.0)
+def _kept(parts: tuple, compute):
+    """``compute()`` kept in this process and in the shared cache (:func:`_shared`)."""
+    if parts not in _KEPT:
+        if len(_KEPT) >= _KEPT_MOST:
+            _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[parts] = _shared(parts, compute)
+    return _KEPT[parts]
 
 
 def _point_method(listing, level) -> str | None:
@@ -135,26 +101,11 @@ def release_profile(listing, level, *, plan=None) -> dict:
     half = level * Decimal(SUMMARY_FRACTION.numerator) / Decimal(SUMMARY_FRACTION.denominator)
     at = (*_grid(level), half)
     floats = tuple(float(x) for x in at)
-    if listing.is_microdata:
-        md = listing.microdata()
-        deltas = md.deltas(level, floats)
-        return {
-            "level": level,
-            "method": f"exact law of a record's loss over the {md.weight} bits a change can flip, summed in floating point",
-            "points": [{"epsilon": x, "delta": d} for x, d in zip(at[:-1], deltas[:-1])],
-            "summary": {"epsilon": half, "delta": deltas[-1]},
-            "guarantee": guarantee_statement("bits"),
-            "protects": listing.dataset.protects,
-        }
-    plan = plan or listing_plan(listing)
-    if plan.engine == LATTICE:
-        deltas, method = _lattice_deltas(plan.lattice.unit_weights, plan.lattice.unit_cases, level, floats)
-        deltas = deltas or (None,) * len(at)
-        guarantee = guarantee_statement(plan.engine, len(plan.labels))
-    else:  # the retired float path: its δ was never established, so no δ(ε′) is drawn, not even 0 at ε
-        deltas = (None,) * len(at)
-        method = FLOAT_NOT_COMPUTED
-        guarantee = float_release_statement(level, method=_point_method(listing, level), single_count=_single_count(plan))
+    deltas, method, guarantee = listing.release_mechanism.profile(
+        level, floats, plan=lambda: plan or listing_plan(listing), records=listing.microdata, cached=_kept,
+        point_method=lambda: _point_method(listing, level),
+    )
+    deltas = deltas or (None,) * len(at)
     return {
         "level": level,
         "method": method,

@@ -56,7 +56,7 @@ def applies(listing) -> bool:
     (randomised response, whose exact loss the privacy-loss profile states)."""
     from .spec import VECTOR_KINDS
 
-    return listing.statistics[0]["kind"] not in VECTOR_KINDS and not listing.is_microdata
+    return listing.statistics[0]["kind"] not in VECTOR_KINDS and listing.release_mechanism.gamma_applies
 
 
 def level_at_risk(listing, level) -> dict | None:

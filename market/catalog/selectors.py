@@ -135,18 +135,14 @@ def listing_plan(listing):
     offered."""
     from .spec import build_plan, plan_restore
 
-    if listing.is_microdata:  # its bits as the coordinates of its one "statistic" (spec.kinds.microdata.Microdata)
-        bits, records = len(listing.labels), int(listing.upper[0])
+    # a microdata listing's layout is implied by its records: its bits as the coordinates of its one
+    # "statistic" (statistics.Microdata), under the public number of records (its mechanism's layout)
+    implied = listing.release_mechanism.layout(labels=listing.labels, upper=listing.upper)
+    if implied is not None or listing.plan is not None:
         return plan_restore(
-            layout={"norm": "l1", "neighbours": {"relation": "public_size", "size": records, "max_rows": records},
-                    "indices": [list(range(bits))], "loss_cases": None, "unit_cases": None},
-            statistics=listing.statistics, labels=listing.labels, sensitivity=listing.sensitivity,
-            weights=listing.weights, lower=listing.lower, upper=listing.upper,
-        )
-    if listing.plan is not None:
-        return plan_restore(
-            layout=listing.plan, statistics=listing.statistics, labels=listing.labels, sensitivity=listing.sensitivity,
-            weights=listing.weights, lower=listing.lower, upper=listing.upper, grids=listing.grids,
+            layout=implied or listing.plan, statistics=listing.statistics, labels=listing.labels,
+            sensitivity=listing.sensitivity, weights=listing.weights, lower=listing.lower, upper=listing.upper,
+            grids=None if implied else listing.grids,
         )
     dataset = listing.dataset
     return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False,

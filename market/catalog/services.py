@@ -517,7 +517,7 @@ def listing_create(
             labels=list(plan.labels),
             kinds=kinds,
             sensitivity=float(plan.sensitivity),
-            engine=Listing.Engine.LATTICE,
+            mechanism=Listing.Mechanism.LATTICE,
             grids=[str(g) for g in layout.grids],
             weights=list(layout.unit_weights),
             lower=list(layout.unit_lower),
@@ -533,7 +533,7 @@ def listing_create(
         )
         listing.set_true_answer(answer)
         listing.save(update_fields=["answer"])
-        NoisePath.objects.create(listing=listing, dim=len(plan.labels), norm=plan.norm, engine=listing.engine)
+        NoisePath.objects.create(listing=listing, dim=len(plan.labels), mechanism=listing.mechanism)
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
 
@@ -607,7 +607,7 @@ def listing_create_microdata(
             labels=list(md.labels),
             kinds=f",{microdata.KIND},",
             sensitivity=float(md.weight),
-            engine=Listing.Engine.BITS,
+            mechanism=Listing.Mechanism.BITS,
             grids=None,
             weights=[md.weight] * bits,
             lower=[0] * bits,
@@ -621,7 +621,7 @@ def listing_create_microdata(
         )
         listing.set_truth_bits(truth)
         listing.save(update_fields=["answer"])
-        NoisePath.objects.create(listing=listing, dim=bits, norm="l1", engine="bits")
+        NoisePath.objects.create(listing=listing, dim=bits, mechanism=listing.mechanism)
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
 
@@ -726,7 +726,7 @@ def listing_reopen(*, owner, listing_id) -> Listing:
             return listing
         _require_owner_still(owner)
         try:
-            if listing.is_microdata:
+            if listing.release_mechanism.sells_records:
                 microdata.build({"columns": [f.as_dict() for f in listing.microdata().fields],
                                  "levels": listing.statistics[0]["levels"]},
                                 dataset.columns, records=dataset.public_size, public=dataset.size_is_public)

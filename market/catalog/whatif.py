@@ -81,10 +81,9 @@ def parse_eps(value) -> float:
 
 def _no_risk_reason(listing) -> str | None:
     """Why the paper's privacy-at-risk formula does not describe ``listing``'s noise (None: it does)."""
-    if listing.engine == listing.Engine.LATTICE:
-        return "exact integer noise: the paper's formula is for continuous Laplace noise"
-    if listing.is_microdata:
-        return "randomised records (bit reports): the paper's formula is for Laplace noise on statistics"
+    reason = listing.release_mechanism.no_risk_reason  # lattice, bit reports and l2 vectors
+    if reason is not None:
+        return reason
     if listing.statistics and listing.statistics[0].get("kind") in VECTOR_KINDS:
         return "noise on the whole vector, not Laplace noise on each value"
     if len({float(w) for w in listing.weights or []}) > 1:

@@ -81,12 +81,12 @@ INVARIANTS: list[tuple[str, str, str]] = [
     ),
     (
         "each listing's noise points = its distinct released levels (bit-report paths: sampled from the top down)",
-        "SELECT count(*) FROM releases_noisepath np WHERE np.engine <> 'bits' AND (SELECT count(*) FROM releases_noisepoint pt WHERE pt.path_id = np.id) <> (SELECT count(DISTINCT r.level) FROM releases_release r WHERE r.listing_id = np.listing_id)",
+        "SELECT count(*) FROM releases_noisepath np WHERE np.mechanism <> 'bits' AND (SELECT count(*) FROM releases_noisepoint pt WHERE pt.path_id = np.id) <> (SELECT count(DISTINCT r.level) FROM releases_release r WHERE r.listing_id = np.listing_id)",
         'paths whose points are not one per distinct released level',
     ),
     (
         "a bit-report path's points run from its ceiling down, each released one with its report",
-        "SELECT count(*) FROM releases_noisepath np JOIN catalog_listing cl ON cl.id = np.listing_id WHERE np.engine = 'bits' AND (EXISTS (SELECT 1 FROM releases_noisepoint pt WHERE pt.path_id = np.id) AND NOT EXISTS (SELECT 1 FROM releases_noisepoint pt WHERE pt.path_id = np.id AND pt.level = cl.ceiling) OR EXISTS (SELECT 1 FROM releases_release r JOIN releases_noisepoint pt ON pt.id = r.point_id WHERE r.listing_id = np.listing_id AND NOT EXISTS (SELECT 1 FROM releases_bitreport b WHERE b.point_id = pt.id)))",
+        "SELECT count(*) FROM releases_noisepath np JOIN catalog_listing cl ON cl.id = np.listing_id WHERE np.mechanism = 'bits' AND (EXISTS (SELECT 1 FROM releases_noisepoint pt WHERE pt.path_id = np.id) AND NOT EXISTS (SELECT 1 FROM releases_noisepoint pt WHERE pt.path_id = np.id AND pt.level = cl.ceiling) OR EXISTS (SELECT 1 FROM releases_release r JOIN releases_noisepoint pt ON pt.id = r.point_id WHERE r.listing_id = np.listing_id AND NOT EXISTS (SELECT 1 FROM releases_bitreport b WHERE b.point_id = pt.id)))",
         'bit-report paths without their top point, or with a release that has no report',
     ),
     (

@@ -28,7 +28,6 @@ from market.catalog.spec import describe
 from market.core import visibility
 from market.core.errors import NotFound
 from .models import Purchase
-from releases.engine.guarantee import engine_words, guarantee_statement
 
 _ZERO_CREDITS = Decimal("0.00")
 _RELEASED = Q(purchases__status=Purchase.Status.RELEASED)
@@ -76,7 +75,7 @@ def _ladder(listing, points) -> list[dict] | None:
     """A microdata listing's ladder as its owner sees it (None for other listings): per level, the
     price from nothing, the bits' rates ``p`` and ``q``, the 95% bound of each decoded count and how
     many releases read it (``sold``: at least one)."""
-    if not listing.is_microdata:
+    if not listing.release_mechanism.sells_records:
         return None
     md = listing.microdata()
     reads = {point["level"]: point["reads"] for point in points}
@@ -287,8 +286,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "statistics": describe(plan),
             "values": len(listing.labels),
             "engine": listing.engine,
-            "noise": engine_words(listing.engine, vector=plan.norm == "l2"),
-            "guarantee": guarantee_statement(listing.engine, len(listing.labels)),
+            "noise": listing.release_mechanism.words(),
+            "guarantee": listing.release_mechanism.guarantee(len(listing.labels)),
             "created_at": listing.created_at,
         },
         "spent": spent,

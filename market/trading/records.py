@@ -72,7 +72,7 @@ def records_response(release, fmt: str):
 
     from market.core.errors import NotFound
 
-    if fmt not in ("csv", "parquet") or not release.listing.is_microdata:
+    if fmt not in ("csv", "parquet") or not release.listing.release_mechanism.sells_records:
         raise NotFound("no such file: records are downloaded from microdata releases, as csv or parquet")
     if fmt == "csv":
         response = StreamingHttpResponse(records_csv(release), content_type="text/csv")

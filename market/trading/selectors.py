@@ -81,7 +81,7 @@ def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
 def release_readings(release) -> list[dict]:
     """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound
     (microdata: one per bit, the decoded number of records with it set)."""
-    if release.listing.is_microdata:
+    if release.listing.release_mechanism.sells_records:
         decoded = release.listing.microdata().decoded(release.values, release.level)
         return [{"label": d["label"], "kind": "microdata", "value": d["estimate"], "noise_scale": float(scale),
                  "error_bound": d["error_bound"]} for d, scale in zip(decoded, release.noise_scales)]
@@ -95,7 +95,7 @@ def release_microdata(release) -> dict | None:
     bits, the report's rates ``p`` and ``q`` at its level, and per bit the number of reports saying 1
     and the decoded number of records with the bit set, with its 95% interval."""
     listing = release.listing
-    if not listing.is_microdata:
+    if not listing.release_mechanism.sells_records:
         return None
     md = listing.microdata()
     p, q = md.rates(release.level)

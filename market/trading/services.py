@@ -46,7 +46,7 @@ from market.trust.selectors import Cap, buyer_cap
 from market.webhooks.events import emit as webhook_emit
 from releases.locks import path_lock
 from releases.models import Release
-from releases.selectors import float_level_refusal
+from releases.selectors import level_refusal
 from releases.services import Order, ReleaseImpossible, releases_make
 
 from .locks import holding_lock, holdings_lock, purchase_lock, purchases_lock
@@ -111,18 +111,10 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
             f"epsilon: you already hold level {current}; buy a level above it",
             fields={"epsilon": [f"Must be above your current level {current}."]},
         )
-    if listing.engine == Listing.Engine.LAPLACE:  # the retired float path: no new noise is drawn
-        refusal = float_level_refusal(listing_id=listing.pk, level=eps)
-        if refusal:
-            raise InvalidInput(f"epsilon: {refusal}", fields={"epsilon": [refusal[0].upper() + refusal[1:] + "."]})
-    if listing.is_microdata:
-        ladder = listing.microdata().levels
-        if eps not in ladder:
-            shown = ", ".join(level_text(level) for level in ladder)
-            raise InvalidInput(
-                f"epsilon: this microdata listing sells the levels {shown}; {level_text(eps)} is not one of them",
-                fields={"epsilon": [f"One of {shown}."]},
-            )
+    # the mechanism's levels: a microdata listing's ladder; on the retired float path, no new noise is drawn
+    refusal = level_refusal(listing=listing, level=eps)
+    if refusal is not None:
+        raise InvalidInput(f"epsilon: {refusal.message}", fields={"epsilon": [refusal.hint]})
     return cap
 
 
@@ -141,7 +133,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
                            fields={"target": ["Give either epsilon or target, not both."]})
     holding = Holding.objects.filter(buyer=buyer, listing=listing).first() if buyer.is_authenticated else None
     current = holding.purchased if holding else Decimal(0)
-    if listing.is_microdata:
+    if listing.release_mechanism.sells_records:
         curves = accuracy.microdata_curves(listing.microdata())
     else:
         plan = listing_plan(listing)
@@ -229,9 +221,9 @@ def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, curr
             fields={"target": [f"Not reachable up to ε {level_text(cap)}: " + "; ".join(short) + "."]},
         )
     level = _smallest_paid(listing, current, level) or level
-    if listing.is_microdata:  # sold on its ladder: the lowest ladder level at or above it
-        level = listing.microdata().level_at_or_above(level) or listing.ceiling
-    return level
+    # what the mechanism sells at or above it (a microdata listing: the lowest ladder level at or above it)
+    return listing.release_mechanism.level_sold(level, ladder=lambda: listing.microdata().levels,
+                                                ceiling=listing.ceiling)
 
 
 def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
@@ -276,22 +268,9 @@ def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
     """Per released value at level ``eps``: its noise scale and 95% error bound
     (for a vector listing, the radius that holds the whole point's error)."""
     from market.catalog.selectors import listing_plan
-    from market.catalog.spec import l2_error_radius
 
-    if listing.is_microdata:
-        md = listing.microdata()
-        return [{"label": label, "noise_scale": md.weight / float(eps), "error_bound": md.bound(eps)}
-                for label in md.labels]
-    scales = listing.noise_scales(eps)
-    plan = listing_plan(listing)
-    return [
-        {
-            "label": label,
-            "noise_scale": float(b),
-            "error_bound": l2_error_radius(len(scales), float(b)) if plan.norm == "l2" else plan.bound(i, eps),
-        }
-        for i, (label, b) in enumerate(zip(listing.labels, scales))
-    ]
+    return listing.release_mechanism.accuracy(eps, labels=listing.labels, scales=listing.noise_scales(eps),
+                                              plan=lambda: listing_plan(listing), records=listing.microdata)
 
 
 def _existing_for_key(buyer, key: str, listing_id, eps: Decimal) -> Purchase | None:

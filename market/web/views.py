@@ -22,7 +22,6 @@ from market.catalog.accuracy import default_records, statistic_curves
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
 from market.catalog.spec import describe
-from releases.engine.guarantee import engine_words, guarantee_statement
 from market.core.errors import DomainError, InsufficientFunds, PriceChanged, ServiceUnavailable
 from market.ledger import selectors as ledger
 from market.ledger.payments import provider
@@ -78,17 +77,15 @@ def _next_step(listing, held: Decimal, cap: Decimal) -> dict | None:
     """For a buyer holding a level: what doubling it (up to their cap, at most the ceiling) costs and gains."""
     if held <= 0 or held >= cap:
         return None
-    target = min(cap, held * 2)
-    if listing.is_microdata:  # the next level up the ladder, within the cap
-        target = next((eps for eps in listing.microdata().levels if held < eps <= cap), None)
-        if target is None:
-            return None
+    mechanism = listing.release_mechanism
+    target = mechanism.next_level(held, cap, ladder=lambda: listing.microdata().levels)  # a ladder's: within the cap
+    if target is None:
+        return None
     now, then = bounds_at(listing, held), bounds_at(listing, target)
     return {
         "epsilon": target,
         "price": price_increment(listing, held, target),
-        # a decoded count's bound does not fall like 1/ε: the ratio of the bounds themselves
-        "factor": now[0]["bound"] / then[0]["bound"] if listing.is_microdata else float(target / held),
+        "factor": mechanism.gain(held, target, now[0]["bound"], then[0]["bound"]),
         "now": now,
         "then": then,
     }
@@ -118,7 +115,7 @@ def microdata_ladder(listing, held: Decimal, cap: Decimal) -> dict | None:
     """What a microdata listing's page shows (None for other listings): per ladder level, the price
     from the level held, each bit's chance of being reported correctly (p) and wrongly (q) and the
     95% bound of each decoded count; the columns' bits in words and the public Bloom salt, if any."""
-    if not listing.is_microdata:
+    if not listing.release_mechanism.sells_records:
         return None
     md = listing.microdata()
     rows = []
@@ -185,8 +182,8 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
         {
             "listing": listing,
             "describe": describe(plan),
-            "engine": engine_words(listing.engine, vector=plan.norm == "l2"),
-            "guarantee": guarantee_statement(listing.engine, len(listing.labels)),
+            "engine": listing.release_mechanism.words(),
+            "guarantee": listing.release_mechanism.guarantee(len(listing.labels)),
             "held": held,
             "form": form,
             "quote": quote,

@@ -61,7 +61,7 @@ def test_an_owner_lists_records_and_a_buyer_buys_two_levels(browse, worker, user
     form.get_by_role("button", name="Create the listing").click()
     expect(page.get_by_role("heading", name="The ladder of levels")).to_be_visible()
     listing = Listing.objects.get(title="Birds by record")
-    assert listing.is_microdata and [f.encoding for f in listing.microdata().fields] == ["onehot", "onehot", "bloom"]
+    assert listing.mechanism == "bits" and [f.encoding for f in listing.microdata().fields] == ["onehot", "onehot", "bloom"]
 
     buyer = users("bea")
     fund(buyer, 100)

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_engine_modules_do_not_import_django():
     code = (
-        "import sys, releases.engine.mechanism, releases.engine.path, releases.engine.postprocess;"
+        "import sys, releases.engine.mechanism, releases.engine.mechanisms, releases.engine.path, releases.engine.postprocess;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'django');"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -136,7 +136,7 @@ def test_a_float_purchase_pending_when_the_path_was_retired_is_refunded(
 
     _released_before_retirement(float_listing, ["1"])
     fund(buyer, 100)
-    monkeypatch.setattr(trading, "float_level_refusal", lambda **kwargs: None)  # as it was paid: before
+    monkeypatch.setattr(trading, "level_refusal", lambda **kwargs: None)  # as it was paid: before
     purchase, *_ = purchase_create(buyer=buyer, listing_id=float_listing.pk, epsilon="3")  # no task runs here
     monkeypatch.undo()
     assert wallet_balance(user=buyer) == Decimal("70") and purchase.status == "queued"

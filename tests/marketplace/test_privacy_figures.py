@@ -21,6 +21,7 @@ from market.catalog.services import listing_create
 from market.catalog.privacy import release_profile
 from market.catalog.spec import Lattice
 from market.trading.services import purchase_create
+from releases.engine.mechanisms import mechanism
 from releases.engine.profile import LatticeProfile, loss_profile_lattice
 
 from tests.fixtures.market import make_csv, old_float_listing
@@ -184,7 +185,8 @@ def _lattice_plan(weights, cases):
                            norm="l1", loss_cases=None)
 
 
-_SOMEONE = SimpleNamespace(is_microdata=False, dataset=SimpleNamespace(protects="Protects any one record."))
+_SOMEONE = SimpleNamespace(release_mechanism=mechanism("lattice"), microdata=None,
+                           dataset=SimpleNamespace(protects="Protects any one record."))
 
 
 def test_a_lattice_profile_is_the_largest_over_the_worst_cases_with_its_error_bound():

@@ -18,7 +18,7 @@ def _old_listing(dataset, statistics, **extra):
     return Listing.objects.create(
         dataset=dataset, title="old", statistics=statistics, labels=["x", "y"], sensitivity=1.0,
         weights=[1.0, 1.0], lower=[0, 0], upper=[1, 1], answer=b"\0" * 16, ceiling=Decimal("1"),
-        price_per_epsilon=Decimal("1.00"), engine=Listing.Engine.LAPLACE, **extra,
+        price_per_epsilon=Decimal("1.00"), mechanism=Listing.Mechanism.LAPLACE, **extra,
     )
 
 

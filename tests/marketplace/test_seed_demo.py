@@ -20,12 +20,12 @@ def test_seed_demo_is_complete_and_idempotent():
     assert User.objects.get(username="demo-owner").is_owner
     assert User.objects.get(username="demo-admin").is_staff
     assert Listing.objects.count() == 6  # no centroid: vector statistics wait for the integer Gaussian-like path
-    assert not Listing.objects.filter(engine="laplace").exists()
+    assert not Listing.objects.filter(mechanism__in=["laplace", "laplace_l2"]).exists()
     # two datasets keep their size private, two publish it: both relations are on show
     assert sorted(Dataset.objects.values_list("relation", flat=True)) == ["private_size", "private_size",
                                                                           "public_size", "public_size"]
     # one microdata listing: the penguins record by record, on a ladder of levels
-    records = Listing.objects.get(engine="bits")
+    records = Listing.objects.get(mechanism="bits")
     assert records.microdata().records == 344 and [str(x.normalize()) for x in records.microdata().levels] == ["1", "2", "4", "8"]
     assert records.labels[:3] == ["species = Adelie", "species = Chinstrap", "species = Gentoo"]
     assert set(Dataset.objects.values_list("status", flat=True)) == {"ready"}  # penguins too, as shipped

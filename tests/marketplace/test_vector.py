@@ -97,9 +97,9 @@ def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_cel
 
     listing = centroid_listing(owner, places, 1)
     # the first buyer's levels as released before the retirement; every later buyer reads them
-    checks = (releases.services._float_levels_check, market.trading.services.float_level_refusal)
-    monkeypatch.setattr(releases.services, "_float_levels_check", lambda path, levels: None)
-    monkeypatch.setattr(market.trading.services, "float_level_refusal", lambda **kwargs: None)
+    checks = (releases.services._levels_check, market.trading.services.level_refusal)
+    monkeypatch.setattr(releases.services, "_levels_check", lambda *args: None)
+    monkeypatch.setattr(market.trading.services, "level_refusal", lambda **kwargs: None)
     sizes = []
     for i in range(40):
         who = users(f"b{i}")
@@ -107,8 +107,8 @@ def test_storage_does_not_grow_with_buyers(owner, places, users, fund, eager_cel
         for level in ("0.25", "1", "2"):
             buy(who, listing, level, django_capture_on_commit_callbacks)
         if i == 0:  # retired from here on: the other 39 buyers are served from what is stored
-            monkeypatch.setattr(releases.services, "_float_levels_check", checks[0])
-            monkeypatch.setattr(market.trading.services, "float_level_refusal", checks[1])
+            monkeypatch.setattr(releases.services, "_levels_check", checks[0])
+            monkeypatch.setattr(market.trading.services, "level_refusal", checks[1])
         path = NoisePath.objects.get(listing=listing)
         sizes.append((len(bytes(path.jumps)), NoisePoint.objects.filter(path=path).count()))
     assert Release.objects.filter(listing=listing).count() == 120
@@ -125,7 +125,7 @@ def test_an_old_centroid_listing_and_its_pages(owner, places, buyer, fund, eager
     )
     assert listing.labels == ["centroid(east)", "centroid(north)"]
     assert listing.sensitivity == pytest.approx(2 * 3000 / 400)  # replace one of the 400 public places
-    assert listing.noise_path.norm == "l2"
+    assert listing.noise_path.mechanism == listing.mechanism == "laplace_l2"
     fund(buyer, 100)
     client.force_login(buyer)
     page = client.get(f"/listings/{listing.pk}/").content.decode()

@@ -137,9 +137,8 @@ def tokens(world):
 def noise_vectors(listing) -> list[list]:
     """Each stored point's noise: integers on the lattice path, floats on the float path."""
     points = NoisePoint.objects.filter(path__listing=listing).order_by("level")
-    if listing.on_lattice:
-        return [[int(v) for v in point.integers()] for point in points]
-    return [[float(v) for v in point.vector()] for point in points]
+    codec = listing.release_mechanism.noise
+    return [[v.item() for v in point.noise_of(codec)] for point in points]
 
 
 def noise_values(listing) -> list[float]:

@@ -434,7 +434,7 @@ def _patterns(values) -> list[re.Pattern]:
 def _noise_patterns(listing) -> list[re.Pattern]:
     """Float noise: each value (they have many digits). Lattice noise is small whole numbers that
     turn up anywhere by chance: each point's whole vector, as a list or a row (commas, spaces)."""
-    if not listing.on_lattice:
+    if listing.mechanism != "lattice":
         return _patterns(noise_values(listing))
     return [
         re.compile(r"(?<![\w.])" + r"\s*,?\s*".join(re.escape(str(v)) for v in vector) + r"(?![\w]|\.\d)")

@@ -66,7 +66,7 @@ def float_windows(values: np.ndarray) -> list[bytes]:
 
 def stored_noise(point) -> np.ndarray:
     """A point's noise as its path stores it: int64 on the lattice path, float64 on the float path."""
-    return point.integers() if point.path.engine == "lattice" else point.vector()
+    return point.noise_of(point.path.release_mechanism.noise)
 
 
 def test_the_database_never_holds_a_true_answer_in_the_clear(listing):

@@ -1,0 +1,92 @@
+"""The exact lattice path (docs/mathematics.md section 11): integer noise, exactly eps-DP.
+
+The answer is in whole grid steps; coordinate ``i`` carries discrete Laplace noise at level
+``eps / weights[i]`` (``releases.engine.lattice``), released as ``clamp(answer + noise) * grid``.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+
+from .. import guarantee as _guarantee
+from .. import lattice
+from ..profile import MAX_ATOMS, MAX_WORK, LatticeProfile, ProfileTooLarge
+from .base import INTS, Base
+
+
+def rounded_up(x: float) -> str:
+    """``x > 0`` rounded up to one significant digit, e.g. ``"5e-12"`` for 4.4e-12."""
+    import math
+
+    mantissa, exponent = f"{x:.15e}".split("e")
+    digit, power = math.ceil(float(mantissa)), int(exponent)
+    return f"1e{power + 1}" if digit == 10 else f"{digit}e{power}"
+
+
+class Lattice(Base):
+    """Exact integer noise on each value (``releases.engine.lattice``): every new listing."""
+
+    name = "lattice"
+    engine = "lattice"
+    label = "Exact lattice path (integer noise, exactly eps-DP)"
+    answer = INTS
+    noise = INTS
+    no_risk_reason = "exact integer noise: the paper's formula is for continuous Laplace noise"
+
+    def words(self) -> str:
+        return _guarantee.engine_words(self.engine)
+
+    def guarantee(self, values: int) -> str:
+        return _guarantee.guarantee_statement(self.engine, values)
+
+    def scales(self, level, weights, grids) -> np.ndarray:
+        """``weight * grid / eps``: its discrete Laplace noise is ``DLap(e^{-eps / weight})`` steps."""
+        weights = np.asarray(weights, dtype=np.float64) * np.array([float(g) for g in grids or ()])
+        return weights / float(level)
+
+    @staticmethod
+    def deltas(weights, cases, level, at) -> tuple[list[float] | None, str]:
+        """The profile at ``at`` of a plan whose coordinate ``i`` has unit weight ``weights[i]`` and
+        whose worst cases move coordinates by ``cases`` (``Lattice.unit_cases``): the largest of the
+        cases' exact laws, point by point, and how it was computed; ``(None, "not computed: ...")``
+        when a law is too large to sum (``ProfileTooLarge``)."""
+        eps = Fraction(Decimal(level))
+        grid = np.array(at)
+        worst, error = np.zeros(len(at)), 0.0
+        try:
+            for case in cases:
+                prof = LatticeProfile([(t, eps / weights[i]) for i, t in case])
+                worst = np.maximum(worst, prof.deltas(grid))
+                error = max(error, prof.error(grid))  # the maximum of the cases is off by at most as much
+        except ProfileTooLarge as exc:
+            return None, f"not computed: {exc}"
+        method = ("exact law of the integer noise's privacy loss, summed in floating point "
+                  f"(absolute error below {rounded_up(error)})")
+        return [float(d) for d in worst], method
+
+    def profile(self, level, at, *, plan, records, cached, point_method) -> tuple:
+        layout = plan().lattice
+        weights, cases = layout.unit_weights, layout.unit_cases
+        # the limits are part of the key: a law refused under smaller ones is tried again under larger ones
+        parts = (self.name, weights, cases, str(level), at, MAX_ATOMS, MAX_WORK)
+        deltas, method = cached(parts, lambda: list(self.deltas(weights, cases, level, at)))
+        return (None if deltas is None else tuple(deltas)), method, self.guarantee(len(plan().labels))
+
+    def intact(self, answer, *, dim, weights, grids) -> bool:
+        return len(weights) == dim and len(grids or ()) == dim
+
+    def step(self, level, *, dim, weights, rng, below=None, above=None):
+        sides = {name: side for name, side in (("below", below), ("above", above)) if side is not None}
+        return lattice.step(level, [int(w) for w in weights], rng, **sides)
+
+    def values(self, answer, noise, *, level, weights, lower, upper, grids) -> list:
+        """Whole steps clamped to the declared range, times each value's grid (ints on an integer grid)."""
+        out = []
+        for u, n, low, high, grid in zip(answer.tolist(), noise.tolist(), lower, upper, [Decimal(g) for g in grids]):
+            steps = min(max(int(u) + int(n), int(low)), int(high))
+            amount = steps * grid
+            out.append(int(amount) if amount == amount.to_integral_value() else float(amount))
+        return out
