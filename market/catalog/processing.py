@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from market.core import queueing
 from market.webhooks.events import emit as webhook_emit
 
 from . import chunks, files, ingest, uploads
@@ -39,10 +40,8 @@ def dataset_queue(*, dataset_pk: int, job: str | None = None) -> bool:
     """Send the dataset's processing task (for its run ``job``) to the broker (called on commit). A
     broker that cannot be reached leaves the dataset processing: the sweeper (``datasets_sweep``)
     sends it again once its progress has stood still for ``DATASET_SWEEP_AFTER`` seconds."""
-    from .tasks import dataset_process_task
-
     try:
-        dataset_process_task.delay(dataset_pk, job)
+        queueing.task("catalog.dataset_process").delay(dataset_pk, job)
         return True
     except Exception:
         log.exception("could not queue the processing of dataset %s", dataset_pk)

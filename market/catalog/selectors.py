@@ -4,13 +4,17 @@ from django.db.models import DecimalField, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from market.core import visibility
+from market.core.errors import InvalidInput
 from market.core.errors import NotFound
+from market.core.levels import parse_level
 
 from .budget import counted
 from .columns import columns_from
+from .models import DatasetBudgetChange
 from .models import Listing
 from .statistics import KINDS as STATISTIC_KINDS
 from .statistics import OFFERED_KINDS
+from .statistics import build_plan, plan_restore
 
 _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 
@@ -117,7 +121,6 @@ def dataset_same_content(*, user, dataset) -> list:
 
 def dataset_budget_history(*, user, dataset) -> QuerySet:
     """The recorded changes of one of the owner's datasets' budget, newest first."""
-    from .models import DatasetBudgetChange
 
     return DatasetBudgetChange.objects.filter(dataset__in=visibility.owned_datasets(user), dataset=dataset).select_related("actor")
 
@@ -133,7 +136,6 @@ def listing_plan(listing):
     or laying the statistics out again. A listing with no stored plan (one the migration could not
     lay out) is laid out from its dataset, as every read did before, even if its kind is no longer
     offered."""
-    from .statistics import build_plan, plan_restore
 
     if listing.is_microdata:  # its bits as the coordinates of its one "statistic" (statistics.Microdata)
         bits, records = len(listing.labels), int(listing.upper[0])
@@ -155,8 +157,6 @@ def listing_plan(listing):
 
 def listing_profile(*, listing, epsilon) -> dict:
     """The privacy-loss profile of ``listing`` at level ``epsilon`` (at most its ceiling)."""
-    from market.core.errors import InvalidInput
-    from market.core.levels import parse_level
 
     from .privacy import release_profile
 

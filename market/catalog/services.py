@@ -20,6 +20,7 @@ from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
+from releases.models import NoisePath
 
 from . import chunks, files, ingest, microdata, sizes, uploads
 from .processing import dataset_process, dataset_queue, new_job  # noqa: F401 (the processing services, re-exported)
@@ -471,7 +472,6 @@ def listing_create(
     The statistics' true answer and sensitivity are computed once, here; the
     listing's noise path is created with it.
     """
-    from releases.models import NoisePath
 
     _require_owner(owner)
     problems = _Problems()
@@ -575,7 +575,6 @@ def listing_create_microdata(
     true bits are read once, here, shuffled by a secret permutation (``shuffle``: a test's
     generator) and sealed into the listing; its bit-report noise path is created with it. Every input
     at fault is named in one 400."""
-    from releases.models import NoisePath
 
     _require_owner(owner)
     problems = _Problems()

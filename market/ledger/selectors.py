@@ -16,6 +16,7 @@ from market.core.fields import MONEY_QUANTUM, MoneyField
 from market.core.levels import level_text
 
 from .models import Account, Payout, Transfer
+from .models import Leg
 
 _ZERO = Decimal("0.00")
 
@@ -86,7 +87,6 @@ def leg_description(leg) -> str:
 
 def ledger_is_balanced() -> bool:
     """Every transfer sums to zero and every balance equals the sum of its legs."""
-    from .models import Leg
 
     unbalanced = Transfer.objects.annotate(total=Sum("legs__amount")).exclude(total=0).exists()
     if unbalanced:

@@ -11,6 +11,7 @@ from market.catalog.selectors import listing_plan
 from market.catalog.statistics import present
 from market.core import visibility
 from market.core.errors import NotFound
+from releases.models import BitReport
 
 from .models import Purchase
 from .waits import release_wait
@@ -115,7 +116,6 @@ def release_microdata(release) -> dict | None:
 def release_reports(release):
     """A microdata release's reports (bool, records x bits): the buyer's own release only (the caller
     read ``release`` through :func:`release_get`); never the noise or the true bits."""
-    from releases.models import BitReport
 
     md = release.listing.microdata()
     report = BitReport.objects.get(point_id=release.point_id)
