@@ -148,8 +148,10 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
         current.typed_file = new_files[-1]
         current.columns, current.row_count, current.format = columns, row_count, fmt
         current.status, current.progress, current.failure = Dataset.Status.READY, {}, []
+        current.version += 1  # under the lock: a listing computed from the old file is refused
         current.save(update_fields=[
             "raw_file", "upload_file", "typed_file", "columns", "row_count", "format", "status", "progress", "failure",
+            "version",
         ])
         transaction.on_commit(lambda: files.delete(*old))
         webhook_emit(("dataset.ready", current.public_id, current.owner_id))
@@ -187,7 +189,8 @@ def _mark_failed(current: Dataset, reasons: list[str]) -> None:
     current.status, current.failure, current.progress = Dataset.Status.FAILED, list(reasons), {}
     if stale:
         current.upload_file = ""
-    current.save(update_fields=["status", "failure", "progress", "upload_file"])
+    current.version += 1
+    current.save(update_fields=["status", "failure", "progress", "upload_file", "version"])
     transaction.on_commit(lambda: files.delete(*stale))
     chunks.upload_discard_for(dataset_pk=current.pk)  # a resumable upload's parts, if not joined yet
 
