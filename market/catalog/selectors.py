@@ -10,7 +10,6 @@ from market.core.levels import parse_level
 
 from .budget import counted
 from .columns import columns_from
-from .models import DatasetBudgetChange
 from .models import Listing
 from .statistics import KINDS as STATISTIC_KINDS
 from .statistics import OFFERED_KINDS
@@ -22,7 +21,8 @@ _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 def ceilings_needed(*, dataset_pk: int) -> Decimal:
     """What a dataset's budget must cover: the sum of its counted listings' totals, each its ceiling
     plus its size release's level (``Listing.total_level``; 0 if none)."""
-    total = Listing.objects.filter(counted(), dataset_id=dataset_pk).aggregate(
+    # the services' budget check, under the dataset's lock: every listing of the dataset, whoever asks
+    total = visibility.dangerously_unscoped(Listing).filter(counted(), dataset_id=dataset_pk).aggregate(
         total=Sum(F("ceiling") + F("size_level")))["total"]
     return Decimal(total or 0).quantize(Decimal("0.0001"))
 
@@ -122,7 +122,7 @@ def dataset_same_content(*, user, dataset) -> list:
 def dataset_budget_history(*, user, dataset) -> QuerySet:
     """The recorded changes of one of the owner's datasets' budget, newest first."""
 
-    return DatasetBudgetChange.objects.filter(dataset__in=visibility.owned_datasets(user), dataset=dataset).select_related("actor")
+    return visibility.dataset_budget_changes(user).filter(dataset=dataset).select_related("actor")
 
 
 def holdings_list(*, user) -> QuerySet:

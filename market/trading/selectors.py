@@ -11,7 +11,6 @@ from market.catalog.selectors import listing_plan
 from market.catalog.statistics import present
 from market.core import visibility
 from market.core.errors import NotFound
-from releases.models import BitReport
 
 from .models import Purchase
 from .waits import release_wait
@@ -55,7 +54,7 @@ def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purch
         release_wait(
             purchase_id=purchase.pk,
             seconds=seconds,
-            done=lambda: Purchase.objects.filter(pk=purchase.pk).values_list("status", flat=True).first()
+            done=lambda: visibility.purchases(user).filter(pk=purchase.pk).values_list("status", flat=True).first()
             not in Purchase.IN_FLIGHT,
         )
         return purchase_get(user=user, purchase_id=purchase.pk)
@@ -118,5 +117,5 @@ def release_reports(release):
     read ``release`` through :func:`release_get`); never the noise or the true bits."""
 
     md = release.listing.microdata()
-    report = BitReport.objects.get(point_id=release.point_id)
+    report = visibility.bit_reports(release.buyer).get(point_id=release.point_id)
     return report.reports((md.records, md.bits))
