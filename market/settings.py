@@ -44,6 +44,8 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "" if PRODUCTION else "localhos
 
 INSTALLED_APPS = [
     "django.contrib.admin",
+    # before django.contrib.auth: its changepassword command (which revokes API keys) overrides Django's
+    "market.accounts",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -54,7 +56,6 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "market.core",
-    "market.accounts",
     "market.catalog",
     "market.ledger",
     "market.trading",

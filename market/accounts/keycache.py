@@ -29,6 +29,8 @@ from django.utils import timezone
 
 from market.core.cache import Unavailable, shared
 
+from .models import ApiKey
+
 log = logging.getLogger(__name__)
 
 #: the longest an entry or a tombstone lives, in seconds
@@ -77,8 +79,6 @@ def keys_forget(*, digests=None, user_id=None) -> None:
     current transaction commits."""
 
     def forget():
-        from .models import ApiKey
-
         hashes = list(digests or [])
         if user_id is not None:
             hashes += list(ApiKey.objects.filter(user_id=user_id).values_list("secret_hash", flat=True))

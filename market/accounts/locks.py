@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from market.core import visibility
 from market.core.locks import Rank, taken
 
 from .models import ApiKey, User
@@ -18,4 +17,4 @@ def user_lock(*, user: User) -> None:
 def api_key_lock(*, user: User, key_id: str) -> ApiKey | None:
     """One of ``user``'s keys, locked for update; None if they have no such key."""
     taken(Rank.API_KEY, f"API key {key_id}")
-    return visibility.api_keys(user).select_for_update().filter(pk=key_id).first()
+    return ApiKey.objects.select_for_update().filter(user=user, pk=key_id).first()

@@ -1,5 +1,5 @@
 from django.contrib.auth.models import AbstractUser
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -11,55 +11,6 @@ class User(AbstractUser):
 
     is_owner = models.BooleanField(default=False, help_text="May upload datasets and list them.")
     is_buyer = models.BooleanField(default=True, help_text="May buy releases.")
-
-    # A new password (from any path: the password page, the admin, set_password + save, a
-    # management command) revokes every API key of the user. The hash as loaded is kept to
-    # see the change; a rehash of the same password at sign-in (a hasher upgrade) is not one.
-    _password_as_loaded: str | None = None
-    _rehashing = False
-
-    @classmethod
-    def from_db(cls, db, field_names, values):
-        user = super().from_db(db, field_names, values)
-        user._password_as_loaded = user.__dict__.get("password")
-        return user
-
-    def refresh_from_db(self, *args, **kwargs):
-        super().refresh_from_db(*args, **kwargs)
-        fields = kwargs.get("fields", args[1] if len(args) > 1 else None)
-        if fields is None or "password" in fields:
-            self._password_as_loaded = self.__dict__.get("password")
-
-    def check_password(self, raw_password):
-        self._rehashing = True
-        try:
-            return super().check_password(raw_password)
-        finally:
-            self._rehashing = False
-
-    async def acheck_password(self, raw_password):
-        self._rehashing = True
-        try:
-            return await super().acheck_password(raw_password)
-        finally:
-            self._rehashing = False
-
-    def save(self, *args, **kwargs):
-        update_fields = kwargs.get("update_fields")
-        changed = (
-            self._password_as_loaded is not None
-            and self.password != self._password_as_loaded
-            and not self._rehashing
-            and (update_fields is None or "password" in update_fields)
-        )
-        with transaction.atomic():
-            super().save(*args, **kwargs)
-            if changed:
-                from .services import api_keys_revoke_all
-
-                api_keys_revoke_all(user=self)
-        if update_fields is None or "password" in update_fields:
-            self._password_as_loaded = self.password
 
 
 #: what a key can be, as the API reports it

@@ -128,6 +128,22 @@ def api_key_rotate(*, user: User, key_id: str, grace: timedelta = timedelta(0)) 
         return _issue(user=user, name=key.name, expires_at=key.expires_at, from_sign_in=key.from_sign_in, now=now)
 
 
+def user_password_set(*, user: User, raw_password: str | None) -> User:
+    """Give ``user`` a new password (None: an unusable one, no password sign-in) and revoke every
+    API key of theirs that still works, in one transaction: every path that sets a password (the
+    password page, the admin, ``manage.py changepassword``) comes here. Their other sessions end by
+    themselves (the session's hash of the password no longer matches)."""
+    with transaction.atomic():
+        user_lock(user=user)
+        if raw_password is None:
+            user.set_unusable_password()
+        else:
+            user.set_password(raw_password)
+        user.save(update_fields=["password"])
+        api_keys_revoke_all(user=user)
+    return user
+
+
 def api_keys_revoke_all(*, user: User) -> int:
     """Revoke every key of ``user`` that still works (a password change does this). Returns how many."""
     now = timezone.now()

@@ -12,7 +12,6 @@ from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,6 +21,7 @@ from market.accounts.models import KEY_STATUSES
 from market.accounts.services import EXPIRY_MAX, ROTATION_GRACE_MAX, api_key_create, api_key_revoke, api_key_rotate
 
 from .errors import documented
+from .scoping import ScopedListView
 from .serializers import StrictSerializer, TextField
 
 
@@ -94,15 +94,18 @@ def sign_in_key(user):
     )
 
 
-class ApiKeyListView(GenericAPIView):
+class ApiKeyListView(ScopedListView):
     """Your API keys (newest first); create one here."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = ApiKeySerializer
 
+    def scoped_queryset(self, user):
+        return selectors.api_key_list(user=user)
+
     @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(selectors.api_key_list(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(ApiKeySerializer(page, many=True).data)
 
     @extend_schema(

@@ -25,6 +25,7 @@ from market.catalog.whatif import MAX_PAIRS, MAX_SUBSAMPLE, MIN_SUBSAMPLE
 from market.core import ids
 from market.core.fields import LEVEL_QUANTUM
 from market.core.levels import MAX_LEVEL
+from market.ledger.selectors import leg_description
 from market.trading.models import Purchase
 
 from market.trading.selectors import release_microdata, release_readings
@@ -1187,8 +1188,6 @@ class LegSerializer(serializers.Serializer):
     at = serializers.DateTimeField(source="transfer.created_at")
 
     def get_description(self, leg) -> str:
-        from market.ledger.selectors import leg_description
-
         return leg_description(leg)
 
 

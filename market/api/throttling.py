@@ -26,6 +26,7 @@ import time
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from market.accounts.keycache import cache_key, entry_decode, forget_pending
 from market.core.cache import Unavailable, local_cache, shared
 from market.core.clients import client_address
 
@@ -161,7 +162,6 @@ def key_and_counts(request, digest: str):
     """The remembered API key of ``digest`` (None on a miss) and, with it, the request's limits
     counted against the key's user: one Redis round trip. The counts are kept on the request
     for :class:`RateLimits`."""
-    from market.accounts.keycache import cache_key, entry_decode, forget_pending
 
     view = (getattr(request, "parser_context", None) or {}).get("view")
     now = time.time()

@@ -6,7 +6,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
-from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -38,6 +37,7 @@ from . import serializers as s
 from .errors import documented, documented_purchase
 from .keys import ApiKeySerializer, SignInSerializer, sign_in_key
 from .parsers import LimitedMultiPartParser, StrictJSONParser
+from .scoping import ScopedListView
 
 #: ``Prefer: wait=N`` (RFC 7240): answer once the purchase is released or failed, or after N seconds.
 #: Any text: the RFC has a server ignore the preferences it does not honour, and so this one does
@@ -75,10 +75,14 @@ class TokenView(APIView):
         return Response({"token": secret, "key": ApiKeySerializer(key).data})
 
 
-class ListingListView(GenericAPIView):
+class ListingListView(ScopedListView):
     """Every open listing (anyone may read); owners create listings here."""
 
     serializer_class = s.ListingSerializer
+    search = ""  # this request's ?search= (checked in get)
+
+    def scoped_queryset(self, user):
+        return catalog.listing_list(user=user, search=self.search)
 
     @extend_schema(
         parameters=[s.ListingQuerySerializer],
@@ -87,7 +91,8 @@ class ListingListView(GenericAPIView):
     def get(self, request):
         query = s.ListingQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        page = self.paginate_queryset(catalog.listing_list(user=request.user, search=query.validated_data["search"]))
+        self.search = query.validated_data["search"]
+        page = self.scoped_page()
         held = catalog.levels_held(user=request.user, listing_ids=[l.pk for l in page]) if request.user.is_authenticated else None
         caps = buyer_caps(listings=page, buyer=request.user) if request.user.is_authenticated else None
         spent = catalog.listing_spent(user=request.user, listing_ids=[l.pk for l in page])
@@ -258,16 +263,19 @@ class PrivacyProfileView(APIView):
         return Response(s.PrivacyProfileSerializer(catalog.listing_profile(listing=listing, epsilon=level)).data)
 
 
-class DatasetListView(GenericAPIView):
+class DatasetListView(ScopedListView):
     """The owner's datasets; upload a CSV or Parquet file (multipart), processed in the background."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.DatasetSerializer
     parser_classes = [LimitedMultiPartParser]  # a file: multipart only (a resumable upload: uploads.py)
 
+    def scoped_queryset(self, user):
+        return catalog.dataset_list(user=user)
+
     @extend_schema(responses={200: s.DatasetSerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(catalog.dataset_list(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(s.DatasetSerializer(page, many=True).data)
 
     @extend_schema(
@@ -373,7 +381,7 @@ class DatasetSampledSensitivityView(APIView):
             whatif.dataset_sampled_sensitivity(user=request.user, dataset_id=dataset_id, **form.validated_data)).data)
 
 
-class PurchaseListView(GenericAPIView):
+class PurchaseListView(ScopedListView):
     """Your purchases; buy a listing up to a level (answered 202: the release follows)."""
 
     permission_classes = [IsAuthenticated]
@@ -381,9 +389,12 @@ class PurchaseListView(GenericAPIView):
 
     throttle_scope = "purchases"
 
+    def scoped_queryset(self, user):
+        return trading.purchase_list(user=user)
+
     @extend_schema(responses={200: s.PurchaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(trading.purchase_list(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(s.PurchaseSerializer(page, many=True).data)
 
     @extend_schema(
@@ -453,13 +464,16 @@ def _waited(response: Response, wait: float | None, granted: float | None, *, in
     return response
 
 
-class ReleaseListView(GenericAPIView):
+class ReleaseListView(ScopedListView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.ReleaseSerializer
 
+    def scoped_queryset(self, user):
+        return trading.release_list(user=user)
+
     @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(trading.release_list(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
 
 
@@ -499,15 +513,18 @@ class WalletView(APIView):
         return Response(s.WalletSerializer(_wallet(request.user)).data)
 
 
-class StatementView(GenericAPIView):
+class StatementView(ScopedListView):
     """Every movement of your wallet, newest first."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.LegSerializer
 
+    def scoped_queryset(self, user):
+        return ledger.wallet_statement(user=user)
+
     @extend_schema(responses={200: s.LegSerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(ledger.wallet_statement(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(s.LegSerializer(page, many=True).data)
 
 
@@ -541,29 +558,35 @@ class EarningsView(APIView):
         return Response(s.EarningsSerializer(_earnings(request.user)).data)
 
 
-class EarningsStatementView(GenericAPIView):
+class EarningsStatementView(ScopedListView):
     """Owners: every movement of your earnings (sales, refunds, payouts), newest first, with the running balance."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.LegSerializer
 
+    def scoped_queryset(self, user):
+        return ledger.earnings_statement(user=user)
+
     @extend_schema(responses={200: s.LegSerializer(many=True), **documented(400, 403, 404)})
     def get(self, request):
         require_role(request.user, "owner")
-        page = self.paginate_queryset(ledger.earnings_statement(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(s.LegSerializer(page, many=True).data)
 
 
-class PayoutListView(GenericAPIView):
+class PayoutListView(ScopedListView):
     """Owners: your payouts; ask for one (paid at once in demo mode, else requested for staff)."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = s.PayoutSerializer
 
+    def scoped_queryset(self, user):
+        return ledger.payout_list(user=user)
+
     @extend_schema(responses={200: s.PayoutSerializer(many=True), **documented(400, 403, 404)})
     def get(self, request):
         require_role(request.user, "owner")
-        page = self.paginate_queryset(ledger.payout_list(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(s.PayoutSerializer(page, many=True).data)
 
     @extend_schema(

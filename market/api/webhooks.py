@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,6 +25,7 @@ from market.webhooks.services import (
 )
 
 from .errors import documented
+from .scoping import ScopedListView
 from .serializers import QuerySerializer, StrictSerializer, TextField
 
 EVENT_CHOICES = list(EVENT_TYPES)
@@ -116,15 +116,18 @@ def _created(endpoint, secret: str) -> dict:
     return {**EndpointSerializer(endpoint).data, "secret": secret}
 
 
-class EndpointListView(GenericAPIView):
+class EndpointListView(ScopedListView):
     """Your webhook endpoints (newest first); register one here."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = EndpointSerializer
 
+    def scoped_queryset(self, user):
+        return selectors.endpoint_list(user=user)
+
     @extend_schema(operation_id="webhooks_endpoints_list", responses={200: EndpointSerializer(many=True), **documented(400, 404)})
     def get(self, request):
-        page = self.paginate_queryset(selectors.endpoint_list(user=request.user))
+        page = self.scoped_page()
         return self.get_paginated_response(EndpointSerializer(page, many=True).data)
 
     @extend_schema(
@@ -190,11 +193,15 @@ class EndpointTestView(APIView):
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
 
-class DeliveryListView(GenericAPIView):
+class DeliveryListView(ScopedListView):
     """Deliveries to your endpoints, newest first; filter by endpoint, event type or status."""
 
     permission_classes = [IsAuthenticated]
     serializer_class = DeliverySerializer
+    filters: dict = {}  # this request's filters (checked in get)
+
+    def scoped_queryset(self, user):
+        return selectors.delivery_list(user=user, **self.filters)
 
     @extend_schema(
         operation_id="webhooks_deliveries_list", parameters=[DeliveryQuerySerializer],
@@ -203,7 +210,8 @@ class DeliveryListView(GenericAPIView):
     def get(self, request):
         query = DeliveryQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        page = self.paginate_queryset(selectors.delivery_list(user=request.user, **query.validated_data))
+        self.filters = query.validated_data
+        page = self.scoped_page()
         return self.get_paginated_response(DeliverySerializer(page, many=True).data)
 
 

@@ -31,6 +31,9 @@ from django.core.files.storage import storages
 
 from market.core import crypto
 
+from .locks import dataset_lock_pk
+from .models import Dataset
+
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
@@ -165,9 +168,6 @@ def files_reseal() -> crypto.Rotated:
     so a crash half-way loses nothing. Idempotent: a file already under the current key is left
     alone. A file that does not open is counted as damaged and left as it is."""
     from django.db import transaction
-
-    from .locks import dataset_lock_pk
-    from .models import Dataset
 
     done = crypto.Rotated()
     current = crypto.current_key_id()

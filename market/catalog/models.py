@@ -87,6 +87,12 @@ class Dataset(models.Model):
     )
     record_name_plural = models.CharField(max_length=60, default="records", help_text="e.g. 'patients'")
     created_at = models.DateTimeField(auto_now_add=True)
+    version = models.PositiveBigIntegerField(
+        default=0, editable=False,
+        help_text="bumped by every change of what a listing's answer or budget check reads (the typed file, the "
+        "columns, the status, the budget): a listing computed outside the dataset's lock is created only if the "
+        "version is still the one it read (market.catalog.services.listing_create)",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

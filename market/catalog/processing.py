@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from market.core import queueing
 from market.webhooks.events import emit as webhook_emit
 
 from . import chunks, files, ingest, uploads
@@ -39,10 +40,8 @@ def dataset_queue(*, dataset_pk: int, job: str | None = None) -> bool:
     """Send the dataset's processing task (for its run ``job``) to the broker (called on commit). A
     broker that cannot be reached leaves the dataset processing: the sweeper (``datasets_sweep``)
     sends it again once its progress has stood still for ``DATASET_SWEEP_AFTER`` seconds."""
-    from .tasks import dataset_process_task
-
     try:
-        dataset_process_task.delay(dataset_pk, job)
+        queueing.task("catalog.dataset_process").delay(dataset_pk, job)
         return True
     except Exception:
         log.exception("could not queue the processing of dataset %s", dataset_pk)
@@ -149,8 +148,10 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
         current.typed_file = new_files[-1]
         current.columns, current.row_count, current.format = columns, row_count, fmt
         current.status, current.progress, current.failure = Dataset.Status.READY, {}, []
+        current.version += 1  # under the lock: a listing computed from the old file is refused
         current.save(update_fields=[
             "raw_file", "upload_file", "typed_file", "columns", "row_count", "format", "status", "progress", "failure",
+            "version",
         ])
         transaction.on_commit(lambda: files.delete(*old))
         webhook_emit(("dataset.ready", current.public_id, current.owner_id))
@@ -188,7 +189,8 @@ def _mark_failed(current: Dataset, reasons: list[str]) -> None:
     current.status, current.failure, current.progress = Dataset.Status.FAILED, list(reasons), {}
     if stale:
         current.upload_file = ""
-    current.save(update_fields=["status", "failure", "progress", "upload_file"])
+    current.version += 1
+    current.save(update_fields=["status", "failure", "progress", "upload_file", "version"])
     transaction.on_commit(lambda: files.delete(*stale))
     chunks.upload_discard_for(dataset_pk=current.pk)  # a resumable upload's parts, if not joined yet
 

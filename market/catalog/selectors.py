@@ -4,13 +4,16 @@ from django.db.models import DecimalField, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from market.core import visibility
+from market.core.errors import InvalidInput
 from market.core.errors import NotFound
+from market.core.levels import parse_level
 
 from .budget import counted
 from .spec.columns import columns_from
 from .models import Listing
 from .spec import KINDS as STATISTIC_KINDS
 from .spec import OFFERED_KINDS
+from .spec import build_plan, plan_restore
 
 _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 
@@ -18,7 +21,8 @@ _LEVEL = DecimalField(max_digits=12, decimal_places=4)
 def ceilings_needed(*, dataset_pk: int) -> Decimal:
     """What a dataset's budget must cover: the sum of its counted listings' totals, each its ceiling
     plus its size release's level (``Listing.total_level``; 0 if none)."""
-    total = Listing.objects.filter(counted(), dataset_id=dataset_pk).aggregate(
+    # the services' budget check, under the dataset's lock: every listing of the dataset, whoever asks
+    total = visibility.dangerously_unscoped(Listing).filter(counted(), dataset_id=dataset_pk).aggregate(
         total=Sum(F("ceiling") + F("size_level")))["total"]
     return Decimal(total or 0).quantize(Decimal("0.0001"))
 
@@ -117,9 +121,8 @@ def dataset_same_content(*, user, dataset) -> list:
 
 def dataset_budget_history(*, user, dataset) -> QuerySet:
     """The recorded changes of one of the owner's datasets' budget, newest first."""
-    from .models import DatasetBudgetChange
 
-    return DatasetBudgetChange.objects.filter(dataset__in=visibility.owned_datasets(user), dataset=dataset).select_related("actor")
+    return visibility.dataset_budget_changes(user).filter(dataset=dataset).select_related("actor")
 
 
 def holdings_list(*, user) -> QuerySet:
@@ -133,7 +136,6 @@ def listing_plan(listing):
     or laying the statistics out again. A listing with no stored plan (one the migration could not
     lay out) is laid out from its dataset, as every read did before, even if its kind is no longer
     offered."""
-    from .spec import build_plan, plan_restore
 
     # a microdata listing's layout is implied by its records: its bits as the coordinates of its one
     # "statistic" (statistics.Microdata), under the public number of records (its mechanism's layout)
@@ -151,8 +153,6 @@ def listing_plan(listing):
 
 def listing_profile(*, listing, epsilon) -> dict:
     """The privacy-loss profile of ``listing`` at level ``epsilon`` (at most its ceiling)."""
-    from market.core.errors import InvalidInput
-    from market.core.levels import parse_level
 
     from .privacy import release_profile
 

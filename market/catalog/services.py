@@ -20,6 +20,7 @@ from market.core.locks import retrying
 from market.core.levels import parse_level
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
+from releases.models import NoisePath
 
 from . import chunks, files, ingest, microdata, sizes, uploads
 from .processing import dataset_process, dataset_queue, new_job  # noqa: F401 (the processing services, re-exported)
@@ -244,7 +245,8 @@ def dataset_columns_set(*, owner, dataset_id: str, columns) -> Dataset:
         job = new_job()
         dataset.progress = {"job": job, "phase": "queued", "rows": dataset.row_count or 0, "percent": 100}
         dataset.progress_at, dataset.attempts, dataset.starts = timezone.now(), 1, 0
-        dataset.save(update_fields=["columns", "status", "progress", "progress_at", "attempts", "starts"])
+        dataset.version += 1  # under the lock: a listing computed on the old columns is refused
+        dataset.save(update_fields=["columns", "status", "progress", "progress_at", "attempts", "starts", "version"])
         _queue_on_commit(dataset.pk, job)
     return dataset
 
@@ -283,9 +285,9 @@ def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str) -> Datase
             )
         old = dataset.total_budget
         if budget != old:
-            Dataset.objects.filter(pk=dataset.pk).update(total_budget=budget)
+            dataset.total_budget, dataset.version = budget, dataset.version + 1  # under the lock
+            Dataset.objects.filter(pk=dataset.pk).update(total_budget=budget, version=dataset.version)
             DatasetBudgetChange.objects.create(dataset=dataset, old=old, new=budget, actor=actor, reason=reason)
-            dataset.total_budget = budget
     return dataset
 
 
@@ -377,8 +379,18 @@ def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceil
         plan = _statistics_plan(statistics, dataset, problems)
         if unconfirmed:
             plan = None
-    kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + "," if plan else ","
-    if ceiling is not None and NOT_EPS_DP not in kinds:  # point listings are not eps-DP (market.catalog.budget)
+    _budget_problems(dataset, problems, ceiling=ceiling, kinds=_kinds(plan) if plan else ",")
+    return plan, curve, model
+
+
+def _kinds(plan) -> str:
+    return "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
+
+
+def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds: str) -> None:
+    """A ceiling the dataset's budget has no room for, added to ``problems`` (point listings are not
+    eps-DP and take none: ``market.catalog.budget``)."""
+    if ceiling is not None and NOT_EPS_DP not in kinds:
         used = ceilings_needed(dataset_pk=dataset.pk)
         if used + ceiling > dataset.total_budget:
             left = dataset.total_budget - used
@@ -387,7 +399,6 @@ def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceil
                 f"so this ceiling can be at most {left}",
                 {"ceiling": [f"At most {left}."]},
             )
-    return plan, curve, model
 
 
 def _linear_curve(price_per_epsilon, problems: _Problems) -> dict | None:
@@ -420,10 +431,19 @@ def listing_check(*, owner, dataset_id: str, statistics=None, ceiling=None, pric
     return problems.fields
 
 
-def _listable_dataset_locked(owner, dataset_id) -> Dataset:
-    """The owner's dataset, locked (which serialises listings on it, so the budget check holds),
-    ready to be listed: else 404 (not among theirs) or 400 (still processing, or failed)."""
-    dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
+def _checkpoint(name: str) -> None:
+    """A named point in listing creation where race tests act (``"computed"``: the answer is
+    computed, the dataset's lock not taken yet)."""
+
+
+def _listable_dataset(owner, dataset_id, *, locked: bool) -> Dataset:
+    """The owner's dataset (``locked``: locked for update, which serialises listings on it, so the
+    budget check holds), ready to be listed: else 404 (not among theirs) or 400 (still processing,
+    or failed)."""
+    if locked:
+        dataset = dataset_lock(owner=owner, dataset_id=dataset_id)
+    else:
+        dataset = visibility.owned_datasets(owner).filter(public_id=str(dataset_id)).first()
     if dataset is None:
         raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
     if not dataset.is_ready:
@@ -432,6 +452,36 @@ def _listable_dataset_locked(owner, dataset_id) -> Dataset:
             fields={"dataset": ["The dataset is not ready (still processing, or failed)."]},
         )
     _require_owner_still(owner)
+    return dataset
+
+
+def _computed(dataset: Dataset, what: str, run):
+    """``run(table)`` on a decrypted copy of the dataset's typed file, outside any lock (the file is
+    not read under the dataset's lock: ``_still_as_computed`` checks, under it, that nothing moved).
+    A ``ValueError`` is the owner's input (400, on ``what``); a file gone meanwhile (replaced by a
+    new processing run, re-sealed) is the dataset having changed (409)."""
+    try:
+        with files.dataset_table_path(dataset) as path:
+            return run(ParquetTable(path))
+    except ValueError as exc:
+        raise InvalidInput(str(exc), fields={what: [str(exc)]}) from None
+    except OSError:
+        raise _changed() from None
+
+
+def _changed() -> Conflict:
+    return Conflict(
+        "the dataset changed while the listing was being computed (a new file, other columns or another budget); "
+        "nothing was created: try again", code="dataset_changed",
+    )
+
+
+def _still_as_computed(owner, dataset_id, computed_on: Dataset) -> Dataset:
+    """The dataset locked for update, refused (409 ``dataset_changed``) if its version moved since
+    the listing's answer was computed on ``computed_on``."""
+    dataset = _listable_dataset(owner, dataset_id, locked=True)
+    if dataset.version != computed_on.version:
+        raise _changed()
     return dataset
 
 
@@ -471,7 +521,6 @@ def listing_create(
     The statistics' true answer and sensitivity are computed once, here; the
     listing's noise path is created with it.
     """
-    from releases.models import NoisePath
 
     _require_owner(owner)
     problems = _Problems()
@@ -481,34 +530,38 @@ def listing_create(
     linear = price_curve is None
     if linear:
         price_curve = _linear_curve(price_per_epsilon, problems)
+    # judged and computed on the dataset as read now, without its lock (decrypting the file and
+    # running the statistics take a while); created under the lock if the dataset has not moved
+    seen = _listable_dataset(owner, dataset_id, locked=False)
+    plan, curve, model = _listing_problems(
+        seen, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve,
+        compensation=compensation, linear=linear,
+    )
+    eps_p = None
+    if plan is not None and ceiling is not None and sizes.needed(plan):
+        eps_p = problems.collect(lambda: sizes.chosen_level(size_level, ceiling))
+    if problems.messages:
+        raise problems.error()
+    kinds = _kinds(plan)
+    answer = _computed(seen, "statistics", lambda table: compute(plan, table))
+    layout = plan.lattice  # every new listing runs on the exact lattice path, never on the retired float path
+    if layout is None:  # build_plan refuses the vector statistics, the only plans without a lattice layout
+        raise InvalidInput(VECTOR_UNAVAILABLE, fields={"statistics": [VECTOR_UNAVAILABLE]})
+    size_release = sizes.draw(plan, answer, eps_p) if eps_p is not None else None
+    owners_ceiling = ceiling
+    if eps_p is not None:
+        ceiling -= eps_p  # what buyers may buy: the size release is carved out of the owner's ceiling
+        if curve.price(ceiling) <= 0:
+            raise InvalidInput(
+                "this price gives every level buyers may buy away for 0.00 credits",
+                fields={"price_per_epsilon" if linear else "price_curve": ["Charge at least 0.01 at the ceiling."]},
+            )
+    _checkpoint("computed")
     with transaction.atomic():
-        dataset = _listable_dataset_locked(owner, dataset_id)
-        plan, curve, model = _listing_problems(
-            dataset, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve,
-            compensation=compensation, linear=linear,
-        )
-        eps_p = None
-        if plan is not None and ceiling is not None and sizes.needed(plan):
-            eps_p = problems.collect(lambda: sizes.chosen_level(size_level, ceiling))
+        dataset = _still_as_computed(owner, dataset_id, seen)
+        _budget_problems(dataset, problems, ceiling=owners_ceiling, kinds=kinds)  # other listings, under the lock
         if problems.messages:
             raise problems.error()
-        kinds = "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
-        try:
-            with files.dataset_table_path(dataset) as path:
-                answer = compute(plan, ParquetTable(path))
-        except ValueError as exc:
-            raise InvalidInput(str(exc), fields={"statistics": [str(exc)]}) from None
-        layout = plan.lattice  # every new listing runs on the exact lattice path, never on the retired float path
-        if layout is None:  # build_plan refuses the vector statistics, the only plans without a lattice layout
-            raise InvalidInput(VECTOR_UNAVAILABLE, fields={"statistics": [VECTOR_UNAVAILABLE]})
-        size_release = sizes.draw(plan, answer, eps_p) if eps_p is not None else None
-        if eps_p is not None:
-            ceiling -= eps_p  # what buyers may buy: the size release is carved out of the owner's ceiling
-            if curve.price(ceiling) <= 0:
-                raise InvalidInput(
-                    "this price gives every level buyers may buy away for 0.00 credits",
-                    fields={"price_per_epsilon" if linear else "price_curve": ["Charge at least 0.01 at the ceiling."]},
-                )
         listing = Listing.objects.create(
             dataset=dataset,
             title=title,
@@ -575,7 +628,6 @@ def listing_create_microdata(
     true bits are read once, here, shuffled by a secret permutation (``shuffle``: a test's
     generator) and sealed into the listing; its bit-report noise path is created with it. Every input
     at fault is named in one 400."""
-    from releases.models import NoisePath
 
     _require_owner(owner)
     problems = _Problems()
@@ -584,21 +636,22 @@ def listing_create_microdata(
     linear = price_curve is None
     if linear:
         price_curve = _linear_curve(price_per_epsilon, problems)
+    seen = _listable_dataset(owner, dataset_id, locked=False)  # read and computed without the lock, as listing_create
+    md = _microdata_spec(microdata_spec, seen, problems)
+    _, curve, model = _listing_problems(
+        seen, problems, statistics=None, ceiling=md.ceiling if md else None, price_curve=price_curve,
+        compensation=compensation, linear=linear,
+    )
+    if problems.messages:
+        raise problems.error()
+    truth = _computed(seen, "microdata", lambda table: microdata.truth(md, table, shuffle=shuffle))
+    bits = md.bits
+    _checkpoint("computed")
     with transaction.atomic():
-        dataset = _listable_dataset_locked(owner, dataset_id)
-        md = _microdata_spec(microdata_spec, dataset, problems)
-        _, curve, model = _listing_problems(
-            dataset, problems, statistics=None, ceiling=md.ceiling if md else None, price_curve=price_curve,
-            compensation=compensation, linear=linear,
-        )
+        dataset = _still_as_computed(owner, dataset_id, seen)
+        _budget_problems(dataset, problems, ceiling=md.ceiling, kinds=f",{microdata.KIND},")
         if problems.messages:
             raise problems.error()
-        try:
-            with files.dataset_table_path(dataset) as path:
-                truth = microdata.truth(md, ParquetTable(path), shuffle=shuffle)
-        except ValueError as exc:
-            raise InvalidInput(str(exc), fields={"microdata": [str(exc)]}) from None
-        bits = md.bits
         listing = Listing.objects.create(
             dataset=dataset,
             title=title,

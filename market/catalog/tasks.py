@@ -3,6 +3,9 @@
 from celery import shared_task
 from django.conf import settings
 
+from .chunks import uploads_sweep
+from .processing import dataset_process, datasets_sweep
+
 
 @shared_task(
     name="catalog.dataset_process", acks_late=True,
@@ -13,22 +16,16 @@ def dataset_process_task(dataset_pk: int, job: str | None = None) -> None:
     ``job`` only (None, from a message sent before jobs were sent: the dataset's current run).
     Past ``INGEST_TIME_LIMIT`` seconds (the soft limit) the dataset is marked failed; ``INGEST_HARD_LIMIT_AFTER``
     (60) s later (the hard limit) the worker's child is ended and the sweeper takes over."""
-    from .processing import dataset_process
-
     dataset_process(dataset_id=dataset_pk, job=job)
 
 
 @shared_task(name="catalog.sweep_processing")
 def sweep_processing() -> dict:
     """Re-queue datasets whose processing stood still (a lost task); fail those tried too often."""
-    from .processing import datasets_sweep
-
     return datasets_sweep()
 
 
 @shared_task(name="catalog.uploads_sweep", acks_late=True)
 def uploads_sweep_task() -> int:
     """Delete resumable uploads past their expiry, with their parts (``chunks.uploads_sweep``; periodic)."""
-    from .chunks import uploads_sweep
-
     return uploads_sweep()

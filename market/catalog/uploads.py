@@ -15,10 +15,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.files.uploadhandler import MemoryFileUploadHandler, StopUpload, TemporaryFileUploadHandler
 
+from market.accounts.locks import user_lock
 from market.core import visibility
 from market.core.errors import TooManyAttempts
 
 from .bounded import Limits, MiB
+from .models import Dataset
 
 #: seconds an owner refused for having too many datasets being read is told to wait
 PROCESSING_RETRY_AFTER = 30
@@ -64,9 +66,6 @@ def processing_check(*, owner, lock: bool = False) -> None:
     ``INGEST_MAX_PROCESSING_PER_OWNER`` datasets being read: one owner cannot fill the ingest
     queue for everyone. With ``lock`` (inside the transaction that creates the dataset) the
     owner's row is locked first, so two uploads at once count each other."""
-    from market.accounts.locks import user_lock
-
-    from .models import Dataset
 
     if lock:
         user_lock(user=owner)

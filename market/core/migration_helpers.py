@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 
+from market.core import ids
+
 BATCH = 1000
 
 
@@ -110,8 +112,6 @@ def public_id_operations(app_label: str, model_name: str, new_id, *, append_only
     them here would put them on a new database before ``core.0001`` does.
     """
     from django.db import migrations, models
-
-    from market.core import ids
 
     return [
         migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_triggers_if_installed),  # reverse: runs last

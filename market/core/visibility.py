@@ -3,6 +3,10 @@
 Selectors and views never call ``Model.objects`` for user-facing reads; they
 ask this module for the rows the asking user may see, then filter further.
 A row outside these sets does not exist for that user (the API answers 404).
+The few reads that answer no user (the key a request presents before anyone is
+signed in, the ledger's own checks, a dataset's budget sums under its lock) say
+so by name: :func:`dangerously_unscoped`. ``tests/test_scoping.py`` fails on any
+other ``Model.objects`` in a selector or an API view.
 """
 
 from __future__ import annotations
@@ -253,3 +257,37 @@ def sales(user) -> QuerySet:
     if not _authenticated(user):
         return Purchase.objects.none()
     return Purchase.objects.select_related("listing").filter(listing__dataset__owner=user)
+
+
+def dataset_budget_changes(user) -> QuerySet:
+    """The recorded budget changes of the user's own datasets."""
+    from market.catalog.models import DatasetBudgetChange
+
+    if not _authenticated(user):
+        return DatasetBudgetChange.objects.none()
+    return DatasetBudgetChange.objects.filter(dataset__owner=user)
+
+
+def ledger_accounts(user) -> QuerySet:
+    """The user's own ledger accounts (their wallet, their earnings)."""
+    from market.ledger.models import Account
+
+    if not _authenticated(user):
+        return Account.objects.none()
+    return Account.objects.filter(user=user)
+
+
+def bit_reports(user) -> QuerySet:
+    """The bit reports of the user's own microdata releases."""
+    from releases.models import BitReport
+
+    if not _authenticated(user):
+        return BitReport.objects.none()
+    return BitReport.objects.filter(point__releases__buyer=user).distinct()
+
+
+def dangerously_unscoped(model) -> QuerySet:
+    """Every row of ``model``, whoever asks: for reads that answer no user (a request's key before
+    anyone is signed in, the ledger's own consistency checks, a dataset's budget sums under its
+    lock). The name says it: a caller that shows rows to a user must use the functions above."""
+    return model._default_manager.all()

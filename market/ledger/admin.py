@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 
 from .models import Account, Leg, Payout, Transfer
 from .payments import provider
+from .services import payout_settle
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -98,8 +99,6 @@ class PayoutAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Mark the selected payouts paid (after paying them)")
     def mark_paid(self, request, queryset):
-        from .services import payout_settle
-
         for payout in queryset.filter(status=Payout.Status.REQUESTED):
             payout_settle(payout_id=payout.pk)
         messages.success(request, "Marked paid.")

@@ -23,9 +23,12 @@ from typing import Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from market.accounts.roles import require_role
 from market.core.errors import InvalidInput
+from market.core.locks import retrying
 
 from .models import Account, Payout, Transfer
+from .services import account_get, money, payout_create, transfer_create
 
 
 class PaymentProvider(Protocol):
@@ -43,11 +46,6 @@ class ManualFunding:
 
     def fund(self, *, user, amount: Decimal, reference: str | None = None, memo: str = "") -> Transfer:
         from django.db import IntegrityError, transaction
-
-        from market.accounts.roles import require_role
-        from market.core.locks import retrying
-
-        from .services import account_get, money, transfer_create
 
         require_role(user, "buyer")
         amount = money(amount)
@@ -82,10 +80,6 @@ class ManualPayout:
     """Payouts paid by hand: recorded as paid at once in demo mode, else requested for staff."""
 
     def pay_out(self, *, user, amount: Decimal, idempotency_key: str | None = None) -> tuple[Payout, bool]:
-        from market.accounts.roles import require_role
-
-        from .services import payout_create
-
         require_role(user, "owner")
         return payout_create(user=user, amount=amount, idempotency_key=idempotency_key, paid=settings.DEMO_MODE)
 

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 
 from market.core.errors import InsufficientFunds, InvalidInput
 from market.core.fields import MONEY_QUANTUM
+from market.core.locks import retrying
 
 #: what the NUMERIC(18, 2) money columns hold
 MAX_MONEY = Decimal(10) ** 16
@@ -106,8 +107,6 @@ def payout_create(*, user, amount, idempotency_key: str | None = None, paid: boo
     with the same ``idempotency_key`` answers the first payout and moves nothing.
     """
     from django.utils import timezone
-
-    from market.core.locks import retrying
 
     amount = money(amount)
     if amount <= 0:

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from market.core.errors import NotFound
+
 from .selectors import release_reports
 
 #: Rows per CSV chunk streamed.
@@ -69,8 +71,6 @@ def records_response(release, fmt: str):
     """The HTTP answer carrying a microdata release's records (``fmt``: csv or parquet); a release
     of any other listing, or another format, is 404 (``market.core.errors.NotFound``)."""
     from django.http import HttpResponse, StreamingHttpResponse
-
-    from market.core.errors import NotFound
 
     if fmt not in ("csv", "parquet") or not release.listing.release_mechanism.sells_records:
         raise NotFound("no such file: records are downloaded from microdata releases, as csv or parquet")

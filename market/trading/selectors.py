@@ -54,7 +54,7 @@ def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purch
         release_wait(
             purchase_id=purchase.pk,
             seconds=seconds,
-            done=lambda: Purchase.objects.filter(pk=purchase.pk).values_list("status", flat=True).first()
+            done=lambda: visibility.purchases(user).filter(pk=purchase.pk).values_list("status", flat=True).first()
             not in Purchase.IN_FLIGHT,
         )
         return purchase_get(user=user, purchase_id=purchase.pk)
@@ -115,8 +115,7 @@ def release_microdata(release) -> dict | None:
 def release_reports(release):
     """A microdata release's reports (bool, records x bits): the buyer's own release only (the caller
     read ``release`` through :func:`release_get`); never the noise or the true bits."""
-    from releases.models import BitReport
 
     md = release.listing.microdata()
-    report = BitReport.objects.get(point_id=release.point_id)
+    report = visibility.bit_reports(release.buyer).get(point_id=release.point_id)
     return report.reports((md.records, md.bits))

@@ -34,6 +34,8 @@ from market.catalog.locks import dataset_sales_lock, listing_share_lock
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
+from market.catalog.selectors import listing_plan
+from market.core import queueing
 from market.core.cache import Unavailable, shared
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
 from market.core.locks import released, retrying
@@ -126,7 +128,6 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
     cheapest level above the buyer's that meets every target (:func:`quote_level_for`). ``records``:
     the number of records assumed in a mean's cell where its bound depends on a private count
     (default ``market.catalog.accuracy.DEFAULT_RECORDS``); the quote says where it is assumed."""
-    from market.catalog.selectors import listing_plan
 
     if (epsilon is None) == (target is None):
         raise InvalidInput("give either epsilon or target, not both",
@@ -267,7 +268,6 @@ def _smallest_paid(listing: Listing, current: Decimal, eps: Decimal) -> Decimal 
 def listing_accuracy(listing: Listing, eps: Decimal) -> list[dict]:
     """Per released value at level ``eps``: its noise scale and 95% error bound
     (for a vector listing, the radius that holds the whole point's error)."""
-    from market.catalog.selectors import listing_plan
 
     return listing.release_mechanism.accuracy(eps, labels=listing.labels, scales=listing.noise_scales(eps),
                                               plan=lambda: listing_plan(listing), records=listing.microdata)
@@ -568,8 +568,6 @@ def purchase_queue(*, purchase_id, listing_id=None) -> bool:
     broker's Redis is unavailable (``market.core.cache``: the flag could not be
     raised) the task is not tried either.
     """
-    from .tasks import purchase_release_task
-
     if listing_id is not None:
         try:
             if not shared(lambda client: client.set(_release_flag(listing_id), 1, ex=RELEASE_FLAG_TTL, nx=True)):
@@ -580,7 +578,7 @@ def purchase_queue(*, purchase_id, listing_id=None) -> bool:
                 return _unsent(purchase_id)
             # no shared flag: this purchase sends its own task
     try:
-        purchase_release_task.delay(str(purchase_id), listing_id)
+        queueing.task("trading.release_purchase").delay(str(purchase_id), listing_id)
         return True
     except Exception as exc:
         _release_flag_lower(listing_id)

@@ -2,12 +2,12 @@
 
 from celery import shared_task
 
+from .services import purchase_fail, purchase_release, purchases_sweep
+
 
 @shared_task(name="trading.release_purchase", bind=True, max_retries=5, acks_late=True)
 def purchase_release_task(self, purchase_id: str, listing_id: int | None = None) -> None:
     """Release a paid purchase (and, in the same transaction, every other one queued on its listing)."""
-    from .services import purchase_fail, purchase_release
-
     try:
         purchase_release(purchase_id=purchase_id, listing_id=listing_id)
     except Exception as exc:
@@ -19,6 +19,4 @@ def purchase_release_task(self, purchase_id: str, listing_id: int | None = None)
 
 @shared_task(name="trading.sweep_pending")
 def sweep_pending() -> int:
-    from .services import purchases_sweep
-
     return purchases_sweep()

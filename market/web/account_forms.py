@@ -1,6 +1,7 @@
 from django import forms
 
 from market.accounts.services import EXPIRY_MAX, ROTATION_GRACE_MAX
+from market.webhooks.events import EVENT_TYPES, allowed_events
 
 
 class ApiKeyForm(forms.Form):
@@ -30,7 +31,5 @@ class WebhookForm(forms.Form):
     description = forms.CharField(max_length=200, required=False, label="Note")
 
     def __init__(self, *args, user=None, **kwargs):
-        from market.webhooks.events import EVENT_TYPES, allowed_events
-
         super().__init__(*args, **kwargs)
         self.fields["events"].choices = [(kind, f"{kind}: {EVENT_TYPES[kind][1]}") for kind in allowed_events(user)]

@@ -9,40 +9,18 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from django.shortcuts import redirect
 from market.accounts import selectors
 from market.accounts.services import api_key_create, api_key_revoke, api_key_rotate, user_role_add, user_role_drop
 from market.core.errors import DomainError
 
 from .account_forms import ApiKeyForm, RoleForm, RotateForm
-
-NEW_SECRET = "account.new_api_key"
-
-
-def _page(request, *, key_form=None, webhook_form=None, status=200):
-    from .webhook_views import webhook_context
-
-    new_key = request.session.pop(NEW_SECRET, None)
-    now = timezone.now()
-    keys = [(key, key.status(now)) for key in selectors.api_key_list(user=request.user)]
-    return render(
-        request,
-        "account/settings.html",
-        {
-            "key_form": key_form or ApiKeyForm(),
-            "rotate_form": RotateForm(),
-            "keys": keys,
-            "new_key": new_key,
-            "missing_roles": [r for r, has in (("buyer", request.user.is_buyer), ("owner", request.user.is_owner)) if not has],
-            "held_roles": [r for r, has in (("buyer", request.user.is_buyer), ("owner", request.user.is_owner)) if has],
-            **webhook_context(request, form=webhook_form),
-        },
-        status=status,
-    )
+from .account_page import KEY_SECRET as NEW_SECRET
+from .account_page import account_page as _page
 
 
 def _show_once(request, key, secret):

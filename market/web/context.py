@@ -1,9 +1,9 @@
+
+from market.ledger.selectors import wallet_balance
 def marketplace(request):
     """What every page's header needs: demo mode and, for a buyer, their wallet's balance (an
     owner-only account has no wallet to show: its header links to its earnings instead)."""
     from django.conf import settings
-
-    from market.ledger.selectors import wallet_balance
 
     user = getattr(request, "user", None)
     signed_in = bool(user and user.is_authenticated)

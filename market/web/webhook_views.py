@@ -11,23 +11,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from market.core.errors import DomainError
-from market.webhooks import selectors
 from market.webhooks.services import delivery_replay, endpoint_create, endpoint_delete, endpoint_roll_secret
 
 from .account_forms import WebhookForm
-
-NEW_SECRET = "account.new_webhook_secret"
-RECENT = 20
-
-
-def webhook_context(request, *, form=None) -> dict:
-    """What the account page shows of webhooks (the new secret taken out of the session: shown once)."""
-    return {
-        "webhook_form": form or WebhookForm(user=request.user),
-        "webhook_endpoints": list(selectors.endpoint_list(user=request.user)),
-        "webhook_deliveries": list(selectors.delivery_list(user=request.user)[:RECENT]),
-        "new_webhook": request.session.pop(NEW_SECRET, None),
-    }
+from .account_page import WEBHOOK_SECRET as NEW_SECRET
+from .account_page import account_page as _page
 
 
 def _show_once(request, endpoint, secret: str) -> None:
@@ -38,8 +26,6 @@ def _show_once(request, endpoint, secret: str) -> None:
 @require_POST
 @login_required
 def webhook_create(request):
-    from .account_views import _page
-
     form = WebhookForm(request.POST, user=request.user)
     if not form.is_valid():
         return _page(request, webhook_form=form, status=400)

@@ -18,6 +18,11 @@ from collections.abc import Callable
 
 from django.db import transaction
 
+from market.accounts.roles import has_role
+from market.core import queueing
+
+from .models import Outbox
+
 log = logging.getLogger(__name__)
 
 #: event type -> (the role that may subscribe to it, what it means, in plain words)
@@ -53,7 +58,6 @@ def payload_builder(event_type: str) -> Builder | None:
 
 def allowed_events(user) -> list[str]:
     """The event types ``user``'s roles let them subscribe to."""
-    from market.accounts.roles import has_role
 
     return [kind for kind, (role, _) in EVENT_TYPES.items() if has_role(user, role)]
 
@@ -63,7 +67,6 @@ def emit(*events: tuple[str, str, int]) -> None:
     outbox, committed or rolled back with the caller's change) and, once it commits, queue one task
     on the webhooks queue to record them. A broker that cannot be reached never fails or slows the
     caller: the notes wait for the sweeper (``services.outbox_sweep``)."""
-    from .models import Outbox
 
     items = [(kind, str(obj), int(user)) for kind, obj, user in events]
     if not items:
@@ -76,9 +79,7 @@ def emit(*events: tuple[str, str, int]) -> None:
 
 
 def _send(items: list[tuple[str, str, int]]) -> None:
-    from .tasks import events_record_task
-
     try:
-        events_record_task.delay([list(item) for item in items])
+        queueing.task("webhooks.events_record").delay([list(item) for item in items])
     except Exception:
         log.exception("could not queue %d webhook event(s); the sweeper will record them", len(items))

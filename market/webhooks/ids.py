@@ -1,6 +1,7 @@
 """Public ids of webhook rows (``market.core.ids``: a prefix and 22 random base62 characters)."""
 
 from market.core.ids import public_id
+from market.core.ids import random_base62
 
 
 def new_endpoint_id() -> str:
@@ -17,6 +18,5 @@ def new_delivery_id() -> str:
 
 def new_secret() -> str:
     """A signing secret: ``whsec_`` and 32 random base62 characters (about 190 bits)."""
-    from market.core.ids import random_base62
 
     return "whsec_" + random_base62(32)

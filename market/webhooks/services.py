@@ -20,14 +20,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from market.core import crypto, visibility
+from market.core import crypto, queueing, visibility
 from market.core.errors import InvalidInput, NotFound
 
 from . import events as event_types
+from .ids import new_event_id
 from .ids import new_secret
 from .locks import delivery_lock, endpoint_lock, endpoint_lock_any
 from .models import Attempt, Delivery, Endpoint, Event, Outbox, secret_context
 from .signing import HEADER, header
+from .transport import Outcome
 from .transport import RefusedAddress, check_url, post, resolve
 
 log = logging.getLogger(__name__)
@@ -158,7 +160,6 @@ def endpoint_roll_secret(*, user, endpoint_id) -> tuple[Endpoint, str]:
 
 def endpoint_ping(*, user, endpoint_id) -> Delivery:
     """Send a ``ping`` event to one endpoint (to check it receives and verifies)."""
-    from .ids import new_event_id
 
     with transaction.atomic():
         endpoint = _owned(user, endpoint_id)
@@ -204,7 +205,6 @@ def events_record(*, items) -> list[str]:
             data = builder(object_id=str(object_id), user=user)
             if data is None:  # not something this user can see
                 continue
-            from .ids import new_event_id
 
             event_id = new_event_id()
             try:
@@ -267,12 +267,10 @@ def _queue_on_commit(delivery_ids: list[str]) -> None:
 def deliveries_queue(*, delivery_ids) -> int:
     """Queue one task per delivery on the webhooks queue; one that cannot be queued now is sent
     by the sweeper later."""
-    from .tasks import delivery_attempt_task
-
     queued = 0
     for delivery_id in delivery_ids:
         try:
-            delivery_attempt_task.delay(str(delivery_id))
+            queueing.task("webhooks.delivery_attempt").delay(str(delivery_id))
             queued += 1
         except Exception:
             log.exception("could not queue webhook delivery %s; the sweeper will", delivery_id)
@@ -330,8 +328,6 @@ def delivery_attempt(*, delivery_id) -> Delivery | None:
 
 
 def _record(*, delivery_id, number: int, outcome) -> Delivery | None:
-    from .transport import Outcome
-
     if outcome is None:
         outcome = Outcome(None, "", 0, "the endpoint's secret cannot be opened (roll it)")
     now = _now()

@@ -3,23 +3,19 @@ or failing receiver never holds up the release worker: thin, by id, idempotent."
 
 from celery import shared_task
 
+from .services import deliveries_sweep, delivery_attempt, events_record, outbox_sweep
+
 
 @shared_task(name="webhooks.events_record", acks_late=True)
 def events_record_task(items: list) -> None:
-    from .services import events_record
-
     events_record(items=[tuple(item) for item in items])
 
 
 @shared_task(name="webhooks.delivery_attempt", acks_late=True)
 def delivery_attempt_task(delivery_id: str) -> None:
-    from .services import delivery_attempt
-
     delivery_attempt(delivery_id=delivery_id)
 
 
 @shared_task(name="webhooks.sweep")
 def sweep_task() -> int:
-    from .services import deliveries_sweep, outbox_sweep
-
     return outbox_sweep() + deliveries_sweep()

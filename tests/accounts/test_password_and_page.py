@@ -4,12 +4,13 @@ the account settings page manages roles and keys."""
 from __future__ import annotations
 
 import re
+from io import StringIO
 
 import pytest
 from django.test import Client
 
 from market.accounts.models import ApiKey, User
-from market.accounts.services import api_key_create
+from market.accounts.services import api_key_create, user_password_set
 
 from .conftest import PASSWORD
 
@@ -52,22 +53,47 @@ def test_a_wrong_old_password_changes_nothing(bearer, buyer):
     assert working(bearer, secret)
 
 
-def test_set_password_and_save_revokes_keys(bearer, buyer):
+def test_the_password_service_revokes_keys(bearer, buyer):
     secret = api_key_create(user=buyer, name="k")[1]
     elsewhere = signed_in("bob")
     user = User.objects.get(pk=buyer.pk)
-    user.set_password(NEW)
-    user.save()
+    user_password_set(user=user, raw_password=NEW)
     assert not working(bearer, secret)
+    assert User.objects.get(pk=buyer.pk).check_password(NEW)
     assert elsewhere.get("/library/").status_code == 302
-    # keys made after the change work, and saving other fields revokes nothing
+    # keys made after the change work; an unusable password (no password sign-in) revokes them too
     fresh = api_key_create(user=user, name="after")[1]
+    assert working(bearer, fresh)
+    user_password_set(user=user, raw_password=None)
+    assert not working(bearer, fresh)
+    assert not User.objects.get(pk=buyer.pk).has_usable_password()
+
+
+def test_saving_a_user_has_no_side_effects(bearer, buyer):
+    """``User.save()`` only saves: even a new password set on the object revokes nothing by itself
+    (the product sets passwords through ``user_password_set``)."""
+    secret = api_key_create(user=buyer, name="k")[1]
+    user = User.objects.get(pk=buyer.pk)
     user.email = "new@example.com"
     user.save()
-    user.refresh_from_db()
+    user.set_password(NEW)
     user.save()
     User.objects.get(pk=buyer.pk).save(update_fields=["email"])
-    assert working(bearer, fresh)
+    assert working(bearer, secret)
+    assert ApiKey.objects.filter(user=buyer, revoked_at=None).count() == 1
+
+
+def test_manage_changepassword_revokes_keys(bearer, buyer, monkeypatch):
+    from django.contrib.auth.management.commands import changepassword
+    from django.core.management import call_command
+
+    secret = api_key_create(user=buyer, name="k")[1]
+    theirs_kept = api_key_create(user=User.objects.create_user("carol", password=PASSWORD), name="c")[1]
+    monkeypatch.setattr(changepassword.Command, "_get_pass", lambda self, prompt="Password: ": NEW)
+    call_command("changepassword", "bob", stdout=StringIO())
+    assert User.objects.get(pk=buyer.pk).check_password(NEW)
+    assert not working(bearer, secret)
+    assert working(bearer, theirs_kept)
 
 
 def test_the_admin_changing_a_password_revokes_keys(bearer, buyer, users):
