@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 
 from ..grammar import _condition_text, _shown
 from ..stability import Group, Neighbours
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..plan import Plan
+
+
+class PlanView(Protocol):
+    """What a kind reads of a laid-out plan (``market.catalog.spec.plan.Plan`` is one): the
+    statistics, where each one's values are, their labels, the relation, the lattice layout (None
+    off the lattice) and each value's error bound at a level. A protocol, so that the kinds need
+    not import the plan module, which imports them."""
+
+    statistics: tuple
+    indices: tuple
+    labels: tuple
+    neighbours: Neighbours
+    lattice: object
+
+    def bound(self, i: int, eps, confidence: float = 0.95) -> float: ...
 
 @dataclass(frozen=True)
 class Reading:
@@ -97,7 +110,7 @@ class Kind(ABC):
         one coordinate ("count | sex = female"), else its curve's name."""
         return labels[where[0]] if len(where) == 1 else self.curve_name(stat)
 
-    def curve(self, stat: dict, where: tuple[int, ...], plan: "Plan", records: int | None = None) -> dict | None:
+    def curve(self, stat: dict, where: tuple[int, ...], plan: PlanView, records: int | None = None) -> dict | None:
         """The 95% error bound against eps, ``{"name", "bound": f(eps), "assumes_records"}`` (one
         curve per statistic: every coordinate it reads has the same weight; eps
         a Decimal or a decimal string), or None when it cannot be stated from

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,12 +13,10 @@ from releases.engine.postprocess import laplace_error_bound
 
 from ..grammar import _periods, _scope
 from ..stability import _count_cases, _count_group
-from .base import _scope_text
+from .base import PlanView, _scope_text
 from .registry import register
 from .sum import Sum
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..plan import Plan
 
 #: what a mean cell too small for any useful estimate says, before purchase and after
 TOO_FEW = "too few records to estimate"
@@ -41,7 +38,7 @@ def _other_cell(stat: dict) -> int | None:
     return len(_periods(stat))
 
 
-def size_layout(plan: "Plan") -> tuple[tuple[int, ...], int, frozenset[int]]:
+def size_layout(plan: PlanView) -> tuple[tuple[int, ...], int, frozenset[int]]:
     """What a size release publishes for ``plan`` (docs/mathematics.md "The size release and a
     mean's quote"): the coordinates of the counts its means divide by (each once, in layout order),
     the release's weight (the l1-sensitivity of those counts together under the relation: each
