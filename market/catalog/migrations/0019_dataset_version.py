@@ -14,7 +14,7 @@ from market.core.migration_helpers import drop_sqlite_triggers_naming, reinstall
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0017_listing_size_release"),
+        ("catalog", "0018_listing_mechanism"),
     ]
 
     operations = [
