@@ -18,19 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The branches on a mechanism's name (the CI grep, and the flag helpers and name comparisons).
 BRANCH = re.compile(r"\bis_microdata\b|\bengine\s*[!=]=|\bnorm\s*[!=]=|\bon_lattice\b|\bEngine\.(LAPLACE|LATTICE|BITS)\b")
 
-#: Lines left to the statistics package's split (issue 30, part 2: ``market/catalog/spec/``), which
-#: makes ``build_plan`` take the mechanism; each is allowed as it stands, in its file, and nowhere else.
-PENDING = {
-    "market/catalog/spec/plan.py": {
-        "if engine != LATTICE:  # the float path has no grid",
-        "on_lattice = engine == LATTICE",
-        'for group in KINDS[stat["kind"]].groups(stat, number, nb, cols, lattice=on_lattice):',
-        "layout = _lattice_layout([groups[key][0] for key in order], [at[key] for key in order], labels) if "
-        "on_lattice else None",
-    },
-}
-
-
 def branches(root: Path) -> list[str]:
     """``path:line: text`` of every branch on a mechanism under ``root``'s ``market/`` and ``releases/``,
     outside ``releases/engine/`` and the migrations."""
@@ -41,7 +28,7 @@ def branches(root: Path) -> list[str]:
             if rel.startswith("releases/engine/") or "/migrations/" in rel:
                 continue
             for number, line in enumerate(path.read_text().splitlines(), start=1):
-                if BRANCH.search(line) and line.strip() not in PENDING.get(rel, ()):
+                if BRANCH.search(line):
                     found.append(f"{rel}:{number}: {line.strip()}")
     return found
 
@@ -57,7 +44,6 @@ def test_nothing_outside_the_mechanisms_branches_on_a_mechanism():
         ("releases/services.py", "    known = path.norm != 'l2'  # a mutation"),
         ("market/web/views.py", "    shown = listing.is_microdata  # a mutation"),
         ("market/catalog/models.py", "    on_lattice = True  # a mutation"),
-        # a branch the pending statistics module did not have is refused there too
         ("market/catalog/spec/plan.py", "    plain = engine == LATTICE  # a mutation"),
     ],
 )

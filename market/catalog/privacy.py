@@ -36,8 +36,6 @@ from fractions import Fraction
 import numpy as np
 from django.core.cache import cache
 
-from .selectors import listing_plan
-
 #: eps' points on a profile chart (a cosine grid from 0 to the level, dense at both ends).
 CHART_POINTS = 41
 #: The eps' a profile is summarised at, as a fraction of the level.
@@ -87,8 +85,9 @@ def _point_method(listing, level) -> str | None:
     return NoisePoint.objects.filter(path__listing=listing, level=level).values_list("method", flat=True).first()
 
 
-def release_profile(listing, level, *, plan=None) -> dict:
-    """The privacy-loss profile of ``listing``'s release at ``level``.
+def release_profile(listing, level, *, plan) -> dict:
+    """The privacy-loss profile of ``listing``'s release at ``level``; ``plan``: the listing's
+    laid-out plan (``market.catalog.selectors.listing_plan``), which the caller reads.
 
     ``{"level": Decimal, "method": how delta was computed ("exact", the quadrature's or the lattice
     sum's error bound, or "not computed: <why>": always for the retired float path), "points":
@@ -102,7 +101,7 @@ def release_profile(listing, level, *, plan=None) -> dict:
     at = (*_grid(level), half)
     floats = tuple(float(x) for x in at)
     deltas, method, guarantee = listing.release_mechanism.profile(
-        level, floats, plan=lambda: plan or listing_plan(listing), records=listing.microdata, cached=_kept,
+        level, floats, plan=lambda: plan, records=listing.microdata, cached=_kept,
         point_method=lambda: _point_method(listing, level),
     )
     deltas = deltas or (None,) * len(at)

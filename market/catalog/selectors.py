@@ -11,6 +11,7 @@ from market.core.levels import parse_level
 from .budget import counted
 from .spec.columns import columns_from
 from .models import Listing
+from .privacy import release_profile
 from .spec import KINDS as STATISTIC_KINDS
 from .spec import OFFERED_KINDS
 from .spec import build_plan, plan_restore
@@ -148,13 +149,11 @@ def listing_plan(listing):
         )
     dataset = listing.dataset
     return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False,
-                      engine=listing.engine)
+                      mechanism=listing.release_mechanism)
 
 
 def listing_profile(*, listing, epsilon) -> dict:
     """The privacy-loss profile of ``listing`` at level ``epsilon`` (at most its ceiling)."""
-
-    from .privacy import release_profile
 
     level = parse_level(epsilon)
     if level > listing.ceiling:
@@ -162,7 +161,7 @@ def listing_profile(*, listing, epsilon) -> dict:
             f"epsilon: {level} is above this listing's ceiling of {listing.ceiling}",
             fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
         )
-    return release_profile(listing, level)
+    return release_profile(listing, level, plan=listing_plan(listing))
 def listing_spent(*, user, listing_ids) -> dict[int, Decimal]:
     """The privacy spent on each of these listings that ``user`` owns: its largest released level
     plus its size release's level; others' listings are absent. One query."""

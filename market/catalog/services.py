@@ -346,13 +346,13 @@ def _statistics_plan(statistics, dataset: Dataset, problems: _Problems):
     owner sees what is wrong with every one of them at once, not one per attempt."""
     columns, neighbours = columns_from(dataset.columns), dataset.neighbours()
     try:
-        return build_plan(statistics, columns, neighbours=neighbours, engine=LATTICE)
+        return build_plan(statistics, columns, neighbours=neighbours, mechanism=LATTICE)
     except SpecError as whole:
         reasons = []
         if isinstance(statistics, list) and len(statistics) > 1:
             for number, spec in enumerate(statistics, start=1):
                 try:
-                    build_plan([spec], columns, neighbours=neighbours, engine=LATTICE)
+                    build_plan([spec], columns, neighbours=neighbours, mechanism=LATTICE)
                 except SpecError as alone:  # numbered 1 alone: numbered as given
                     reasons.append(re.sub(r"^statistic 1\b", f"statistic {number}", str(alone)))
         if str(whole) not in reasons:
@@ -785,7 +785,7 @@ def listing_reopen(*, owner, listing_id) -> Listing:
                                 dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
             else:
                 build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
-                           engine=listing.engine)
+                           mechanism=listing.release_mechanism)
         except SpecError as exc:
             raise Conflict(
                 f"this listing cannot be reopened: {exc}", code="cannot_reopen",

@@ -113,9 +113,10 @@ def dataset_composition(*, user, dataset_id: str, delta=None, eps=None) -> dict:
         finer = min(eps, float(level))
         gamma = None if reason else float(gamma_at_risk(finer, float(level), max(1, len(listing.labels))))
         rows.append({"id": listing.pk, "title": listing.title, "level": level, "values": len(listing.labels),
-                     "engine": listing.engine, "finer": finer, "risk": gamma, "excluded": reason})
+                     "engine": listing.engine, "finer": finer, "risk": gamma, "excluded": reason,
+                     "float_noise": listing.release_mechanism.source == "floats"})
     levels = [float(row["level"]) for row in rows]
-    float_listings = sum(1 for row in rows if row["engine"] == "laplace")
+    float_listings = sum(1 for row in rows if row["float_noise"])
     figures = {
         "dataset": dataset, "delta": delta, "eps": eps, "listings": rows, "count": len(rows),
         "basic": sum((row["level"] for row in rows), Decimal(0)), "advanced": None, "at_risk": None,

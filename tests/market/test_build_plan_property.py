@@ -196,7 +196,7 @@ SPECS = mostly(st.one_of(st.lists(statistic(), min_size=1, max_size=3), statisti
 
 def _lay_out(spec, neighbours, engine, offer):
     try:
-        plan = build_plan(spec, COLUMNS, neighbours=neighbours, engine=engine, offer=offer)
+        plan = build_plan(spec, COLUMNS, neighbours=neighbours, mechanism=engine, offer=offer)
     except SpecError as refusal:
         assert str(refusal).strip(), "a refusal says what is wrong"
         return None
@@ -221,9 +221,9 @@ def _lay_out(spec, neighbours, engine, offer):
 @given(spec=SPECS, neighbours=NEIGHBOURS, engine=st.sampled_from([LAPLACE, LATTICE]), offer=st.booleans())
 # issue 28: both bounds round to one step of the grid (-2 steps of 5) and the size is public: sensitivity 0
 @example(spec=[{"kind": "mean", "column": "x", "lower": -10, "upper": -9, "grid": 5}],
-         neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), engine=LATTICE, offer=True)
+         neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), mechanism=LATTICE, offer=True)
 @example(spec=[{"kind": "sum", "column": "i", "lower": 3, "upper": 3.2, "grid": "0.5", "by": "b"}],
-         neighbours=Neighbours(relation=PUBLIC_SIZE, size=7), engine=LATTICE, offer=False)
+         neighbours=Neighbours(relation=PUBLIC_SIZE, size=7), mechanism=LATTICE, offer=False)
 def test_build_plan_lays_out_a_plan_or_refuses_with_a_spec_error(spec, neighbours, engine, offer):
     _lay_out(spec, neighbours, engine, offer)
 
@@ -231,7 +231,7 @@ def test_build_plan_lays_out_a_plan_or_refuses_with_a_spec_error(spec, neighbour
 def test_the_issue_28_spec_is_refused_with_a_sentence_saying_what_to_do():
     try:
         build_plan([{"kind": "mean", "column": "x", "lower": -10, "upper": -9, "grid": 5}], COLUMNS,
-                   neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), engine=LATTICE)
+                   neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), mechanism=LATTICE)
     except SpecError as refusal:
         message = str(refusal)
     else:  # pragma: no cover
@@ -240,5 +240,5 @@ def test_the_issue_28_spec_is_refused_with_a_sentence_saying_what_to_do():
     assert "use a grid finer than 1" in message
     # a finer grid, as the sentence says, is laid out; so is the same spec under a private size (it moves by 10)
     build_plan([{"kind": "mean", "column": "x", "lower": -10, "upper": -9, "grid": 0.5}], COLUMNS,
-               neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), engine=LATTICE)
-    build_plan([{"kind": "sum", "column": "x", "lower": -10, "upper": -9, "grid": 5}], COLUMNS, engine=LATTICE)
+               neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), mechanism=LATTICE)
+    build_plan([{"kind": "sum", "column": "x", "lower": -10, "upper": -9, "grid": 5}], COLUMNS, mechanism=LATTICE)

@@ -29,7 +29,7 @@ COLUMNS = [Column("age", "integer", "none"), Column("income", "decimal", "exclud
 
 
 def plan_of(spec, nb=None):
-    return build_plan(spec, COLUMNS, neighbours=nb or Neighbours(max_rows=1000), engine=LATTICE)
+    return build_plan(spec, COLUMNS, neighbours=nb or Neighbours(max_rows=1000), mechanism=LATTICE)
 
 
 @pytest.mark.parametrize("lower, upper, integer, grid", [
@@ -74,7 +74,7 @@ def test_bad_grids_are_refused_naming_the_statistic(item, message):
 def test_a_range_too_wide_for_exact_integers_is_refused():
     with pytest.raises(SpecError, match="too wide for exact integers"):
         build_plan([{"kind": "sum", "column": "income", "lower": 0, "upper": 1e8, "grid": "1"}], COLUMNS,
-                   neighbours=Neighbours(max_rows=10**8), engine=LATTICE)
+                   neighbours=Neighbours(max_rows=10**8), mechanism=LATTICE)
 
 
 def test_the_layout_is_in_whole_steps_with_integer_weights():
@@ -119,7 +119,7 @@ def test_the_lattice_release_is_exactly_eps_dp_between_random_neighbours(item, r
     spec = dict(item)
     if spec["kind"] in ("sum", "mean"):
         spec["grid"] = "0.5"
-    plan = build_plan([spec], NB_COLUMNS, neighbours=nb, engine=LATTICE)
+    plan = build_plan([spec], NB_COLUMNS, neighbours=nb, mechanism=LATTICE)
     weights = plan.lattice.unit_weights
     worst = 0
     for records, neighbour in _neighbours(rng, relation, n, 200):

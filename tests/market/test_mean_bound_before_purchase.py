@@ -110,7 +110,7 @@ def test_small_cells_get_the_width_and_the_bound_falls_with_more_records():
 def test_a_means_curve_uses_its_sum_and_count_bounds_at_97_5_percent(engine):
     columns = columns_from([{"name": "age", "type": "decimal", "missing": "none"}])
     plan = build_plan([{"kind": "mean", "column": "age", "lower": 0, "upper": 100}], columns,
-                      neighbours=Neighbours(max_rows=100_000), engine=engine)
+                      neighbours=Neighbours(max_rows=100_000), mechanism=engine)
     from market.catalog.spec import KINDS
 
     stat, where = plan.statistics[0], plan.indices[0]

@@ -95,11 +95,11 @@ def test_bad_quantile_specs_are_refused_with_the_reason(item, message):
 
 def test_the_bins_are_one_group_with_the_histograms_sensitivity_under_each_relation():
     stat = {"kind": "quantile", "column": "age", "bins": [0, 50, 100], "quantiles": [0.75, 0.25]}
-    private = build_plan([stat], COLUMNS, engine=LATTICE)
+    private = build_plan([stat], COLUMNS, mechanism=LATTICE)
     assert private.statistics[0]["quantiles"] == [0.25, 0.75]
     assert private.labels == ("quantile bin of age: [0, 50)", "quantile bin of age: [50, 100]")
     assert private.sensitivity == 1 and private.lattice.unit_cases == (((0, 1),),)
-    public = build_plan([stat], COLUMNS, engine=LATTICE, neighbours=Neighbours(PUBLIC_SIZE, size=100))
+    public = build_plan([stat], COLUMNS, mechanism=LATTICE, neighbours=Neighbours(PUBLIC_SIZE, size=100))
     assert public.sensitivity == 2 and public.lattice.unit_cases == (((0, 1), (1, 1)),)
     assert public.loss_shares == (Fraction(1, 2), Fraction(1, 2))
 
@@ -113,7 +113,7 @@ def test_values_beyond_the_edges_count_in_the_end_bins_and_missing_ones_nowhere(
 
 def test_the_release_shows_the_counts_then_the_estimates_with_their_intervals():
     stat = {"kind": "quantile", "column": "age", "bins": [0, 18, 30, 50, 100], "quantiles": [0.25, 0.5]}
-    plan = build_plan([{"kind": "count"}, stat], COLUMNS, engine=LATTICE)
+    plan = build_plan([{"kind": "count"}, stat], COLUMNS, mechanism=LATTICE)
     readings = present(plan, np.array([100, 10, 20, 40, 30]), plan.weights, level=1)
     assert [r["label"] for r in readings] == [
         "count", "quantile bin of age: [0, 18)", "quantile bin of age: [18, 30)", "quantile bin of age: [30, 50)",
@@ -150,7 +150,7 @@ def _coverage(estimator, trials=400, seed=11):
     rng = np.random.default_rng(seed)
     values = rng.normal(50, 18, 2000)
     stat = {"kind": "quantile", "column": "age", "bins": EDGES, "quantiles": [0.25, 0.5, 0.75]}
-    plan = build_plan([stat], COLUMNS, engine=LATTICE)
+    plan = build_plan([stat], COLUMNS, mechanism=LATTICE)
     eps = 1
     k = len(EDGES) - 1
     curve = KINDS["quantile"].curve(plan.statistics[0], plan.indices[0], plan)

@@ -53,7 +53,7 @@ def _plan():
                             {"name": "g", "type": "categorical", "missing": "none"}])
     return build_plan([{"kind": "mean", "column": "mass", "lower": 0, "upper": 100, "grid": 1, "by": "g",
                         "categories": ["small", "large"]}], columns, neighbours=Neighbours(max_rows=100_000),
-                      engine=LATTICE)
+                      mechanism=LATTICE)
 
 
 def _data(seed=5):

@@ -19,6 +19,7 @@ from django.db import connection
 
 from market.catalog.models import Listing
 from market.catalog.privacy import release_profile
+from market.catalog.selectors import listing_plan
 from market.catalog.services import listing_create_microdata
 from market.trading.selectors import release_microdata, release_readings
 from market.trading.services import listing_accuracy, purchase_create
@@ -66,7 +67,7 @@ def _figures(listing: Listing) -> dict:
         "answer": sealed,
         "points": points,
         "accuracy": [listing_accuracy(listing, level) for level in levels],
-        "profiles": [release_profile(listing, level) for level in levels],
+        "profiles": [release_profile(listing, level, plan=listing_plan(listing)) for level in levels],
         "releases": [(r.buyer_id, r.level, r.values, r.noise_scales, r.privacy_at_risk, r.point_id,
                       release_readings(r), release_microdata(r))
                      for r in Release.objects.filter(listing=listing).order_by("pk")],

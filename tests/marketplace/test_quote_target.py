@@ -222,7 +222,7 @@ def test_every_kind_has_a_statable_named_bound_and_the_search_is_minimal():
     grouped = build_plan([{"kind": "mean", "column": "x", "lower": 0, "upper": 10, "by": "g", "categories": ["a"]},
                           {"kind": "sum", "column": "x", "lower": 0, "upper": 10, "where": [{"column": "g", "op": "=", "value": "a"}]},
                           {"kind": "count", "by": "g", "categories": ["a"]}],
-                         columns, neighbours=sized, engine=LATTICE)
+                         columns, neighbours=sized, mechanism=LATTICE)
     [radius] = accuracy.statistic_curves(centroid)
     assert radius["name"] == "error radius of the centroid" and radius["assumes_records"] is None
     curves = accuracy.statistic_curves(grouped)

@@ -66,7 +66,7 @@ def laid_out(listing):
     """The plan as every read made it before it was stored: laid out again from the dataset."""
     dataset = listing.dataset
     return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False,
-                      engine=listing.engine)
+                      mechanism=listing.release_mechanism)
 
 
 def assert_same_plan(restored, built):

@@ -179,7 +179,7 @@ def test_the_statistics_modules_grid_errors_land_on_the_grid_input():
     messages = []
     for grid in ("0.0000001", "1000"):
         with pytest.raises(SpecError) as refused:
-            build_plan([specs[0], {**specs[1], "grid": grid}], COLUMNS, engine="lattice")
+            build_plan([specs[0], {**specs[1], "grid": grid}], COLUMNS, mechanism="lattice")
         messages.append(str(refused.value))
     add_statistics_errors(formset, rows, messages)
     errors = formset.forms[1].errors["grid"]

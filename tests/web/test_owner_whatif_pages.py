@@ -76,7 +76,7 @@ def test_no_listing_takes_a_sensitivity_on_the_page(client, owner, regression): 
     assert answer.status_code == 302
     made = Listing.objects.get(dataset=regression)
     plan = build_plan([{"kind": "mean", "column": "x1", "lower": -1, "upper": 1}], columns_from(regression.columns),
-                      neighbours=regression.neighbours(), engine=LATTICE)
+                      neighbours=regression.neighbours(), mechanism=LATTICE)
     assert made.sensitivity == plan.sensitivity != 0.0001
 
 

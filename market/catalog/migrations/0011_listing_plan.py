@@ -22,7 +22,7 @@ def fill(apps, schema_editor):
         public = dataset.relation == "public_size"
         try:
             plan = build_plan(
-                listing.statistics, columns_from(dataset.columns), offer=False, engine=listing.engine,
+                listing.statistics, columns_from(dataset.columns), offer=False, mechanism=listing.engine,
                 neighbours=Neighbours(dataset.relation, size=dataset.row_count if public else None,
                                       max_rows=settings.UPLOAD_MAX_ROWS),
             )

@@ -12,6 +12,8 @@ from fractions import Fraction
 import numpy as np
 
 from releases.engine import lattice
+from releases.engine.mechanisms import Mechanism
+from releases.engine.mechanisms import mechanism as mechanism_named
 from releases.engine.postprocess import laplace_error_bound
 
 from .columns import columns_from
@@ -36,7 +38,6 @@ from .stability import Group, Neighbours
 LAPLACE = "laplace"
 #: The exact lattice path (section 11): integer noise, exactly eps-DP.
 LATTICE = "lattice"
-ENGINES = (LAPLACE, LATTICE)
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,7 +216,7 @@ def _vector_plan(stat: dict, kind: Vector, nb: Neighbours) -> Plan:
 
 
 def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bool = True,
-               engine: str = LAPLACE) -> Plan:
+               mechanism: Mechanism | str = LAPLACE) -> Plan:
     """Validate ``spec`` against the dataset's ``columns`` and lay it out for
     the dataset's relation ``neighbours`` (default: a private size).
 
@@ -239,23 +240,24 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     without filters or group-bys over complete columns lays out exactly as it
     always has (its stored releases are read back with the plan).
 
-    ``engine``: :data:`LAPLACE` (the float path) or :data:`LATTICE` (the exact
-    lattice path, docs/mathematics.md section 11): every coordinate is then an
-    integer number of grid steps (a count's grid is 1, a sum's is its
-    ``grid``), each group's sensitivity a whole number of steps, and
-    ``plan.lattice`` holds the layout. A vector statistic always runs on its
-    l2 float path.
+    ``mechanism``: the release mechanism the plan is laid out for
+    (``releases.engine.mechanisms``, or its name). One whose values are whole
+    grid steps (``mechanism.on_grid``: the exact lattice path,
+    docs/mathematics.md section 11) makes every coordinate an integer number of
+    grid steps (a count's grid is 1, a sum's is its ``grid``), each group's
+    sensitivity a whole number of steps, and ``plan.lattice`` holds the layout;
+    any other lays out without grids (the retired float path). A vector
+    statistic always runs on its l2 float path.
 
     Raises :class:`SpecError` naming the first invalid statistic, or when
     the plan would have more than :data:`MAX_COORDINATES` values or
     :data:`MAX_CASES` worst cases, or (lattice) a range too wide for its grid.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    on_grid = (mechanism_named(mechanism) if isinstance(mechanism, str) else mechanism).on_grid
     nb = neighbours or Neighbours()
     cols = {column.name: column for column in columns_from(columns)}
     statistics = _statistics(spec, cols)
-    if engine != LATTICE:  # the float path has no grid
+    if not on_grid:  # a mechanism off the grid keeps no grid
         statistics = tuple({k: v for k, v in stat.items() if k != "grid"} for stat in statistics)
     if offer:
         for number, stat in enumerate(statistics, start=1):
@@ -265,14 +267,13 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     first = KINDS[statistics[0]["kind"]]
     if first.vector:
         return _vector_plan(statistics[0], first, nb)
-    on_lattice = engine == LATTICE
 
     # every group once (by key), with the statistics' view of it
     groups: dict[tuple, tuple[Group, int]] = {}
     needs: list[tuple[tuple, ...]] = []
     for number, stat in enumerate(statistics, start=1):
         keys = []
-        for group in KINDS[stat["kind"]].groups(stat, number, nb, cols, lattice=on_lattice):
+        for group in KINDS[stat["kind"]].groups(stat, number, nb, cols, lattice=on_grid):
             if group.sensitivity == 0:
                 raise SpecError(_constant_sum(stat, number))
             groups.setdefault(group.key, (group, number))
@@ -317,7 +318,7 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         s = Fraction(group.sensitivity)
         per_group.append(tuple(tuple(Fraction(move) / (k * s) for move in case) for case in group.cases))
     cases = tuple(tuple(share for part in combo for share in part) for combo in itertools.product(*per_group))
-    layout = _lattice_layout([groups[key][0] for key in order], [at[key] for key in order], labels) if on_lattice else None
+    layout = _lattice_layout([groups[key][0] for key in order], [at[key] for key in order], labels) if on_grid else None
     if layout is not None:  # weights and ranges in the values' units: steps times grid
         grids = np.array([float(g) for g in layout.grids])
         weights = np.array(layout.unit_weights, dtype=np.float64) * grids

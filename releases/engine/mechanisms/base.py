@@ -90,7 +90,9 @@ class Mechanism(Protocol):
     ``source`` (its randomness: ``"bits"``, whole random bits; ``"floats"``, floating-point
     uniforms), ``answer`` and ``noise`` (the codecs of what it stores), ``sells_records`` (it
     releases every record rather than statistics: microdata), ``no_risk_reason`` (why the paper's
-    privacy at risk does not describe it; None when it does) and ``gamma_applies``.
+    privacy at risk does not describe it; None when it does), ``gamma_applies`` and ``on_grid``
+    (its values are whole numbers of grid steps: a plan laid out for it keeps each statistic's grid
+    and an integer layout, ``market.catalog.spec.plan.build_plan``).
     """
 
     name: str
@@ -104,6 +106,7 @@ class Mechanism(Protocol):
     sells_records: bool
     no_risk_reason: str | None
     gamma_applies: bool
+    on_grid: bool
 
     def words(self) -> str:
         """The noise its releases carry, in plain words for the listing's pages."""
@@ -164,6 +167,7 @@ class Base:
     sells_records: ClassVar[bool] = False
     no_risk_reason: ClassVar[str | None] = None
     gamma_applies: ClassVar[bool] = True
+    on_grid: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"<mechanism {self.name}>"

@@ -34,6 +34,7 @@ class Lattice(Base):
     label = "Exact lattice path (integer noise, exactly eps-DP)"
     answer = INTS
     noise = INTS
+    on_grid = True
     no_risk_reason = "exact integer noise: the paper's formula is for continuous Laplace noise"
 
     def words(self) -> str:
