@@ -1,46 +1,51 @@
 """Steps shared by migrations that add a column to a guarded table.
 
-Two things make such a migration delicate (see ``core/migrations/0001`` and
-``0002``): the append-only tables refuse UPDATE by trigger, so filling a new
-column for existing rows must lift that trigger for the fill and only for it;
-and SQLite drops a table's triggers whenever Django rebuilds the table, so the
+Two things make such a migration delicate (see ``market.core.triggers``): the
+append-only tables refuse UPDATE by trigger, so filling a new column for
+existing rows must lift that trigger for the fill and only for it; and SQLite drops a table's triggers whenever Django rebuilds the table, so the
 triggers are reinstalled after the change, whichever way it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 
 from market.core import ids
 
 BATCH = 1000
 
 
+def applied_triggers(connection) -> list:
+    """The :class:`~market.core.triggers.Triggers` of every applied ``InstallTriggers`` operation,
+    in migration order (each app's own, from its trigger migration on: ``<app>/triggers.py``)."""
+    from django.db.migrations.loader import MigrationLoader
+
+    from market.core.triggers import InstallTriggers
+
+    loader = MigrationLoader(connection)
+    found, seen = [], set()
+    for leaf in loader.graph.leaf_nodes():
+        for key in loader.graph.forwards_plan(leaf):
+            if key in seen or key not in loader.applied_migrations:
+                continue
+            seen.add(key)
+            found += [op.triggers for op in loader.graph.nodes[key].operations if isinstance(op, InstallTriggers)]
+    return found
+
+
 def reinstall_sqlite_triggers(apps, schema_editor):
-    """Every SQLite trigger of ``core.0001``, dropped and created again (idempotent; PostgreSQL: nothing),
-    and those of ``core.0004`` (the dataset budget) where that migration is applied, in their
-    ``core.0005`` form (listing totals) where that one is."""
-    from django.db.migrations.recorder import MigrationRecorder
-
-    importlib.import_module("market.core.migrations.0002_reinstall_sqlite_triggers").reinstall(apps, schema_editor)
-    if schema_editor.connection.vendor == "sqlite" and (
-        ("core", "0004_dataset_budget_triggers") in MigrationRecorder(schema_editor.connection).applied_migrations()
-    ):
-        importlib.import_module("market.core.migrations.0004_dataset_budget_triggers").install(apps, schema_editor)
-        if ("core", "0005_listing_totals_in_budget") in MigrationRecorder(schema_editor.connection).applied_migrations():
-            # the same budget triggers, summing each listing's total (its size release counted)
-            importlib.import_module("market.core.migrations.0005_listing_totals_in_budget").sqlite_install(
-                apps, schema_editor)
+    """A RunPython step: on SQLite, the triggers of every app whose trigger migration is applied,
+    dropped and created again (idempotent); an app whose trigger migration is still to come gets
+    its triggers from that migration. PostgreSQL alters tables in place and keeps its triggers: nothing."""
+    connection = schema_editor.connection
+    if connection.vendor != "sqlite":
+        return
+    for triggers in applied_triggers(connection):
+        triggers.install_sqlite(connection)
 
 
-def reinstall_sqlite_triggers_if_installed(apps, schema_editor):
-    """The same, only where ``core.0001`` is applied (then every table its triggers name exists):
-    a step that runs while going back, whatever the state the database is in."""
-    from django.db.migrations.recorder import MigrationRecorder
-
-    if ("core", "0001_database_invariants") in MigrationRecorder(schema_editor.connection).applied_migrations():
-        reinstall_sqlite_triggers(apps, schema_editor)
+#: the same step under its former name (older migrations call it, whichever way they run)
+reinstall_sqlite_triggers_if_installed = reinstall_sqlite_triggers
 
 
 def drop_sqlite_triggers_naming(*tables: str):
@@ -78,21 +83,21 @@ def fill_public_ids(app_label: str, model_name: str, new_id, *, append_only_trig
 
     ``append_only_trigger`` names the trigger that refuses UPDATE on the table:
     on PostgreSQL it is disabled around the fill, in the same transaction (a
-    failure rolls the disabling back too); on SQLite it is dropped, and
-    ``core.0003`` reinstalls every trigger once the tables have their final shape.
+    failure rolls the disabling back too); on SQLite it is dropped, and the app's
+    trigger migration (``<app>.0030_triggers``) installs it again.
     """
 
     def fill(apps, schema_editor):
         model = apps.get_model(app_label, model_name)
         connection = schema_editor.connection
         table = model._meta.db_table
-        # on a new database the triggers come later (core.0001): nothing to lift, and no rows
+        # on a new database the triggers come later (<app>.0030_triggers): nothing to lift, and no rows
         guarded = bool(append_only_trigger) and _has_trigger(connection, table, append_only_trigger)
         with connection.cursor() as cursor:
             if guarded and connection.vendor == "postgresql":
                 cursor.execute(f"ALTER TABLE {connection.ops.quote_name(table)} DISABLE TRIGGER {append_only_trigger}")
             elif guarded and connection.vendor == "sqlite":
-                cursor.execute(f"DROP TRIGGER {append_only_trigger}")  # core.0003 installs it again
+                cursor.execute(f"DROP TRIGGER {append_only_trigger}")  # <app>.0030_triggers installs it again
             pending = list(model.objects.filter(public_id__isnull=True).values_list("pk", flat=True))
             for start in range(0, len(pending), BATCH):
                 rows = [model(pk=pk, public_id=new_id()) for pk in pending[start : start + BATCH]]
@@ -108,8 +113,7 @@ def public_id_operations(app_label: str, model_name: str, new_id, *, append_only
 
     Reversible: going back drops the column (and, on SQLite, reinstalls the
     triggers the table rebuild dropped). Forwards, SQLite's triggers are
-    reinstalled by ``core.0003``, which runs after these migrations; installing
-    them here would put them on a new database before ``core.0001`` does.
+    reinstalled by the app's trigger migration, which runs after these.
     """
     from django.db import migrations, models
 

@@ -1,6 +1,6 @@
 """Stored noise encrypted at rest (market.core.crypto): l2 paths' jump lists and every noise point.
 
-Noise points are append-only (a trigger of ``core.0001``): the trigger is lifted
+Noise points are append-only (a trigger of ``releases/triggers.py``): the trigger is lifted
 for this rewrite only, in the same transaction (``append_only_lifted``); the
 noise itself does not change. Forwards seals what is still in the clear (what
 already opens is left alone); backwards opens it again.

@@ -8,16 +8,9 @@ from market.core.migration_helpers import drop_sqlite_triggers_naming, reinstall
 TABLE = "releases_bitreport"
 
 
-def append_only(apps, schema_editor):
-    """Bit reports are append-only, as noise points are (core 0001's ``append_only()`` on PostgreSQL)."""
-    connection = schema_editor.connection
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"CREATE TRIGGER {TABLE}_append_only BEFORE UPDATE OR DELETE ON {TABLE} "
-                           f"FOR EACH ROW EXECUTE FUNCTION append_only()")
-        elif connection.vendor == "sqlite":
-            cursor.execute(f"CREATE TRIGGER IF NOT EXISTS {TABLE}_append_only BEFORE UPDATE ON {TABLE} "
-                           f"BEGIN SELECT RAISE(ABORT, '{TABLE} rows are append-only (UPDATE refused)'); END")
+# Bit reports are append-only, as noise points are: the trigger is ``releases/triggers.py``'s, installed
+# by ``releases.0030_triggers`` (it was created here on databases migrated before then; going back
+# past this migration drops it, whoever made it).
 
 
 def append_only_dropped(apps, schema_editor):
@@ -65,6 +58,6 @@ class Migration(migrations.Migration):
             name='point',
             field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='report', to='releases.noisepoint'),
         ),
-        migrations.RunPython(append_only, append_only_dropped),
+        migrations.RunPython(migrations.RunPython.noop, append_only_dropped),
         migrations.RunPython(reinstall_sqlite_triggers_if_installed, drop_sqlite_triggers_naming("releases_noisepath")),
     ]

@@ -1,7 +1,7 @@
 """Listing.trust_capped: a listing may cap each buyer's level by trust (market.trust).
 
 On SQLite, Django adds a NOT NULL column by rebuilding the table, which fails
-(or drops them) once the triggers of ``core.0001_database_invariants`` refer
+(or drops them) once the triggers (``market/*/triggers.py``) refer
 to ``catalog_listing``; an ``ALTER TABLE ... ADD COLUMN`` with a constant
 default keeps the table and its triggers. Other databases add the column the
 usual way.

@@ -10,11 +10,11 @@
 3. ``DatasetBudgetChange``: audit rows of budget changes.
 
 The triggers that enforce the budget for every writer, and keep the audit
-rows append-only, are ``core/migrations/0004_dataset_budget_triggers.py``
-(core installs every trigger, after the tables have their shape). Reversible:
+rows append-only, are ``market/catalog/triggers.py``'s (``catalog.0030_triggers``
+installs them, after the tables have their shape). Reversible:
 the hash and the audit table go, the budget becomes nullable again (filled
-budgets stay); on SQLite the table rebuild drops triggers, so 0001's are
-reinstalled after the change either way (where they are installed).
+budgets stay); on SQLite the table rebuild drops triggers, so the
+installed ones are reinstalled after the change either way (where they are installed).
 """
 
 from decimal import Decimal

@@ -3,7 +3,7 @@
 
 A listing's total is now ``ceiling + size_level`` (``ceiling`` stays the highest level sold, so
 every check on holdings and paths against it is unchanged). The database's budget triggers that
-sum those totals belong to ``core`` (``core.0005_listing_totals_in_budget``, which runs after this).
+sum those totals are ``market/catalog/triggers.py``'s (``catalog.0030_triggers``, which runs after this).
 Listings made before this have ``size_level`` 0 and no size release: nothing is drawn for them.
 On SQLite the triggers that name ``catalog_listing`` are dropped for the table's rebuild and put
 back after it (``market.core.migration_helpers``).

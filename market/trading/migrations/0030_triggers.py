@@ -1,0 +1,18 @@
+"""The trading tables' triggers (``market.trading.triggers``), installed here, in the app that owns the tables.
+
+Each trigger is dropped first if there: on a database where the former ``core`` migrations
+(0001-0005) installed them, this leaves exactly one copy. Reversible: the triggers and their
+functions are dropped.
+"""
+
+from django.db import migrations
+
+from market.core.triggers import InstallTriggers
+from market.trading.triggers import TRIGGERS
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("trading", "0002_purchase_unsent"),
+    ]
+    operations = [InstallTriggers(TRIGGERS)]
