@@ -77,10 +77,12 @@ def float_listing(owner, dataset, title: str):
     with files.dataset_table_path(dataset) as path:
         answer = compute(plan, ParquetTable(path))
     listing = Listing.objects.create(
-        dataset=dataset, title=title, statistics=list(plan.statistics), labels=list(plan.labels),
-        kinds=",sum,table,", sensitivity=float(plan.sensitivity), mechanism=Listing.Mechanism.LAPLACE,
-        weights=[float(w) for w in plan.weights], lower=[float(v) for v in plan.lower],
-        upper=[float(v) for v in plan.upper], answer=b"", ceiling=Decimal(CEILING),
+        dataset=dataset, title=title, statistics=list(plan.statistics), kinds=",sum,table,",
+        mechanism=Listing.Mechanism.LAPLACE,
+        plan=Listing.plan_document(labels=plan.labels, sensitivity=float(plan.sensitivity),
+                                   weights=[float(w) for w in plan.weights], lower=[float(v) for v in plan.lower],
+                                   upper=[float(v) for v in plan.upper]),
+        answer=b"", ceiling=Decimal(CEILING),
         price_curve={"kind": "linear", "c": PRICE}, price_per_epsilon=Decimal(PRICE),
     )
     listing.set_true_answer(answer)

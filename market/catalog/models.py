@@ -213,24 +213,18 @@ class Listing(models.Model):
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     statistics = models.JSONField(help_text="the validated statistics spec")
-    labels = models.JSONField(help_text="one label per released value")
     kinds = models.CharField(max_length=100, default=",", help_text="',count,mean,': the kinds offered, for filtering")
-    sensitivity = models.FloatField(help_text="l1-sensitivity of the whole vector")
-    weights = models.JSONField(help_text="per value: noise multiplier (scale = weight / eps)")
-    lower = models.JSONField(help_text="declared range of each value, for clamping (lattice: in grid steps)")
-    upper = models.JSONField()
     mechanism = models.CharField(
         max_length=12, choices=Mechanism.choices, default=Mechanism.LATTICE,
         help_text="how the values are released (releases.engine.mechanisms): the exact lattice path, bit reports, "
         "or the float paths of older listings. Fixed when the listing is made",
     )
-    grids = models.JSONField(
-        null=True, blank=True, help_text="lattice only: each value's grid as a decimal string (1 for counts)"
-    )
     plan = models.JSONField(
-        null=True, blank=True,
-        help_text="the rest of the statistics' plan as laid out at creation (market.catalog.spec.plan_layout): "
-        "read back with the fields above, never laid out again (null: laid out on each read, as before)",
+        help_text="the statistics' plan, one versioned document (Listing.plan_document): {version: 2, labels (one per "
+        "released value), weights (per value: noise multiplier, scale = weight / eps), lower, upper (each value's "
+        "declared range, for clamping; lattice: in grid steps), grids (lattice only: each value's grid as a decimal "
+        "string), sensitivity (l1 of the whole vector), layout (the rest of the plan as laid out at creation, "
+        "market.catalog.spec.plan_layout; absent: laid out on each read)}",
     )
     answer = models.BinaryField(
         help_text="the true answer (float64), encrypted for this row (market.core.crypto): secret. "
@@ -277,13 +271,63 @@ class Listing(models.Model):
                 condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "bits"]), name="listing_mechanism_known"
             ),
             models.CheckConstraint(
-                condition=Q(mechanism__in=["laplace", "laplace_l2", "bits"]) | Q(grids__isnull=False),
+                condition=Q(mechanism__in=["laplace", "laplace_l2", "bits"]) | Q(plan__grids__isnull=False),
                 name="listing_lattice_has_grids",
             ),
         ]
 
     def __str__(self):
         return self.title
+
+    #: the version of the plan document this code writes (``plan_document``)
+    PLAN_VERSION = 2
+
+    @classmethod
+    def plan_document(cls, *, labels, weights, lower, upper, sensitivity: float, grids=None, layout=None) -> dict:
+        """The listing's plan as stored (``Listing.plan``): the one way it is written. ``grids`` and
+        ``layout`` are left out when None, so a lattice listing is one whose document has grids."""
+        document = {"version": cls.PLAN_VERSION, "labels": list(labels), "weights": list(weights),
+                    "lower": list(lower), "upper": list(upper), "sensitivity": sensitivity}
+        if grids is not None:
+            document["grids"] = list(grids)
+        if layout is not None:
+            document["layout"] = layout
+        return document
+
+    @property
+    def labels(self) -> list[str]:
+        """One label per released value."""
+        return self.plan["labels"]
+
+    @property
+    def weights(self) -> list:
+        """Per value: the noise multiplier (scale = weight / eps; lattice: whole steps)."""
+        return self.plan["weights"]
+
+    @property
+    def lower(self) -> list:
+        """Each value's declared lower end, for clamping (lattice: in grid steps)."""
+        return self.plan["lower"]
+
+    @property
+    def upper(self) -> list:
+        return self.plan["upper"]
+
+    @property
+    def grids(self) -> list[str] | None:
+        """Lattice only: each value's grid as a decimal string (1 for counts); None otherwise."""
+        return self.plan.get("grids")
+
+    @property
+    def sensitivity(self) -> float:
+        """The l1-sensitivity of the whole vector."""
+        return self.plan["sensitivity"]
+
+    @property
+    def layout(self) -> dict | None:
+        """The rest of the statistics' plan as laid out at creation (``market.catalog.spec.plan_layout``):
+        read back with the figures above, never laid out again (None: laid out on each read, as before)."""
+        return self.plan.get("layout")
 
     @property
     def owner(self):

@@ -141,9 +141,9 @@ def listing_plan(listing):
     # a microdata listing's layout is implied by its records: its bits as the coordinates of its one
     # "statistic" (statistics.Microdata), under the public number of records (its mechanism's layout)
     implied = listing.release_mechanism.layout(labels=listing.labels, upper=listing.upper)
-    if implied is not None or listing.plan is not None:
+    if implied is not None or listing.layout is not None:
         return plan_restore(
-            layout=implied or listing.plan, statistics=listing.statistics, labels=listing.labels,
+            layout=implied or listing.layout, statistics=listing.statistics, labels=listing.labels,
             sensitivity=listing.sensitivity, weights=listing.weights, lower=listing.lower, upper=listing.upper,
             grids=None if implied else listing.grids,
         )

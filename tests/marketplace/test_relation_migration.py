@@ -16,8 +16,9 @@ migration = importlib.import_module("market.catalog.migrations.0007_neighbouring
 def _old_listing(dataset, statistics, **extra):
     """A listing as the product stored it before the relation existed (written directly)."""
     return Listing.objects.create(
-        dataset=dataset, title="old", statistics=statistics, labels=["x", "y"], sensitivity=1.0,
-        weights=[1.0, 1.0], lower=[0, 0], upper=[1, 1], answer=b"\0" * 16, ceiling=Decimal("1"),
+        dataset=dataset, title="old", statistics=statistics,
+        plan=Listing.plan_document(labels=["x", "y"], sensitivity=1.0, weights=[1.0, 1.0], lower=[0, 0], upper=[1, 1]),
+        answer=b"\0" * 16, ceiling=Decimal("1"),
         price_per_epsilon=Decimal("1.00"), mechanism=Listing.Mechanism.LAPLACE, **extra,
     )
 

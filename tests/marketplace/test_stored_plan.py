@@ -2,11 +2,8 @@
 row (``Listing.plan`` beside its statistics, labels, weights, ranges and grids) without reading the
 dataset or laying the statistics out again, and the restored plan is the one the layout makes."""
 
-import importlib
-
 import numpy as np
 import pytest
-from django.apps import apps
 
 from market.catalog.spec.columns import columns_from
 from market.catalog.compute import compute
@@ -20,7 +17,6 @@ from tests.fixtures.market import make_csv, old_float_listing
 from .real_tables import ISLANDS, MASS, PENGUIN_STATISTICS, PENGUINS_PATH, SPECIES
 
 pytestmark = pytest.mark.django_db
-migration = importlib.import_module("market.catalog.migrations.0011_listing_plan")
 
 DATES = "day,place,amount\n" + "".join(
     f"2024-{m:02d}-{d:02d},{'north' if (m + d) % 3 else 'south'},{(m * 37 + d * 11) % 500 / 10}\n"
@@ -87,7 +83,7 @@ def assert_same_plan(restored, built):
 
 def test_a_listing_reads_its_stored_plan_without_its_dataset(made, django_assert_num_queries):
     row = Listing.objects.get(pk=made.pk)  # no dataset loaded
-    assert row.plan is not None
+    assert row.layout is not None
     with django_assert_num_queries(0):
         restored = listing_plan(row)
     assert_same_plan(restored, laid_out(row))
@@ -100,19 +96,19 @@ def test_a_restored_plan_reads_releases_but_does_not_compute(made):
         compute(listing_plan(made), table=None)
 
 
-def test_the_migration_stores_the_plan_of_existing_listings_and_leaves_what_it_cannot_lay_out(owner, make_listing):
+def test_a_listing_whose_document_has_no_layout_is_laid_out_on_each_read(owner, make_listing):
+    """A listing ``catalog.0011`` could not lay out has a plan document without ``layout``
+    (``catalog.0020``): it is laid out from its dataset on each read, which says what is wrong."""
     listing = make_listing()
-    stored = Listing.objects.get(pk=listing.pk).plan
     broken = make_listing()
-    Listing.objects.filter(pk=listing.pk).update(plan=None)
-    # a spec today's code refuses: read as before (laid out on each read, which says what is wrong)
-    Listing.objects.filter(pk=broken.pk).update(plan=None, statistics=[{"kind": "sum", "column": "gone", "lower": 0, "upper": 1}])
-
-    migration.fill(apps, None)
+    for row in (listing, broken):
+        document = dict(Listing.objects.get(pk=row.pk).plan)
+        del document["layout"]
+        Listing.objects.filter(pk=row.pk).update(plan=document)
+    Listing.objects.filter(pk=broken.pk).update(statistics=[{"kind": "sum", "column": "gone", "lower": 0, "upper": 1}])
 
     listing.refresh_from_db(), broken.refresh_from_db()
-    assert listing.plan == stored
+    assert listing.layout is None and broken.layout is None
     assert_same_plan(listing_plan(listing), laid_out(listing))
-    assert broken.plan is None
     with pytest.raises(SpecError, match="gone"):
         listing_plan(broken)
