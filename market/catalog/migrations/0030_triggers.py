@@ -13,7 +13,7 @@ from market.catalog.triggers import TRIGGERS
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0019_dataset_version"),
+        ("catalog", "0020_listing_plan_document"),
         ("trading", "0002_purchase_unsent"),  # the guards read trading_holding
     ]
     operations = [InstallTriggers(TRIGGERS)]
