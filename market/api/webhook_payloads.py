@@ -16,6 +16,8 @@ from market.trading import selectors as trading
 from market.trust.selectors import buyer_caps
 from market.webhooks.events import register_payload
 
+from rest_framework.fields import DateTimeField
+
 from . import serializers as s
 
 
@@ -57,7 +59,7 @@ def sale_payload(*, object_id: str, user) -> dict | None:
         "level_from": str(purchase.level_from),
         "epsilon": str(purchase.level_to),
         "price": str(purchase.price),
-        "created_at": _plain({"t": s.serializers.DateTimeField().to_representation(purchase.created_at)})["t"],
+        "created_at": _plain({"t": DateTimeField().to_representation(purchase.created_at)})["t"],
     }
 
 

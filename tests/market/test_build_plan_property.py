@@ -194,9 +194,9 @@ SPECS = mostly(st.one_of(st.lists(statistic(), min_size=1, max_size=3), statisti
                st.one_of(st.lists(st.one_of(statistic(), JUNK), max_size=2), JUNK))
 
 
-def _lay_out(spec, neighbours, engine, offer):
+def _lay_out(spec, neighbours, mechanism, offer):
     try:
-        plan = build_plan(spec, COLUMNS, neighbours=neighbours, mechanism=engine, offer=offer)
+        plan = build_plan(spec, COLUMNS, neighbours=neighbours, mechanism=mechanism, offer=offer)
     except SpecError as refusal:
         assert str(refusal).strip(), "a refusal says what is wrong"
         return None
@@ -218,14 +218,14 @@ def _lay_out(spec, neighbours, engine, offer):
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-@given(spec=SPECS, neighbours=NEIGHBOURS, engine=st.sampled_from([LAPLACE, LATTICE]), offer=st.booleans())
+@given(spec=SPECS, neighbours=NEIGHBOURS, mechanism=st.sampled_from([LAPLACE, LATTICE]), offer=st.booleans())
 # issue 28: both bounds round to one step of the grid (-2 steps of 5) and the size is public: sensitivity 0
 @example(spec=[{"kind": "mean", "column": "x", "lower": -10, "upper": -9, "grid": 5}],
          neighbours=Neighbours(relation=PUBLIC_SIZE, size=100), mechanism=LATTICE, offer=True)
 @example(spec=[{"kind": "sum", "column": "i", "lower": 3, "upper": 3.2, "grid": "0.5", "by": "b"}],
          neighbours=Neighbours(relation=PUBLIC_SIZE, size=7), mechanism=LATTICE, offer=False)
-def test_build_plan_lays_out_a_plan_or_refuses_with_a_spec_error(spec, neighbours, engine, offer):
-    _lay_out(spec, neighbours, engine, offer)
+def test_build_plan_lays_out_a_plan_or_refuses_with_a_spec_error(spec, neighbours, mechanism, offer):
+    _lay_out(spec, neighbours, mechanism, offer)
 
 
 def test_the_issue_28_spec_is_refused_with_a_sentence_saying_what_to_do():

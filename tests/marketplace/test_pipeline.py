@@ -219,7 +219,7 @@ def test_the_privacy_figures_are_stored_with_the_release_and_read_back(
     def not_again(*args, **kwargs):
         raise AssertionError("the figures were computed again on a read")
 
-    monkeypatch.setattr("market.api.serializers.level_at_risk", not_again)
+    monkeypatch.setattr("market.api.serializers.readings.level_at_risk", not_again)
     shown = api(buyer).get(f"/api/v1/purchases/{purchase.pk}/").json()["release"]["privacy_at_risk"]
     assert shown["gamma"] == expected["gamma"] and shown["epsilon0"] == "1.0000"
 
