@@ -70,6 +70,7 @@ CONFIG = schemathesis.Config.from_dict(
         "operations": [
             {
                 # rules no schema can state: a level above the one you hold and within the listing's cap,
+                # a privacy profile's or a quote's level within the listing's ceiling,
                 # a price given one way (a curve or a price per eps, as at creation) that the ceiling allows,
                 # columns of your own dataset (and the types their values fit; microdata: a public size and a
                 # ladder within the budget), a CSV's content, the right password, a key's expiry in
@@ -78,7 +79,7 @@ CONFIG = schemathesis.Config.from_dict(
                 # parts (each at the offset the upload stands at, within its size; a dataset only of a complete
                 # upload). Their inputs' shapes
                 # are still checked (negative data refused; tests/security/test_strict_input.py)
-                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?|uploads/(\\{upload_id\\}/(dataset/)?)?)$",
+                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/|privacy-profile/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?|uploads/(\\{upload_id\\}/(dataset/)?)?)$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
                 },

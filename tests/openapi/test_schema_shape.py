@@ -109,3 +109,18 @@ def test_the_api_key_is_a_bearer_token_on_every_operation(schema):
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
     for path, method, operation in _operations(schema):
         assert {"apiKey": []} in operation["security"], (path, method)
+
+
+def test_every_schema_is_draft_4_as_openapi_3_0_reads_it(schema):
+    """OpenAPI 3.0 schemas are JSON Schema draft 4 (the server's validator is draft 4 too): an
+    exclusive bound is a boolean beside minimum or maximum. A number there (a later draft's
+    spelling) is an invalid schema: the server would not enforce it and generators refuse it."""
+    from jsonschema import Draft4Validator
+
+    assert schema["openapi"].startswith("3.0")
+    for name, component in schema["components"]["schemas"].items():
+        Draft4Validator.check_schema(component)  # raises SchemaError, naming the keyword
+        for where, node in _nodes(component, name):
+            for bound in ("exclusiveMinimum", "exclusiveMaximum"):
+                if bound in node:
+                    assert isinstance(node[bound], bool), f"{where}: {bound} must be a boolean in draft 4"

@@ -40,6 +40,10 @@ from ..stability import _bins_group
 from .base import Kind, _scope_text
 from .registry import register
 
+#: a fraction strictly between 0 and 1, in draft 4 (OpenAPI 3.0 and the server's validator): there
+#: exclusive bounds are booleans beside minimum and maximum; numbers there are another draft's spelling
+_S_FRACTION = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1, "exclusiveMaximum": True}
+
 __all__ = ["MAX_QUANTILES", "Quantile", "estimate", "interval", "rank_error"]
 
 #: A quantile statistic asks for at most this many quantiles.
@@ -151,7 +155,7 @@ class Quantile(Kind):
             "bins": {"type": "array", "items": _S_NUMBER, "minItems": 2, "maxItems": MAX_BINS + 1,
                      "description": "public bin edges; the first and last are the bounds (values beyond them "
                                     "count in the first or last bin)"},
-            "quantiles": {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "quantiles": {"type": "array", "items": _S_FRACTION,
                           "minItems": 1, "maxItems": MAX_QUANTILES, "description": "e.g. [0.5] or [0.25, 0.5, 0.75]"},
             "where": _S_WHERE,
         }, ("column", "bins", "quantiles"),
