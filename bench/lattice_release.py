@@ -77,7 +77,7 @@ def float_listing(owner, dataset, title: str):
     with files.dataset_table_path(dataset) as path:
         answer = compute(plan, ParquetTable(path))
     listing = Listing.objects.create(
-        dataset=dataset, title=title, statistics=list(plan.statistics), kinds=",sum,table,",
+        dataset=dataset, title=title, statistics=list(plan.statistics),
         mechanism=Listing.Mechanism.LAPLACE,
         plan=Listing.plan_document(labels=plan.labels, sensitivity=float(plan.sensitivity),
                                    weights=[float(w) for w in plan.weights], lower=[float(v) for v in plan.lower],
@@ -87,6 +87,7 @@ def float_listing(owner, dataset, title: str):
     )
     listing.set_true_answer(answer)
     listing.save(update_fields=["answer"])
+    listing.kinds_record(["sum", "table"])
     NoisePath.objects.create(listing=listing, dim=len(plan.labels), mechanism="laplace")
     return listing
 

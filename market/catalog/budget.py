@@ -9,7 +9,9 @@ the services (``listing_create``, ``dataset_budget_set``).
 
 Point listings (kind ``point``) release one entity's location under
 geo-indistinguishability, which is not eps-DP: they are never counted in an
-eps-DP budget sum. This module is the one place that says so, for the ORM
+eps-DP budget sum. A listing says whether it counts in its column
+``counted_in_budget``, set when it is made from its kinds (:func:`counts`: every
+kind's ``Kind.eps_dp``). This module is the one place that reads it, for the ORM
 (:func:`counted`) and for SQL, triggers included (:func:`counted_sql`).
 """
 
@@ -22,20 +24,25 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import Q
 
-#: the kinds marker of a listing that is not eps-DP (``Listing.kinds`` is ",count,mean,")
-NOT_EPS_DP = ",point,"
+from market.catalog.spec import KINDS
+
+def counts(kinds) -> bool:
+    """Whether a listing offering these kinds (names) counts in its dataset's eps budget: every
+    one of them is eps-DP. A name no kind has counts (fail closed)."""
+    return all(KINDS[name].eps_dp if name in KINDS else True for name in kinds)
 
 
 def counted_sql(row: str = "") -> str:
     """The SQL condition that a ``catalog_listing`` row counts in the budget; ``row`` qualifies
-    its column (``"NEW."`` in a trigger, ``""`` inside a query on the table)."""
-    return f"{row}kinds NOT LIKE '%{NOT_EPS_DP}%'"
+    its column (``"NEW."`` in a trigger, ``""`` inside a query on the table). A boolean column:
+    true on PostgreSQL, 1 on SQLite."""
+    return f"{row}counted_in_budget"
 
 
 def counted(prefix: str = "") -> Q:
     """The listings that count in an eps-DP budget sum; ``prefix`` is the path to the listing
     (``"listings__"`` from a dataset)."""
-    return ~Q(**{f"{prefix}kinds__contains": NOT_EPS_DP})
+    return Q(**{f"{prefix}counted_in_budget": True})
 
 
 def default_budget() -> Decimal:

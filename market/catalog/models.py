@@ -213,7 +213,11 @@ class Listing(models.Model):
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     statistics = models.JSONField(help_text="the validated statistics spec")
-    kinds = models.CharField(max_length=100, default=",", help_text="',count,mean,': the kinds offered, for filtering")
+    counted_in_budget = models.BooleanField(
+        default=True,
+        help_text="whether the listing counts in its dataset's eps budget: every kind it offers is eps-DP for a record "
+        "(market.catalog.budget.counts; the withdrawn point kind is not). Set when the listing is made",
+    )
     mechanism = models.CharField(
         max_length=12, choices=Mechanism.choices, default=Mechanism.LATTICE,
         help_text="how the values are released (releases.engine.mechanisms): the exact lattice path, bit reports, "
@@ -293,6 +297,16 @@ class Listing(models.Model):
         if layout is not None:
             document["layout"] = layout
         return document
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of statistic the listing offers, by name, sorted (``ListingKind``; prefetch
+        ``kind_rows`` when reading many)."""
+        return tuple(sorted(row.kind for row in self.kind_rows.all()))
+
+    def kinds_record(self, names) -> None:
+        """Store the kinds the listing offers (once, when it is made, in its transaction)."""
+        ListingKind.objects.bulk_create([ListingKind(listing=self, kind=name) for name in sorted(set(names))])
 
     @property
     def labels(self) -> list[str]:
@@ -397,6 +411,21 @@ class Listing(models.Model):
         Laplace scale, or on the lattice the same ``weight * grid / eps`` (its discrete
         Laplace noise is ``DLap(e^{-eps / weight})`` steps)."""
         return self.release_mechanism.scales(eps, self.weights, self.grids)
+
+
+class ListingKind(models.Model):
+    """One kind of statistic a listing offers (a name of ``market.catalog.spec.KINDS``), one row per
+    kind: the catalogue's search by kind reads it."""
+
+    listing = models.ForeignKey(Listing, on_delete=models.CASCADE, related_name="kind_rows")
+    kind = models.CharField(max_length=20)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["listing", "kind"], name="listing_kind_once")]
+        indexes = [models.Index(fields=["kind", "listing"], name="listing_kind_by_kind")]
+
+    def __str__(self):
+        return f"{self.listing_id}: {self.kind}"
 
 
 class UploadSession(models.Model):

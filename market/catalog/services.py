@@ -24,7 +24,7 @@ from releases.models import NoisePath
 
 from . import chunks, files, ingest, microdata, sizes, uploads
 from .processing import dataset_process, dataset_queue, new_job  # noqa: F401 (the processing services, re-exported)
-from .budget import NOT_EPS_DP
+from .budget import counts
 from .locks import dataset_lock, dataset_lock_any, listing_answer_lock, listing_lock
 from .models import Dataset, DatasetBudgetChange, Listing
 from .pricing import CompensationModel, PriceCurve
@@ -379,18 +379,18 @@ def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceil
         plan = _statistics_plan(statistics, dataset, problems)
         if unconfirmed:
             plan = None
-    _budget_problems(dataset, problems, ceiling=ceiling, kinds=_kinds(plan) if plan else ",")
+    _budget_problems(dataset, problems, ceiling=ceiling, kinds=_kinds(plan) if plan else ())
     return plan, curve, model
 
 
-def _kinds(plan) -> str:
-    return "," + ",".join(sorted({stat["kind"] for stat in plan.statistics})) + ","
+def _kinds(plan) -> tuple[str, ...]:
+    return tuple(sorted({stat["kind"] for stat in plan.statistics}))
 
 
-def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds: str) -> None:
-    """A ceiling the dataset's budget has no room for, added to ``problems`` (point listings are not
-    eps-DP and take none: ``market.catalog.budget``)."""
-    if ceiling is not None and NOT_EPS_DP not in kinds:
+def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds) -> None:
+    """A ceiling the dataset's budget has no room for, added to ``problems`` (listings whose kinds
+    are not all eps-DP take none: ``market.catalog.budget``)."""
+    if ceiling is not None and counts(kinds):
         used = ceilings_needed(dataset_pk=dataset.pk)
         if used + ceiling > dataset.total_budget:
             left = dataset.total_budget - used
@@ -567,7 +567,7 @@ def listing_create(
             title=title,
             description=description,
             statistics=list(plan.statistics),
-            kinds=kinds,
+            counted_in_budget=counts(kinds),
             mechanism=Listing.Mechanism.LATTICE,
             plan=Listing.plan_document(
                 labels=plan.labels, sensitivity=float(plan.sensitivity), grids=[str(g) for g in layout.grids],
@@ -583,6 +583,7 @@ def listing_create(
         )
         listing.set_true_answer(answer)
         listing.save(update_fields=["answer"])
+        listing.kinds_record(kinds)
         NoisePath.objects.create(listing=listing, dim=len(plan.labels), mechanism=listing.mechanism)
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
@@ -646,7 +647,7 @@ def listing_create_microdata(
     _checkpoint("computed")
     with transaction.atomic():
         dataset = _still_as_computed(owner, dataset_id, seen)
-        _budget_problems(dataset, problems, ceiling=md.ceiling, kinds=f",{microdata.KIND},")
+        _budget_problems(dataset, problems, ceiling=md.ceiling, kinds=(microdata.KIND,))
         if problems.messages:
             raise problems.error()
         listing = Listing.objects.create(
@@ -654,7 +655,7 @@ def listing_create_microdata(
             title=title,
             description=description,
             statistics=md.as_statistics(),
-            kinds=f",{microdata.KIND},",
+            counted_in_budget=counts((microdata.KIND,)),
             mechanism=Listing.Mechanism.BITS,
             plan=Listing.plan_document(labels=md.labels, sensitivity=float(md.weight), weights=[md.weight] * bits,
                                        lower=[0] * bits, upper=[md.records] * bits),
@@ -666,6 +667,7 @@ def listing_create_microdata(
         )
         listing.set_truth_bits(truth)
         listing.save(update_fields=["answer"])
+        listing.kinds_record((microdata.KIND,))
         NoisePath.objects.create(listing=listing, dim=bits, mechanism=listing.mechanism)
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
@@ -783,7 +785,7 @@ def listing_reopen(*, owner, listing_id) -> Listing:
                 f"this listing cannot be reopened: {exc}", code="cannot_reopen",
                 fields={"listing": ["Its statistics are no longer offered on this dataset."]},
             ) from None
-        if NOT_EPS_DP not in listing.kinds:
+        if listing.counted_in_budget:
             need = ceilings_needed(dataset_pk=dataset.pk)
             if need > dataset.total_budget:
                 raise Conflict(

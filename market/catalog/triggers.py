@@ -14,7 +14,7 @@ row ``FOR UPDATE`` before it sums, so two listings written at once on one datase
 take turns (each statement of a PL/pgSQL function takes a fresh snapshot); a
 budget update holds that row lock by updating the row. The services take the same
 lock first (``catalog.locks.dataset_lock``). It is taken only when the counted sum
-can grow (insert; higher total, other dataset or kinds), so closing or lowering a
+can grow (insert; higher total, other dataset, or counted where it was not), so closing or lowering a
 listing never waits on its dataset.
 
 SQLite serialises writers by itself. It stores these NUMERIC values as binary
@@ -45,7 +45,7 @@ _POSTGRES_GUARDS = f"""
         END IF;
         IF {counted_sql("NEW.")} AND (
             TG_OP = 'INSERT' OR {_total("NEW.")} > {_total("OLD.")}
-            OR NEW.dataset_id <> OLD.dataset_id OR NEW.kinds <> OLD.kinds
+            OR NEW.dataset_id <> OLD.dataset_id OR NEW.counted_in_budget <> OLD.counted_in_budget
         ) THEN
             -- the dataset's row lock: writers of its listings and of its budget take turns
             SELECT total_budget INTO budget FROM catalog_dataset WHERE id = NEW.dataset_id FOR UPDATE;

@@ -75,11 +75,11 @@ def test_orm_updates_cannot_raise_ceilings_past_the_budget(owner):
         with transaction.atomic():
             Listing.objects.filter(pk=first.pk).update(ceiling=Decimal("6"))
     # a point listing (geo-indistinguishability, not eps-DP) is not counted in the sum
-    Listing.objects.filter(pk=second.pk).update(kinds=",point,")
+    Listing.objects.filter(pk=second.pk).update(counted_in_budget=False)
     Listing.objects.filter(pk=second.pk).update(ceiling=Decimal("50"))
     with pytest.raises(DB_ERRORS, match="budget"):
         with transaction.atomic():  # back to eps-DP with that ceiling: 5 + 50 > 8
-            Listing.objects.filter(pk=second.pk).update(kinds=",count,")
+            Listing.objects.filter(pk=second.pk).update(counted_in_budget=True)
 
 
 def test_a_raw_sql_budget_below_the_ceilings_is_refused_by_the_database(owner):

@@ -57,7 +57,7 @@ def microdata_listing(owner, public_dataset):
 
 def test_a_microdata_listing_stores_its_spec_ladder_and_sealed_bits(microdata_listing):
     listing, counts = microdata_listing
-    assert listing.engine == Listing.Engine.BITS and listing.kinds == ",microdata,"
+    assert listing.engine == Listing.Engine.BITS and listing.kinds == ("microdata",) and listing.counted_in_budget
     md = listing.microdata()
     assert isinstance(md, Microdata)
     assert md.levels == (Decimal("1"), Decimal("2"), Decimal("4")) and listing.ceiling == Decimal("4")

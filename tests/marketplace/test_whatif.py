@@ -30,12 +30,13 @@ def released(listing, level):
 def float_made(dataset, title, labels, weights):
     """A listing on the float Laplace path (as made before the exact one), nothing released yet."""
     listing = Listing.objects.create(
-        dataset=dataset, title=title, statistics=[{"kind": "count"}], kinds=",count,", mechanism="laplace",
+        dataset=dataset, title=title, statistics=[{"kind": "count"}], mechanism="laplace",
         plan=Listing.plan_document(labels=labels, sensitivity=1.0, weights=weights, lower=[0.0] * len(labels),
                                    upper=[500.0] * len(labels)), answer=b"",
         ceiling=Decimal("5"), price_curve={"kind": "linear", "c": "1.00"}, price_per_epsilon=Decimal("1.00"))
     listing.set_true_answer(np.full(len(labels), 100.0))
     listing.save(update_fields=["answer"])
+    listing.kinds_record(["count"])
     NoisePath.objects.create(listing=listing, dim=len(labels), mechanism="laplace")
     return listing
 

@@ -13,7 +13,7 @@ from market.catalog.triggers import TRIGGERS
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0020_listing_plan_document"),
+        ("catalog", "0021_listing_kinds"),  # the triggers read counted_in_budget
         ("trading", "0002_purchase_unsent"),  # the guards read trading_holding
     ]
     operations = [InstallTriggers(TRIGGERS)]

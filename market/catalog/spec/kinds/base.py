@@ -74,6 +74,9 @@ class Kind(ABC):
     vector: ClassVar[bool] = False
     #: whether a new listing may offer it (the point is withdrawn; microdata is a listing of its own)
     offered: ClassVar[bool] = True
+    #: whether its releases are eps-DP for one record, so that a listing offering it counts in its
+    #: dataset's eps budget (``Listing.counted_in_budget``); the withdrawn point kind is not
+    eps_dp: ClassVar[bool] = True
 
     @property
     def title(self) -> str:

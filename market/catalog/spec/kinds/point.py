@@ -18,6 +18,7 @@ class Point(Vector):
 
     name = "point"
     offered = False
+    eps_dp = False  # geo-indistinguishability: not counted in an eps budget
     required = ("columns", "row", "radius")
     extra_schema = {"row": {"type": "integer", "minimum": 1}}
 
