@@ -2,7 +2,7 @@
 under three accountings, and a sampled sensitivity of a query on its records. Both read only."""
 
 import math
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 
 import numpy as np
 import pytest
@@ -176,6 +176,10 @@ def test_composition_api(api, owner, composed):
     assert body["count"] == 4 and Decimal(body["basic"]) == Decimal("3.75")
     assert body["advanced"] == pytest.approx(figures["advanced"]) and body["at_risk"] == pytest.approx(figures["at_risk"])
     assert [row["excluded"] is None for row in body["listings"]] == [True, False, False, False]
+    # the chance a listing is credited with is a decimal rounded down (never overstated): 6 places
+    gamma = next(row["risk"] for row in figures["listings"] if row["risk"] is not None)
+    shown = next(row["risk"] for row in body["listings"] if row["risk"] is not None)
+    assert Decimal(str(shown)) == Decimal(repr(gamma)).quantize(Decimal("0.000001"), rounding=ROUND_FLOOR)
     assert "enforces" in body["what_if"]
 
 

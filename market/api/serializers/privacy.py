@@ -1,6 +1,6 @@
 """What-ifs on privacy: composition across listings and sampled sensitivity."""
 
-from decimal import ROUND_CEILING
+from decimal import ROUND_CEILING, ROUND_FLOOR
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -30,8 +30,11 @@ class CompositionListingSerializer(serializers.Serializer):
     engine = serializers.CharField()
     finer = serializers.DecimalField(max_digits=20, decimal_places=12, coerce_to_string=False,
                                      help_text="the finer level its credit is counted at (at most its level)")
-    risk = serializers.FloatField(allow_null=True, help_text="the paper's privacy at risk at the finer level, "
-                                  "under the paper's model; null when that model does not describe its noise")
+    risk = serializers.DecimalField(
+        max_digits=7, decimal_places=6, rounding=ROUND_FLOOR, coerce_to_string=False, allow_null=True,
+        help_text="the paper's privacy at risk at the finer level (the chance, under the paper's model, that its loss "
+        "stays within the finer level), rounded down to 6 places so that the credit is never overstated; null when "
+        "that model does not describe its noise")
     excluded = serializers.CharField(allow_null=True, help_text="why it is credited nothing, or null")
 
 
