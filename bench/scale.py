@@ -62,7 +62,7 @@ def run(buyers: int) -> dict:
     from market.catalog import services as catalog_services
 
     # the dataset is read at once, not queued on commit (no worker runs here), as the tests do
-    catalog_services._queue_on_commit = lambda pk, job: catalog_services.dataset_process(dataset_id=pk, job=job)
+    catalog_services.datasets._queue_on_commit = lambda pk, job: catalog_services.dataset_process(dataset_id=pk, job=job)
     User = get_user_model()
     owner = User.objects.create_user("bench-owner", password=None, is_owner=True)
     datasets = {

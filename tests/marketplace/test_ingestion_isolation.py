@@ -97,15 +97,15 @@ def test_an_upload_that_raced_another_is_counted_under_the_owners_lock(api, owne
     """Both passed the first count while their files streamed in; the second to lock the owner's row
     sees the first and is refused, its file deleted."""
     post(api, owner, "Visits 1")
-    seal = services.files.seal_into_storage
+    seal = services.datasets.files.seal_into_storage
 
     def meanwhile(*args, **kwargs):
         sealed = seal(*args, **kwargs)
-        monkeypatch.setattr(services.files, "seal_into_storage", seal)
+        monkeypatch.setattr(services.datasets.files, "seal_into_storage", seal)
         assert post(api, owner, "Visits 2").status_code == 202  # another upload of the owner's commits
         return sealed
 
-    monkeypatch.setattr(services.files, "seal_into_storage", meanwhile)
+    monkeypatch.setattr(services.datasets.files, "seal_into_storage", meanwhile)
     refused = post(api, owner, "Visits 3")
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_processing"
     assert sorted(Dataset.objects.values_list("name", flat=True)) == ["Visits 1", "Visits 2"] and stored(media) == 2

@@ -2,7 +2,7 @@
 running the statistics hold nobody up); under the lock the dataset's version is read again, and a
 dataset that moved meanwhile (a new typed file, other columns, another budget) refuses the listing
 with 409 ``dataset_changed``, creating nothing. The race is injected at the service's checkpoint
-between the two (``market.catalog.services._checkpoint("computed")``)."""
+between the two (``market.catalog.services.listings._checkpoint("computed")``)."""
 
 from decimal import Decimal
 
@@ -41,13 +41,13 @@ def at_checkpoint(monkeypatch, action):
         if name == "computed":
             action()
 
-    monkeypatch.setattr(services, "_checkpoint", checkpoint)
+    monkeypatch.setattr(services.listings, "_checkpoint", checkpoint)
 
 
 def test_the_answer_is_computed_outside_any_transaction_and_lock(owner, dataset, monkeypatch):
     seen = []
-    real = services.compute
-    monkeypatch.setattr(services, "compute", lambda plan, table: (seen.append(connection.in_atomic_block), real(plan, table))[1])
+    real = services.listings.compute
+    monkeypatch.setattr(services.listings, "compute", lambda plan, table: (seen.append(connection.in_atomic_block), real(plan, table))[1])
     listing = create(owner, dataset)
     assert seen == [False]
     assert listing.dataset_id == dataset.pk and NoisePath.objects.filter(listing=listing).exists()
@@ -83,12 +83,12 @@ def test_a_rebuilt_typed_file_between_compute_and_lock_is_refused(owner, dataset
     with pytest.raises(Conflict, match="the dataset changed"):
         create(owner, dataset)
     assert Dataset.objects.get(pk=dataset.pk).is_ready and not Listing.objects.exists()
-    monkeypatch.setattr(services, "_checkpoint", lambda name: None)
+    monkeypatch.setattr(services.listings, "_checkpoint", lambda name: None)
     assert create(owner, dataset).pk  # tried again, it goes through
 
 
 def test_another_listing_taking_the_budget_meanwhile_is_caught_under_the_lock(owner, dataset, monkeypatch):
-    at_checkpoint(monkeypatch, lambda: (monkeypatch.setattr(services, "_checkpoint", lambda name: None), create(owner, dataset, "7")))
+    at_checkpoint(monkeypatch, lambda: (monkeypatch.setattr(services.listings, "_checkpoint", lambda name: None), create(owner, dataset, "7")))
     with pytest.raises(InvalidInput) as refused:
         create(owner, dataset, "2")
     assert "ceiling" in refused.value.fields and Listing.objects.count() == 1

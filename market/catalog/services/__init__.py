@@ -1,0 +1,21 @@
+"""Owners' writes: datasets (:mod:`.datasets`) and listings (:mod:`.listings`), one module per thing;
+what they share is in :mod:`.common`. Everything callers use is re-exported here."""
+
+from ..processing import dataset_process, dataset_queue, new_job
+from .datasets import dataset_budget_set, dataset_columns_set, dataset_create, same_content_notice
+from .listings import (
+    CLOSED_BY_OWNER,
+    listing_answers_rotate,
+    listing_check,
+    listing_close,
+    listing_create,
+    listing_create_microdata,
+    listing_reopen,
+    listing_update,
+)
+
+__all__ = [
+    "CLOSED_BY_OWNER", "dataset_budget_set", "dataset_columns_set", "dataset_create", "dataset_process",
+    "dataset_queue", "listing_answers_rotate", "listing_check", "listing_close", "listing_create",
+    "listing_create_microdata", "listing_reopen", "listing_update", "new_job", "same_content_notice",
+]
