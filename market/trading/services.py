@@ -143,6 +143,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         curves = accuracy.statistic_curves(plan, records=records, size=size)
     if target is not None:
         _refuse_owner(listing, buyer)
+        target = _targets_named(curves, target)
         eps = quote_level_for(listing=listing, buyer=buyer, curves=curves, target=target, current=current)
     else:
         eps = parse_level(epsilon)
@@ -173,6 +174,23 @@ def _records(plan, records) -> int:
         raise InvalidInput(f"records: give a whole number from 1 to {most:,} ({why})",
                            fields={"records": [f"A whole number from 1 to {most:,}."]})
     return records
+
+
+def _targets_named(curves: list[dict], target) -> list:
+    """The buyer's targets with each statistic named as its curve is (a release's label, or a name in
+    another case, read as the statistic it names); an unknown name is refused with a few that are known."""
+    out = []
+    for name, bound in target or ():
+        if name is None:
+            out.append((None, bound))
+            continue
+        found = accuracy.target_name(curves, name)
+        if found is None:
+            known = "; ".join(accuracy.target_examples(curves)) or "none"
+            raise InvalidInput(f"target: this listing has no statistic named {name!r} (names such as: {known})",
+                               fields={"target": [f"No statistic named {name!r}. Names such as: {known}."]})
+        out.append((found, bound))
+    return out
 
 
 def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, current: Decimal) -> Decimal:

@@ -124,6 +124,11 @@ class Mean(Sum):
         # one cell: its sum's label, read as a mean ("mean(age) | sex = female"), as its reading is labelled
         return "mean" + labels[where[0]].removeprefix("sum") if len(where) <= 2 else self.curve_name(stat)
 
+    def reading_labels(self, stat, where, labels):
+        # one reading per cell, labelled like its sum, read as a mean
+        totals = where[:1] if len(where) == 1 else where[:len(where) // 2]
+        return ["mean" + labels[total].removeprefix("sum") for total in totals]
+
     def cell_curves(self, stat, where, plan, size: "SizeRelease") -> list[dict]:
         """With the listing's size release: one curve per cell, its bound from the cell's noisy count
         (``releases.engine.size.mean_quote``, docs/mathematics.md "The size release and a mean's
