@@ -41,7 +41,7 @@ FIELD_WORDS = {
 }
 
 _TYPES = {
-    "number": "a number", "integer": "a whole number", "string": "a text", "boolean": "true or false",
+    "number": "a number", "integer": "a whole number", "string": "a text", "boolean": "true/false",
     "array": "a list", "object": "an object", "null": "null",
 }
 
@@ -77,7 +77,7 @@ def _accepted(schema: dict) -> str:
     if "enum" in schema:
         return "one of " + _and([_shown(v) for v in schema["enum"]], "or")
     if "oneOf" in schema:
-        return _and([_accepted(s) for s in schema["oneOf"]], "or")
+        return _and(list(dict.fromkeys(_accepted(s) for s in schema["oneOf"])), "or")
     kind = schema.get("type")
     if kind == "string" and "pattern" in schema:
         return "a decimal number such as 0.01" if r"\d" in schema["pattern"] else "a text in the documented form"
