@@ -3,6 +3,7 @@ two significant digits of its bound; the bound rounded UP at that precision; the
 (``value_exact``, ``error_bound_exact``); the pages show the same texts; a mean's noise scale is the
 mean's (its sum's over the count it divides by)."""
 
+import json
 import math
 import re
 from decimal import Decimal
@@ -90,3 +91,14 @@ def test_the_pages_show_the_same_figures(client, released, buyer):
     library = client.get(reverse("web:library")).content.decode()
     for r in readings[:3]:
         assert f'<td class="num">{r["value_text"]}</td><td class="num">{r["bound_text"]}</td>' in library
+
+
+def test_the_downloads_keep_the_exact_figures(client, released, buyer):
+    readings = release_readings(released.release)
+    client.force_login(buyer)
+    lines = client.get(f"/library/releases/{released.release.public_id}.csv").content.decode().strip().splitlines()
+    assert lines[2] == f"mean(age),mean,{readings[1]['value_exact']!r},{readings[1]['noise_scale']!r}," \
+                       f"{readings[1]['error_bound_exact']!r}"
+    as_json = json.loads(client.get(f"/library/releases/{released.release.public_id}.json").content)
+    mean = as_json["values"][1]
+    assert (mean["value"], mean["value_exact"]) == (readings[1]["value"], readings[1]["value_exact"])
