@@ -52,13 +52,14 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
     for number, (stat, where) in enumerate(zip(plan.statistics, plan.indices), start=1):
         kind = KINDS[stat["kind"]]
         if size is not None and stat["kind"] == "mean" and len(where) > 1 and where[-1] in size.counts:
-            for curve in kind.cell_curves(stat, where, plan, size):
+            cells = len(where) // 2
+            for curve, total, count in zip(kind.cell_curves(stat, where, plan, size), where[:cells], where[cells:]):
                 name = curve["name"] if curve["name"] not in seen else f"{curve['name']} (statistic {number})"
                 seen.add(name)
                 shown = f"{name} ({curve['note']})" if curve["note"] else name
                 out.append({"name": name, "kind": "mean", "bound": curve["bound"], "assumes_records": None,
                             "assumption": "", "shown": shown, "too_few": curve["too_few"], "note": curve["note"],
-                            "labels": (curve["name"],)})
+                            "labels": (curve["name"], plan.labels[total], plan.labels[count])})
             continue
         curve = kind.curve(stat, where, plan, records=records)
         if curve is None:
@@ -74,8 +75,14 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
             assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
         out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
                     "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name,
-                    "too_few": False, "note": "", "labels": tuple(kind.reading_labels(stat, where, plan.labels))})
+                    "too_few": False, "note": "", "labels": _labels(kind, stat, where, plan)})
     return out
+
+
+def _labels(kind, stat: dict, where: tuple[int, ...], plan: Plan) -> tuple[str, ...]:
+    """Every label a buyer sees of a statistic: its readings' in a release, then its values' in a quote's
+    ``accuracy`` (a mean's sum and count)."""
+    return tuple(dict.fromkeys([*kind.reading_labels(stat, where, plan.labels), *(plan.labels[i] for i in where)]))
 
 
 def microdata_curves(md) -> list[dict]:

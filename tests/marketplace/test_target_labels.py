@@ -69,6 +69,8 @@ def test_every_label_a_release_shows_names_its_statistic(legacy, buyer):
         assert accuracy.target_name(curves, label) == name
         assert accuracy.target_name(curves, label.upper()) == name
         assert _level(legacy, buyer, label.upper(), bound) == _level(legacy, buyer, name, bound)
+    # the labels of a quote's per-value accuracy too: a mean's sum and count
+    assert accuracy.target_name(curves, "sum(age) | sex = male") == "mean of age (each group)"
     assert accuracy.target_name(curves, "Count") == "count"
     assert accuracy.target_name(curves, "mean(income)") is None
 
@@ -83,6 +85,7 @@ def test_with_a_size_release_a_cell_is_named_by_its_label(grouped, buyer):
     listing = grouped
     names = [c["name"] for c in _curves(listing)]
     assert "mean(age) | sex = female" in names
+    assert accuracy.target_name(_curves(listing), "sum(age) | sex = female") == "mean(age) | sex = female"
     assert _level(listing, buyer, "Mean(Age) | Sex = Female", "5") == _level(listing, buyer, "mean(age) | sex = female", "5")
 
 
