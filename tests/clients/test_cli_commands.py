@@ -15,9 +15,9 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-
 from gradual_client import Client
 from gradual_client.cli import decimal_out
+
 from market.catalog.services import listing_create_microdata
 from market.ledger import selectors as ledger
 from tests.clients.conftest import SOURCE
@@ -89,7 +89,9 @@ def test_login_and_configure_save_keys_in_profiles_and_the_environment_still_win
     assert profiles["work"] == {"url": url, "api_key": cal_key} and profiles["default"] == saved
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
 
-    balance = lambda *args, **kw: json.loads(gradual(*args, "wallet", "--output", "json", home=tmp_path, **kw).stdout)["balance"]  # noqa: E731
+    def balance(*args, **kwargs):
+        return json.loads(gradual(*args, "wallet", "--output", "json", home=tmp_path, **kwargs).stdout)["balance"]
+
     assert balance("--profile", "work") == "7.00"
     assert balance(env={"GRADUAL_PROFILE": "work"}) == "7.00"
     assert balance() == "12.00"  # the default profile is untouched

@@ -1,16 +1,21 @@
 """The ``gradual`` command line.
 
-    gradual listings [--search TEXT]
+    gradual login [--username U] [--password-stdin]      gradual configure [--key-stdin] [--no-check]
+    gradual listings [--search TEXT]                     gradual listings create --spec FILE [--dataset ID]
+    gradual listings close LISTING [--reason TEXT]       gradual listings reopen LISTING
     gradual quote LISTING (--epsilon E | --target T [--target T ...]) [--records N]
     gradual buy LISTING --epsilon E [--max-price P] [--no-wait] [--idempotency-key K] [--timeout S]
-    gradual releases
-    gradual wallet
-    gradual statement
+    gradual purchases | purchase ID | wait ID [--timeout S]
+    gradual releases [--listing N] [--since DATE] | release ID | download ID [-o FILE] [--what W] [--as F]
+    gradual wallet | statement | earnings [--statement]
+    gradual datasets [list] | datasets show ID | datasets upload FILE --budget B (also: upload FILE ...)
+    gradual completion bash|zsh|fish
 
-Every command takes ``--format table|csv|json`` and ``--url``, ``--key``, ``--config`` (which win over
-``GRADUAL_URL``, ``GRADUAL_API_KEY`` and the config file). Exit codes: 0 done; 1 the API refused (its code
-and message on stderr); 2 bad usage or missing settings; 3 the marketplace could not be reached;
-4 a purchase failed (refunded) or was still in flight when the wait ended.
+Every command takes ``--output table|csv|json`` (also spelled ``--format``) and ``--url``, ``--key``,
+``--profile``, ``--config`` (which win over ``GRADUAL_URL``, ``GRADUAL_API_KEY``, ``GRADUAL_PROFILE`` and the
+config file's profile). Exit codes: 0 done; 1 the API refused (its code and message on stderr); 2 bad usage
+or missing settings; 3 the marketplace could not be reached; 4 a purchase failed (refunded) or was still in
+flight when the wait ended.
 """
 
 from __future__ import annotations
@@ -32,7 +37,15 @@ from typing import Any, TextIO
 from . import __version__
 from .client import Client
 from .completion import SHELLS, completion_script
-from .config import DEFAULT_PROFILE, ENV_URL, ConfigError, config_path, profile_name, read_config, resolve, save_profile
+from .config import (
+    ENV_URL,
+    ConfigError,
+    config_path,
+    profile_name,
+    read_config,
+    resolve,
+    save_profile,
+)
 from .errors import (
     GradualError,
     NetworkError,
@@ -586,6 +599,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except KeyboardInterrupt:
         err.write("gradual: interrupted\n")
         return 130
+    except Exception as exc:  # an answer this version cannot read, an address httpx refuses, ...: said, not a traceback
+        if os.environ.get("GRADUAL_DEBUG"):
+            raise
+        err.write(f"gradual: unexpected error ({type(exc).__name__}): {exc} (GRADUAL_DEBUG=1 shows where)\n")
+        return REFUSED
     out.write(buffer.getvalue())
     return code
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -29,7 +31,17 @@ from .errors import (
     ServerError,
     error_from_response,
 )
-from .models import Dataset, Earnings, Listing, Purchase, Quote, Release, StatementLine, Wallet, releases_to_frame
+from .models import (
+    Dataset,
+    Earnings,
+    Listing,
+    Purchase,
+    Quote,
+    Release,
+    StatementLine,
+    Wallet,
+    releases_to_frame,
+)
 
 Number = Decimal | int | float | str
 #: a listing as an argument: its id, or the Listing itself
@@ -588,9 +600,6 @@ def values_file(release: Release, fmt: str = "csv") -> bytes:
         return (json.dumps(values, indent=2, ensure_ascii=False) + "\n").encode()
     if fmt != "csv":
         raise ValueError(f"a release's values come as csv or json, not {fmt}")
-    import csv
-    import io
-
     columns = ["release", "listing", "level"]
     for value in values:
         columns += [name for name in value if name not in columns]
