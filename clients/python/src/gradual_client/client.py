@@ -369,12 +369,14 @@ class Client:
 
     def releases(self, *, listing: ListingRef | None = None, since: datetime | str | None = None) -> list[Release]:
         """Your releases, newest first; only those of ``listing``, and those made at or after ``since`` (a datetime
-        or ISO text: ``"2026-11-01"``; a date or time without a zone is UTC), if given. The API lists them all:
-        the filters are applied here."""
+        or ISO text: ``"2026-11-01"``; a date or time without a zone is UTC), if given. The API filters
+        (``?listing=&since=``); they are applied here again, for a server that predates them."""
         listing_id = None if listing is None else _listing_id(listing)
         after = None if since is None else _moment(since)
+        params = {name: value for name, value in (("listing", listing_id), ("since", after and after.isoformat()))
+                  if value is not None}
         return [
-            release for release in (Release.from_json(item) for item in self.pages("releases/"))
+            release for release in (Release.from_json(item) for item in self.pages("releases/", params or None))
             if (listing_id is None or release.listing == listing_id)
             and (after is None or (release.created_at is not None and release.created_at >= after))
         ]
