@@ -467,12 +467,17 @@ def _waited(response: Response, wait: float | None, granted: float | None, *, in
 class ReleaseListView(ScopedListView):
     permission_classes = [IsAuthenticated]
     serializer_class = s.ReleaseSerializer
+    filters: dict = {}  # set from the query by get
 
     def scoped_queryset(self, user):
-        return trading.release_list(user=user)
+        return trading.release_list(user=user, **self.filters)
 
-    @extend_schema(responses={200: s.ReleaseSerializer(many=True), **documented(400, 404)})
+    @extend_schema(parameters=[s.ReleaseQuerySerializer],
+                   responses={200: s.ReleaseSerializer(many=True), **documented(400, 404)})
     def get(self, request):
+        query = s.ReleaseQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        self.filters = {"listing_id": query.validated_data.get("listing"), "since": query.validated_data.get("since")}
         page = self.scoped_page()
         return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
 

@@ -1,6 +1,6 @@
 from decimal import Decimal
 
-from django.db.models import DecimalField, Exists, F, OuterRef, QuerySet, Sum, Value
+from django.db.models import DecimalField, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from market.core import visibility
@@ -10,7 +10,7 @@ from market.core.levels import level_text, parse_level
 
 from .budget import counted
 from .spec.columns import columns_from
-from .models import Listing, ListingKind
+from .models import Listing
 from .privacy import release_profile
 from .spec import KINDS as STATISTIC_KINDS
 from .spec import OFFERED_KINDS
@@ -69,7 +69,7 @@ def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_
     qs = listing_list(user=user, search=text.replace("\x00", "").strip()).filter(is_open=True)
     qs = qs.alias(level_total=F("ceiling") + F("size_level"))
     if kind in KINDS:
-        qs = qs.filter(Exists(ListingKind.objects.filter(listing=OuterRef("pk"), kind=kind)))
+        qs = qs.filter(kind_rows__kind=kind)  # at most one row per kind and listing: no duplicates
     if max_price is not None:
         qs = qs.filter(price_per_epsilon__lte=max_price)
     if min_ceiling is not None:

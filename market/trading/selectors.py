@@ -66,9 +66,16 @@ def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purch
         return copy
 
 
-def release_list(*, user) -> QuerySet:
+def release_list(*, user, listing_id: int | None = None, since=None) -> QuerySet:
+    """The user's releases, newest first; only one listing's (``listing_id``) or those made at or
+    after ``since`` when given."""
     # never the listing's sealed true answer: a release is read from its own values
-    return visibility.releases(user).select_related("listing__dataset").defer("listing__answer").order_by("-created_at", "-id")
+    releases = visibility.releases(user).select_related("listing__dataset").defer("listing__answer")
+    if listing_id is not None:
+        releases = releases.filter(listing_id=listing_id)
+    if since is not None:
+        releases = releases.filter(created_at__gte=since)
+    return releases.order_by("-created_at", "-id")
 
 
 def release_get(*, user, release_id: str) -> "Release":  # noqa: F821

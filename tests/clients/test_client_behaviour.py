@@ -265,3 +265,18 @@ def test_a_wait_the_server_did_not_hold_is_asked_again_at_its_pace(monkeypatch):
     with pytest.raises(PurchaseFailed):
         client.buy(3, "0.5", timeout=300)
     assert slept == [1.0] and len(client.sent) == 4
+
+
+def test_the_command_line_waits_for_a_purchase_and_a_failure_exits_4(monkeypatch):
+    failed = {**PURCHASE, "status": "failed", "failure_reason": "the listing was closed; refunded"}
+    code, out, err, sent = cli_run(monkeypatch, [httpx.Response(200, json=PURCHASE), httpx.Response(200, json=failed)],
+                                   "wait", PURCHASE["id"], "--timeout", "60")
+    assert code == 4 and out == "" and "the listing was closed; refunded" in err
+    assert [r.url.path for r in sent] == [f"/api/v1/purchases/{PURCHASE['id']}/"] * 2
+    assert sent[1].headers["Prefer"] == "wait=30"
+
+
+def test_the_command_line_says_an_unreadable_answer_plainly(monkeypatch):
+    monkeypatch.delenv("GRADUAL_DEBUG", raising=False)
+    code, out, err, _ = cli_run(monkeypatch, [httpx.Response(200, json={"balance": "not a number"})], "wallet")
+    assert code == 1 and out == "" and err.startswith("gradual: unexpected error (") and "Traceback" not in err

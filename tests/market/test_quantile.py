@@ -216,4 +216,4 @@ def test_a_bad_quantile_is_refused_by_the_api_with_the_reason(api, owner, make_l
         "statistics": [{"kind": "quantile", "column": "age", "bins": [0, 100], "quantiles": [2]}]}, format="json")
     assert answer.status_code == 400, answer.content
     # the input schema refuses it, in words naming the statistic, the value and the bound
-    assert "statistic 1 (quantile): quantiles[1] must be at most 1, got 2" in answer.content.decode()
+    assert "statistic 1 (quantile): quantiles[1] must be below 1, got 2" in answer.content.decode()

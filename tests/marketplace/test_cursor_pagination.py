@@ -201,6 +201,27 @@ def test_search_is_kept_across_pages(api, shop):
     assert sorted(r for page in walked for r in page) == sorted([shop.listings[0].pk, shop.listings[2].pk])
 
 
+def test_releases_are_filtered_by_listing_and_moment_across_pages(api, shop):
+    from releases.models import Release
+
+    with shop.capture(execute=True):
+        purchase_create(buyer=shop.buyer, listing_id=shop.listings[2].pk, epsilon="0.5")
+    first = shop.listings[0].pk
+    walked = pages(api(shop.buyer), f"/api/v1/releases/?listing={first}&page_size=1")
+    assert len(walked) == 3 and all(len(page) == 1 for page in walked)  # the filter is kept in the next links
+    mine = api(shop.buyer).get(f"/api/v1/releases/?listing={first}&page_size=100").json()["results"]
+    assert [row["listing"] for row in mine] == [first] * 3
+    middle = Release.objects.filter(listing_id=first).order_by("created_at")[1]
+    since = api(shop.buyer).get("/api/v1/releases/", {"since": middle.created_at.isoformat(), "page_size": 100})
+    assert sorted(row["id"] for row in since.json()["results"]) == sorted(
+        Release.objects.filter(created_at__gte=middle.created_at).values_list("public_id", flat=True))
+    assert len(since.json()["results"]) == 3  # the last two on the first listing and the one on the third
+    for query in ({"listing": "x"}, {"listing": "0"}, {"since": "yesterday"}, {"listing": ""}):
+        error = api(shop.buyer).get("/api/v1/releases/", query)
+        assert error.status_code == 400 and set(error.json()["error"]["fields"]) == set(query), query
+    assert api(shop.owner).get(f"/api/v1/releases/?listing={first}").json()["results"] == []  # scoped: not theirs
+
+
 def _cursor(url: str) -> str:
     return parse_qs(urlsplit(url).query)["cursor"][0]
 

@@ -11,6 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from market.catalog import files, processing, services
+from market.core.errors import InvalidInput
 from market.catalog.models import Dataset
 from market.catalog.services import dataset_process, listing_create
 from tests.datasets import ready_dataset
@@ -126,7 +127,7 @@ def test_limits_bytes_413_and_rows_failed(upload, api, owner, settings):
 
 def test_a_dataset_not_ready_cannot_be_listed(owner):
     dataset = services.dataset_create(owner=owner, name="later", upload=b"a\n1\n2\n", total_budget="5")
-    with pytest.raises(services.InvalidInput, match="only a ready dataset can be listed"):
+    with pytest.raises(InvalidInput, match="only a ready dataset can be listed"):
         listing_create(owner=owner, dataset_id=dataset.public_id, title="t", ceiling="1", price_per_epsilon="1",
                        statistics=[{"kind": "count"}])
 

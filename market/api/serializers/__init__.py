@@ -88,6 +88,7 @@ from .listings import (  # noqa: F401
     MicrodataOfferSerializer,
     MicrodataSpecField,
     ProfileQuerySerializer,
+    ReleaseQuerySerializer,
     QuerySerializer,
     QuoteQuerySerializer,
     SizeCellSerializer,

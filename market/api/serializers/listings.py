@@ -77,6 +77,13 @@ class ProfileQuerySerializer(QuerySerializer):
     epsilon = LevelTextField(required=False, help_text="the level, e.g. 0.5 (at most the ceiling; default: the ceiling)")
 
 
+class ReleaseQuerySerializer(QuerySerializer):
+    listing = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1,
+                                       help_text="only the releases of this listing (its id)")
+    since = serializers.DateTimeField(required=False, help_text="only the releases made at or after this moment "
+                                      "(ISO 8601, e.g. 2026-11-01T00:00:00Z or 2026-11-01)")
+
+
 class ListingQuerySerializer(serializers.Serializer):
     # a CharField refuses NUL characters (PostgreSQL cannot compare text with them)
     search = serializers.CharField(

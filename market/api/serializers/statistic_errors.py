@@ -112,7 +112,9 @@ def _sentence(error, schema: dict) -> str:
     if kind == "maxItems":
         return f"{about}lists {len(instance)} values; at most {value} are allowed"
     if kind in ("minimum", "maximum"):
-        side = "at least" if kind == "minimum" else "at most"
+        strict = error.schema.get("exclusiveMinimum" if kind == "minimum" else "exclusiveMaximum", False)
+        side = {("minimum", False): "at least", ("minimum", True): "above",
+                ("maximum", False): "at most", ("maximum", True): "below"}[kind, bool(strict)]
         return f"{about}must be {side} {value}, got {_shown(instance)}"
     return f"{about}is not of the documented form (got {_shown(instance)})"
 

@@ -10,7 +10,7 @@
 __version__ = "0.1.0"
 
 from .client import Client, decimal_text  # noqa: E402
-from .config import ConfigError, Settings, resolve  # noqa: E402
+from .config import ConfigError, Settings, resolve, save_profile  # noqa: E402
 from .errors import (  # noqa: E402
     AuthenticationError,
     ConflictError,
@@ -30,6 +30,7 @@ from .errors import (  # noqa: E402
 from .models import (  # noqa: E402
     Accuracy,
     Dataset,
+    Earnings,
     Listing,
     Purchase,
     Quote,
@@ -42,9 +43,9 @@ from .models import (  # noqa: E402
 )
 
 __all__ = [
-    "Accuracy", "AuthenticationError", "Client", "ConfigError", "ConflictError", "Dataset", "GradualError",
+    "Accuracy", "AuthenticationError", "Client", "ConfigError", "ConflictError", "Dataset", "Earnings", "GradualError",
     "InsufficientFundsError", "Listing", "NetworkError", "NotFoundError", "PayloadTooLargeError",
     "PermissionDeniedError", "PriceChangedError", "Purchase", "PurchaseFailed", "Quote", "RateLimitError", "Reading", "Release",
     "ReleaseTimeout", "ServerError", "Settings", "StatementLine", "StatisticBound", "ValidationError", "Wallet",
-    "__version__", "decimal_text", "releases_to_frame", "resolve",
+    "__version__", "decimal_text", "releases_to_frame", "resolve", "save_profile",
 ]

@@ -1,34 +1,51 @@
 """The ``gradual`` command line.
 
-    gradual listings [--search TEXT]
+    gradual login [--username U] [--password-stdin]      gradual configure [--key-stdin] [--no-check]
+    gradual listings [--search TEXT]                     gradual listings create --spec FILE [--dataset ID]
+    gradual listings close LISTING [--reason TEXT]       gradual listings reopen LISTING
     gradual quote LISTING (--epsilon E | --target T [--target T ...]) [--records N]
     gradual buy LISTING --epsilon E [--max-price P] [--no-wait] [--idempotency-key K] [--timeout S]
-    gradual releases
-    gradual wallet
-    gradual statement
+    gradual purchases | purchase ID | wait ID [--timeout S]
+    gradual releases [--listing N] [--since DATE] | release ID | download ID [-o FILE] [--what W] [--as F]
+    gradual wallet | statement | earnings [--statement]
+    gradual datasets [list] | datasets show ID | datasets upload FILE --budget B (also: upload FILE ...)
+    gradual completion bash|zsh|fish
 
-Every command takes ``--format table|csv|json`` and ``--url``, ``--key``, ``--config`` (which win over
-``GRADUAL_URL``, ``GRADUAL_API_KEY`` and the config file). Exit codes: 0 done; 1 the API refused (its code
-and message on stderr); 2 bad usage or missing settings; 3 the marketplace could not be reached;
-4 a purchase failed (refunded) or was still in flight when the wait ended.
+Every command takes ``--output table|csv|json`` (also spelled ``--format``) and ``--url``, ``--key``,
+``--profile``, ``--config`` (which win over ``GRADUAL_URL``, ``GRADUAL_API_KEY``, ``GRADUAL_PROFILE`` and the
+config file's profile). Exit codes: 0 done; 1 the API refused (its code and message on stderr); 2 bad usage
+or missing settings; 3 the marketplace could not be reached; 4 a purchase failed (refunded) or was still in
+flight when the wait ended.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import getpass
 import io
 import json
+import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, is_dataclass
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
 from .client import Client
-from .config import ConfigError, resolve
+from .completion import SHELLS, completion_script
+from .config import (
+    ENV_URL,
+    ConfigError,
+    config_path,
+    profile_name,
+    read_config,
+    resolve,
+    save_profile,
+)
 from .errors import (
     GradualError,
     NetworkError,
@@ -36,49 +53,69 @@ from .errors import (
     PurchaseFailed,
     ReleaseTimeout,
 )
-from .models import FRAME_COLUMNS, Purchase, Release
+from .models import FRAME_COLUMNS, Dataset, Listing, Purchase, Release
 
 OK, REFUSED, USAGE, UNREACHABLE, NOT_RELEASED = 0, 1, 2, 3, 4
 FORMATS = ("table", "csv", "json")
+DOWNLOAD_FORMATS = ("csv", "json", "parquet")
 
 
-def _text(value: Any) -> str:
+#: fields printed as money (2 places); every other Decimal (levels, budgets) is printed normalized ("2", "1.5")
+MONEY = frozenset({"price", "amount", "balance", "balance_after", "requested", "paid", "max_price", "cap_price"})
+
+
+def decimal_out(value: Decimal, column: str | None = None) -> str:
+    """A Decimal as printed: money with 2 places ("15.00"), anything else without trailing zeros ("2", not "2.0000")."""
+    if column in MONEY:
+        return format(value.quantize(Decimal("0.01")), "f")
+    return format(value.normalize(), "f") if value else "0"
+
+
+def _text(value: Any, column: str | None = None) -> str:
     if value is None:
         return ""
+    if isinstance(value, Decimal):
+        return decimal_out(value, column)
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(_jsonable(value), ensure_ascii=False)
     return str(value)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, column: str | None = None) -> Any:
     if isinstance(value, Decimal):
-        return str(value)
+        return decimal_out(value, column)
     if isinstance(value, datetime):
         return value.isoformat()
     if is_dataclass(value) and not isinstance(value, type):
-        return {k: _jsonable(v) for k, v in asdict(value).items() if k != "raw"}
+        return {k: _jsonable(getattr(value, k), k) for k in (f.name for f in fields(value)) if k != "raw"}
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
 
 
+def _dump_json(out: TextIO, data: Any) -> None:
+    json.dump(data, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
 def write_rows(out: TextIO, columns: Sequence[str], rows: Sequence[dict[str, Any]], fmt: str) -> None:
     """Rows as an aligned table, CSV (a header, then one line per row) or a JSON list."""
     if fmt == "json":
-        json.dump([{c: _jsonable(row.get(c)) for c in columns} for row in rows], out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        _dump_json(out, [{c: _jsonable(row.get(c), c) for c in columns} for row in rows])
         return
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([_text(row.get(c)) for c in columns])
+            writer.writerow([_text(row.get(c), c) for c in columns])
         return
-    cells = [[_text(row.get(c)) for c in columns] for row in rows]
+    cells = [[_text(row.get(c), c) for c in columns] for row in rows]
     widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
     out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n")
     for line in cells:
@@ -90,35 +127,73 @@ def write_rows(out: TextIO, columns: Sequence[str], rows: Sequence[dict[str, Any
 def write_record(out: TextIO, record: dict[str, Any], fmt: str) -> None:
     """One object: ``name  value`` lines, a CSV of one row, or a JSON object."""
     if fmt == "json":
-        json.dump(_jsonable(record), out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        _dump_json(out, _jsonable(record))
     elif fmt == "csv":
         write_rows(out, list(record), [record], "csv")
     else:
         width = max(len(k) for k in record)
         for name, value in record.items():
-            out.write(f"{name.ljust(width)}  {_text(value)}\n")
+            out.write(f"{name.ljust(width)}  {_text(value, name)}\n")
 
 
 LISTING_COLUMNS = ("id", "title", "owner", "engine", "ceiling", "price", "your_level", "is_open")
+LISTING_FIELDS = ("id", "title", "engine", "ceiling", "buyable_ceiling", "price", "is_open", "closed_reason", "labels")
 QUOTE_FIELDS = ("listing", "epsilon", "current_level", "cap", "price")
 PURCHASE_FIELDS = ("id", "listing", "level_from", "epsilon", "price", "status", "failure_reason")
+PURCHASE_COLUMNS = ("id", "listing", "level_from", "epsilon", "price", "status", "created_at", "release")
+RELEASE_FIELDS = ("id", "listing", "purchase", "level", "created_at", "files")
+DATASET_FIELDS = ("id", "name", "status", "row_count", "failure")
+DATASET_COLUMNS = ("id", "name", "status", "row_count", "budget", "ceilings_total", "spent", "created_at")
+DATASET_DETAIL = (*DATASET_COLUMNS, "relation", "failure")
+STATEMENT_COLUMNS = ("at", "description", "amount", "balance_after", "transfer")
+EARNINGS_FIELDS = ("balance", "requested", "paid", "currency")
+
+
+def _price(listing: Listing) -> Any:
+    return listing.price_curve.get("formula", "")
 
 
 def cmd_listings(client: Client, args: argparse.Namespace, out: TextIO) -> int:
-    rows = [
-        {**{c: getattr(listing, c, None) for c in LISTING_COLUMNS}, "price": listing.price_curve.get("formula", "")}
-        for listing in client.listings(search=args.search)
-    ]
+    rows = [{**{c: getattr(listing, c, None) for c in LISTING_COLUMNS}, "price": _price(listing)}
+            for listing in client.listings(search=args.search)]
     write_rows(out, LISTING_COLUMNS, rows, args.format)
+    return OK
+
+
+def _write_listing(listing: Listing, fmt: str, out: TextIO) -> None:
+    if fmt == "json":
+        _dump_json(out, listing.raw)
+    else:
+        write_record(out, {f: _price(listing) if f == "price" else getattr(listing, f, None) for f in LISTING_FIELDS}, fmt)
+
+
+def cmd_listing_create(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        spec = json.loads(Path(args.spec).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read the spec file {args.spec}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the spec file {args.spec} is not valid JSON: {exc}") from None
+    if args.dataset and isinstance(spec, dict):
+        spec["dataset"] = args.dataset
+    _write_listing(client.create_listing_from_spec(spec), args.format, out)
+    return OK
+
+
+def cmd_listing_close(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    _write_listing(client.close_listing(args.listing, reason=args.reason), args.format, out)
+    return OK
+
+
+def cmd_listing_reopen(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    _write_listing(client.reopen_listing(args.listing), args.format, out)
     return OK
 
 
 def cmd_quote(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     quote = client.quote(args.listing, args.epsilon, target=args.target, records=args.records)
     if args.format == "json":
-        json.dump(quote.raw, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        _dump_json(out, quote.raw)
         return OK
     if args.format == "csv":
         rows = [{**{f: getattr(quote, f) for f in QUOTE_FIELDS}, "statistic": s.name, "error_bound": s.error_bound,
@@ -134,8 +209,25 @@ def cmd_quote(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
-def _release_rows(releases: Sequence[Release]) -> list[dict[str, Any]]:
-    return [row for release in releases for row in release.rows()]
+def release_table(releases: Sequence[Release]) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per released value, with every field the API sends for it (``value``, ``error_bound``, and any it
+    adds, such as rounded figures with their ``*_exact``): release, listing and level, then the value's fields."""
+    columns = ["release", "listing", "level"]
+    rows = []
+    for release in releases:
+        for value in release.raw.get("values") or ():
+            columns += [name for name in value if name not in columns]
+            rows.append({"release": release.id, "listing": release.listing, "level": release.level, **value})
+    if not rows:
+        columns = list(FRAME_COLUMNS)
+    return columns, rows
+
+
+def _write_releases(releases: Sequence[Release], fmt: str, out: TextIO) -> None:
+    if fmt == "json":
+        _dump_json(out, [r.raw for r in releases])
+    else:
+        write_rows(out, *release_table(releases), fmt)
 
 
 def cmd_buy(client: Client, args: argparse.Namespace, out: TextIO) -> int:
@@ -151,24 +243,66 @@ def cmd_buy(client: Client, args: argparse.Namespace, out: TextIO) -> int:
 
 def _write_purchase(purchase: Purchase, fmt: str, out: TextIO) -> None:
     if fmt == "json":
-        json.dump(purchase.raw, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        _dump_json(out, purchase.raw)
     elif fmt == "csv" and purchase.release is not None:
-        write_rows(out, FRAME_COLUMNS, _release_rows([purchase.release]), "csv")
+        _write_releases([purchase.release], "csv", out)
     else:
         write_record(out, {f: getattr(purchase, f) for f in PURCHASE_FIELDS}, fmt)
         if purchase.release is not None and fmt == "table":
             out.write("\n")
-            write_rows(out, FRAME_COLUMNS, _release_rows([purchase.release]), "table")
+            _write_releases([purchase.release], "table", out)
+
+
+def cmd_purchases(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    purchases = client.purchases()
+    if args.format == "json":
+        _dump_json(out, [p.raw for p in purchases])
+    else:
+        rows = [{**{c: getattr(p, c, None) for c in PURCHASE_COLUMNS}, "release": p.release.id if p.release else ""}
+                for p in purchases]
+        write_rows(out, PURCHASE_COLUMNS, rows, args.format)
+    return OK
+
+
+def cmd_purchase(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    _write_purchase(client.purchase(args.purchase), args.format, out)
+    return OK
+
+
+def cmd_wait(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    # a failure (refunded) or a purchase still in flight at the timeout is raised: exit code 4
+    _write_purchase(client.wait(args.purchase, timeout=args.timeout), args.format, out)
+    return OK
 
 
 def cmd_releases(client: Client, args: argparse.Namespace, out: TextIO) -> int:
-    releases = client.releases()
-    if args.format == "json":
-        json.dump([r.raw for r in releases], out, indent=2, ensure_ascii=False)
+    _write_releases(client.releases(listing=args.listing, since=args.since), args.format, out)
+    return OK
+
+
+def cmd_release(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    release = client.release(args.release)
+    if args.format == "table":
+        write_record(out, {f: getattr(release, f) if f != "files" else ", ".join(release.files) for f in RELEASE_FIELDS},
+                     "table")
         out.write("\n")
+    _write_releases([release], args.format, out)
+    return OK
+
+
+def cmd_download(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    to_file = args.output_file not in (None, "-")
+    fmt = args.as_ or (Path(args.output_file).suffix.lstrip(".").lower() if to_file else "") or "csv"
+    if fmt not in DOWNLOAD_FORMATS:
+        raise ValueError(f"cannot tell the file's format from {args.output_file}: give --as csv, json or parquet")
+    if fmt == "parquet" and not to_file:
+        raise ValueError("a parquet file is not printed: give -o FILE")
+    body = client.download(args.release, what=args.what, fmt=fmt)
+    if to_file:
+        Path(args.output_file).write_bytes(body)
+        sys.stderr.write(f"gradual: wrote {len(body)} bytes to {args.output_file}\n")
     else:
-        write_rows(out, FRAME_COLUMNS, _release_rows(releases), args.format)
+        out.write(body.decode("utf-8"))
     return OK
 
 
@@ -178,28 +312,123 @@ def cmd_wallet(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
-STATEMENT_COLUMNS = ("at", "description", "amount", "balance_after", "transfer")
-
-
 def cmd_statement(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     rows = [{c: getattr(line, c) for c in STATEMENT_COLUMNS} for line in client.statement()]
     write_rows(out, STATEMENT_COLUMNS, rows, args.format)
     return OK
 
 
-DATASET_FIELDS = ("id", "name", "status", "row_count", "failure")
+def cmd_earnings(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    if args.statement:
+        rows = [{c: getattr(line, c) for c in STATEMENT_COLUMNS} for line in client.earnings_statement()]
+        write_rows(out, STATEMENT_COLUMNS, rows, args.format)
+    else:
+        earnings = client.earnings()
+        write_record(out, {f: getattr(earnings, f) for f in EARNINGS_FIELDS}, args.format)
+    return OK
+
+
+def _write_dataset(dataset: Dataset, fmt: str, out: TextIO, fields_: Sequence[str] = DATASET_FIELDS) -> None:
+    if fmt == "json":
+        _dump_json(out, dataset.raw)
+        return
+    write_record(out, {f: getattr(dataset, f, None) for f in fields_}, fmt)
+    if fmt == "table" and dataset.columns and fields_ is DATASET_DETAIL:
+        out.write("\n")
+        names = [c for c in ("name", "type", "missing") if any(c in column for column in dataset.columns)]
+        write_rows(out, names, [dict(c) for c in dataset.columns], "table")
 
 
 def cmd_upload(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     # a large file goes in parts (resumed after a lost connection); --chunked sends any file so
     dataset = client.upload(args.file, budget=args.budget, name=args.name, relation=args.relation, wait=args.wait,
                             timeout=args.timeout, chunked=True if args.chunked else None)
-    if args.format == "json":
-        json.dump(dataset.raw, out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    else:
-        write_record(out, {f: getattr(dataset, f, None) for f in DATASET_FIELDS}, args.format)
+    _write_dataset(dataset, args.format, out)
     return OK
+
+
+def cmd_datasets(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    datasets = client.datasets()
+    if args.format == "json":
+        _dump_json(out, [d.raw for d in datasets])
+    else:
+        write_rows(out, DATASET_COLUMNS, [{c: getattr(d, c) for c in DATASET_COLUMNS} for d in datasets], args.format)
+    return OK
+
+
+def cmd_dataset_show(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    _write_dataset(client.dataset(args.dataset), args.format, out, DATASET_DETAIL)
+    return OK
+
+
+# -- commands that set up, rather than call, the marketplace --------------------------------------------------
+
+
+def _read_secret(args: argparse.Namespace, prompt: str, *, from_stdin: bool, err: TextIO) -> str:
+    """A password or key: the first line of stdin (``--password-stdin``/``--key-stdin``), else asked for on the
+    terminal without echo."""
+    if from_stdin:
+        value = sys.stdin.readline().rstrip("\r\n")
+    else:
+        if not sys.stdin.isatty():
+            raise ValueError(f"no terminal to ask for the {prompt.lower().rstrip(': ')}: pipe it in with "
+                             f"--{'password' if 'assword' in prompt else 'key'}-stdin")
+        value = getpass.getpass(prompt, stream=err)
+    if not value:
+        raise ValueError(f"no {prompt.lower().rstrip(': ')} given")
+    return value
+
+
+def _setup_target(args: argparse.Namespace) -> tuple[str, Path, str]:
+    path = config_path(args.config)
+    profile = profile_name(args.profile)
+    url = args.url or os.environ.get(ENV_URL)
+    if not url and path.is_file():
+        try:
+            url = read_config(path, profile).get("url")  # the profile's address, when it is saved again
+        except ConfigError:
+            url = None
+    if not url:
+        raise ConfigError("no marketplace address: give --url (it is saved with the key)")
+    return url, path, profile
+
+
+def cmd_login(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    url, path, profile = _setup_target(args)
+    username = args.username
+    if not username:
+        if args.password_stdin or not sys.stdin.isatty():
+            raise ValueError("give --username with --password-stdin")
+        err.write("Username: ")
+        err.flush()
+        username = sys.stdin.readline().strip()
+    password = _read_secret(args, "Password: ", from_stdin=args.password_stdin, err=err)
+    with Client.sign_in(url, username, password) as client:
+        key = str(client.key)
+        expires = (client.key_details or {}).get("expires_at")
+    save_profile(path, profile, url=url, key=key)
+    until = f" (it expires {expires})" if expires else ""
+    out.write(f"Signed in to {url} as {username}: a new API key{until} is saved in {path}, profile {profile}.\n")
+    return OK
+
+
+def cmd_configure(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    url, path, profile = _setup_target(args)
+    key = args.key or _read_secret(args, "API key: ", from_stdin=args.key_stdin, err=err)
+    if not args.no_check:
+        with Client(url, key) as client:
+            client.wallet()  # a key the marketplace does not know is refused here (401), before it is saved
+    save_profile(path, profile, url=url, key=key)
+    out.write(f"The API key for {url} is saved in {path}, profile {profile}.\n")
+    return OK
+
+
+def cmd_completion(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    out.write(completion_script(parser(), args.shell))
+    return OK
+
+
+# -- the parser ---------------------------------------------------------------------------------------------
 
 
 def _common(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -207,9 +436,14 @@ def _common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     default: Any = None if top else argparse.SUPPRESS
     parser.add_argument("--url", default=default, help="the marketplace's address (else $GRADUAL_URL or the config file)")
     parser.add_argument("--key", default=default, help="your API key (else $GRADUAL_API_KEY or the config file)")
+    parser.add_argument("--profile", default=default,
+                        help="the config file's profile to use (else $GRADUAL_PROFILE, else default)")
     parser.add_argument("--config", default=default, help="a TOML config file (default ~/.config/gradual/config.toml)")
-    parser.add_argument("--format", choices=FORMATS, default="table" if top else argparse.SUPPRESS,
+    parser.add_argument("--output", "--format", dest="format", choices=FORMATS, default="table" if top else argparse.SUPPRESS,
                         help="how to print the answer (default: table)")
+
+
+SETUP = "setup"  # a handler of (args, out, err) that needs no client
 
 
 def parser() -> argparse.ArgumentParser:
@@ -222,16 +456,38 @@ def parser() -> argparse.ArgumentParser:
     _common(main, top=True)
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, handler: Any, help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help)
+    def command(name: str, handler: Any, help: str, *, under: Any = commands, needs_key: bool = True,
+                kind: str = "client") -> argparse.ArgumentParser:
+        sub = under.add_parser(name, help=help, description=help)
         _common(sub, top=False)
-        sub.set_defaults(handler=handler, needs_key=name not in ("listings", "quote"))
+        sub.set_defaults(handler=handler, needs_key=needs_key, kind=kind)
         return sub
 
-    listings = command("listings", cmd_listings, "the open listings")
-    listings.add_argument("--search", help="text in the title or description")
+    login = command("login", cmd_login, "sign in with your username and password and save a new API key",
+                    needs_key=False, kind=SETUP)
+    login.add_argument("--username", help="your username (else asked for)")
+    login.add_argument("--password-stdin", action="store_true", help="read the password from stdin's first line")
+    configure = command("configure", cmd_configure, "save an API key you have (from your account page)",
+                        needs_key=False, kind=SETUP)
+    configure.add_argument("--key-stdin", action="store_true", help="read the key from stdin's first line")
+    configure.add_argument("--no-check", action="store_true", help="save the key without trying it first")
 
-    quote = command("quote", cmd_quote, "the price and accuracy of going up to a level, or of meeting a target")
+    listings = command("listings", cmd_listings, "the open listings; owners: create, close, reopen", needs_key=False)
+    listings.add_argument("--search", help="text in the title or description")
+    owned = listings.add_subparsers(dest="action", metavar="ACTION")
+    create = command("create", cmd_listing_create, "create a listing from a JSON spec file (owners)", under=owned)
+    create.add_argument("--spec", required=True,
+                        help="a JSON file: the body of POST /api/v1/listings/ (dataset, title, statistics, ceiling, "
+                        "price_per_epsilon or price_curve, ...); with \"microdata\", a microdata listing")
+    create.add_argument("--dataset", help="the dataset's id (instead of the spec's)")
+    close = command("close", cmd_listing_close, "close your listing (owners)", under=owned)
+    close.add_argument("listing", type=int, help="the listing's id")
+    close.add_argument("--reason", help="why, shown to its buyers")
+    reopen = command("reopen", cmd_listing_reopen, "open your closed listing again (owners)", under=owned)
+    reopen.add_argument("listing", type=int, help="the listing's id")
+
+    quote = command("quote", cmd_quote, "the price and accuracy of going up to a level, or of meeting a target",
+                    needs_key=False)
     quote.add_argument("listing", type=int, help="the listing's id")
     how = quote.add_mutually_exclusive_group(required=True)
     how.add_argument("--epsilon", help="the level to go up to, e.g. 1.5")
@@ -248,19 +504,51 @@ def parser() -> argparse.ArgumentParser:
     buy.add_argument("--max-price", help="the most to pay, in credits (default: the price quoted just before "
                      "buying); a higher price buys nothing")
 
-    upload = command("upload", cmd_upload, "upload a CSV or Parquet file as a new dataset (owners)")
-    upload.add_argument("file", help="the file's path")
-    upload.add_argument("--budget", required=True, help="the dataset's privacy budget, e.g. 2")
-    upload.add_argument("--name", help="the dataset's name (default: the file's name)")
-    upload.add_argument("--relation", choices=("private_size", "public_size"), help="whom releases protect")
-    upload.add_argument("--chunked", action="store_true",
-                        help="send the file in parts whatever its size (files over 16 MiB always are)")
-    upload.add_argument("--wait", action="store_true", help="wait until the dataset is ready or failed")
-    upload.add_argument("--timeout", type=float, default=300.0, help="the longest wait, in seconds")
+    command("purchases", cmd_purchases, "your purchases, newest first")
+    purchase = command("purchase", cmd_purchase, "one of your purchases (with its release once released)")
+    purchase.add_argument("purchase", help="the purchase's id")
+    wait = command("wait", cmd_wait, "wait until a purchase is released (exit code 4 if it failed or is still in flight)")
+    wait.add_argument("purchase", help="the purchase's id")
+    wait.add_argument("--timeout", type=float, default=300.0, help="the longest wait, in seconds")
 
-    command("releases", cmd_releases, "your releases: one row per released value")
+    releases = command("releases", cmd_releases, "your releases: one row per released value")
+    releases.add_argument("--listing", type=int, help="only the releases of this listing")
+    releases.add_argument("--since", help="only releases made at or after this date or time (ISO, UTC unless given)")
+    release = command("release", cmd_release, "one release: its level, values and files")
+    release.add_argument("release", help="the release's id")
+    download = command("download", cmd_download, "a release's file: a microdata release's records, or any "
+                       "release's values")
+    download.add_argument("release", help="the release's id")
+    download.add_argument("-o", "--output-file", help="the file to write (default: print it)")
+    download.add_argument("--what", help="records (microdata), values, or another file the release offers "
+                          "(default: its one file, else values)")
+    download.add_argument("--as", dest="as_", choices=DOWNLOAD_FORMATS,
+                          help="the file's format (default: from -o's suffix, else csv)")
+
     command("wallet", cmd_wallet, "your wallet's balance")
     command("statement", cmd_statement, "every movement of your wallet, newest first")
+    earnings = command("earnings", cmd_earnings, "owners: earnings not yet paid out, and payouts")
+    earnings.add_argument("--statement", action="store_true", help="every movement of your earnings instead")
+
+    datasets = command("datasets", cmd_datasets, "your datasets (owners): list, show, upload")
+    kept = datasets.add_subparsers(dest="action", metavar="ACTION")
+    command("list", cmd_datasets, "your datasets", under=kept)
+    show = command("show", cmd_dataset_show, "one dataset: its status, budget and columns", under=kept)
+    show.add_argument("dataset", help="the dataset's id")
+    for upload in (command("upload", cmd_upload, "upload a CSV or Parquet file as a new dataset (owners)"),
+                   command("upload", cmd_upload, "upload a CSV or Parquet file as a new dataset", under=kept)):
+        upload.add_argument("file", help="the file's path")
+        upload.add_argument("--budget", required=True, help="the dataset's privacy budget, e.g. 2")
+        upload.add_argument("--name", help="the dataset's name (default: the file's name)")
+        upload.add_argument("--relation", choices=("private_size", "public_size"), help="whom releases protect")
+        upload.add_argument("--chunked", action="store_true",
+                            help="send the file in parts whatever its size (files over 16 MiB always are)")
+        upload.add_argument("--wait", action="store_true", help="wait until the dataset is ready or failed")
+        upload.add_argument("--timeout", type=float, default=300.0, help="the longest wait, in seconds")
+
+    completion = command("completion", cmd_completion, "print a shell completion script: "
+                         "eval \"$(gradual completion bash)\"", needs_key=False, kind=SETUP)
+    completion.add_argument("shell", choices=SHELLS)
     return main
 
 
@@ -268,15 +556,18 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     args = parser().parse_args(argv)
+    buffer = io.StringIO()  # nothing half-printed when a later page fails
     try:
-        settings = resolve(url=args.url, key=args.key, config=args.config, require_key=args.needs_key)
+        if args.kind == SETUP:
+            code = int(args.handler(args, buffer, err))
+        else:
+            settings = resolve(url=args.url, key=args.key, config=args.config, profile=args.profile,
+                               require_key=args.needs_key)
+            with Client(settings.url, settings.key) as client:
+                code = int(args.handler(client, args, buffer))
     except ConfigError as exc:
         err.write(f"gradual: {exc.message}\n")
         return USAGE
-    buffer = io.StringIO()  # nothing half-printed when a later page fails
-    try:
-        with Client(settings.url, settings.key) as client:
-            code = int(args.handler(client, args, buffer))
     except (PurchaseFailed, ReleaseTimeout) as exc:
         err.write(f"gradual: {exc.message}\n")
         _write_purchase(exc.purchase, "table", err)
@@ -287,12 +578,13 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except PriceChangedError as exc:
         err.write(f"gradual: the price changed: {exc.message}\n")
         if exc.quote is not None:
-            err.write(f"  going up to epsilon {_text(exc.quote.epsilon)} now costs {_text(exc.quote.price)} credits; "
-                      f"nothing was charged. To buy at that price: gradual buy {args.listing} "
-                      f"--epsilon {args.epsilon} --max-price {_text(exc.quote.price)}\n")
+            err.write(f"  going up to epsilon {_text(exc.quote.epsilon)} now costs {_text(exc.quote.price, 'price')} "
+                      f"credits; nothing was charged. To buy at that price: gradual buy {args.listing} "
+                      f"--epsilon {args.epsilon} --max-price {_text(exc.quote.price, 'price')}\n")
         return REFUSED
     except GradualError as exc:
-        err.write(f"gradual: error {exc.status} {exc.code}: {exc.message}\n")
+        err.write(f"gradual: error {exc.status} {exc.code}: {exc.message}\n" if exc.status
+                  else f"gradual: {exc.message}\n")
         for name, messages in exc.fields.items():
             err.write(f"  {name}: {' '.join(messages)}\n")
         if exc.retry_after is not None:
@@ -301,6 +593,17 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except ValueError as exc:
         err.write(f"gradual: {exc}\n")
         return USAGE
+    except OSError as exc:
+        err.write(f"gradual: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}\n")
+        return USAGE
+    except KeyboardInterrupt:
+        err.write("gradual: interrupted\n")
+        return 130
+    except Exception as exc:  # an answer this version cannot read, an address httpx refuses, ...: said, not a traceback
+        if os.environ.get("GRADUAL_DEBUG"):
+            raise
+        err.write(f"gradual: unexpected error ({type(exc).__name__}): {exc} (GRADUAL_DEBUG=1 shows where)\n")
+        return REFUSED
     out.write(buffer.getvalue())
     return code
 

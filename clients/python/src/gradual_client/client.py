@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from types import TracebackType
@@ -27,7 +31,17 @@ from .errors import (
     ServerError,
     error_from_response,
 )
-from .models import Dataset, Listing, Purchase, Quote, Release, StatementLine, Wallet, releases_to_frame
+from .models import (
+    Dataset,
+    Earnings,
+    Listing,
+    Purchase,
+    Quote,
+    Release,
+    StatementLine,
+    Wallet,
+    releases_to_frame,
+)
 
 Number = Decimal | int | float | str
 #: a listing as an argument: its id, or the Listing itself
@@ -141,6 +155,8 @@ class Client:
         self.timeout = timeout
         self.retries = retries
         self.max_retry_wait = max_retry_wait
+        #: after :meth:`sign_in`, the new key's details as the API gave them (name, prefix, expires_at, ...)
+        self.key_details: Mapping[str, Any] | None = None
         headers = {"Accept": "application/json", "User-Agent": f"gradual-client/{__version__}"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -164,7 +180,10 @@ class Client:
         as the marketplace says). The key is ``client.key``: keep it to avoid making a new one each time."""
         with cls(url, None, **options) as anonymous:
             answer = anonymous._request("POST", "auth/token/", json={"username": username, "password": password})
-        return cls(url, str(answer.json()["token"]), **options)
+        body = answer.json()
+        client = cls(url, str(body["token"]), **options)
+        client.key_details = body.get("key") if isinstance(body.get("key"), dict) else None
+        return client
 
     def close(self) -> None:
         self._http.close()
@@ -348,11 +367,38 @@ class Client:
     def purchase(self, purchase_id: str) -> Purchase:
         return Purchase.from_json(self._json("GET", f"purchases/{purchase_id}/"))
 
-    def releases(self) -> list[Release]:
-        return [Release.from_json(item) for item in self.pages("releases/")]
+    def releases(self, *, listing: ListingRef | None = None, since: datetime | str | None = None) -> list[Release]:
+        """Your releases, newest first; only those of ``listing``, and those made at or after ``since`` (a datetime
+        or ISO text: ``"2026-11-01"``; a date or time without a zone is UTC), if given. The API filters
+        (``?listing=&since=``); they are applied here again, for a server that predates them."""
+        listing_id = None if listing is None else _listing_id(listing)
+        after = None if since is None else _moment(since)
+        params = {name: value for name, value in (("listing", listing_id), ("since", after and after.isoformat()))
+                  if value is not None}
+        return [
+            release for release in (Release.from_json(item) for item in self.pages("releases/", params or None))
+            if (listing_id is None or release.listing == listing_id)
+            and (after is None or (release.created_at is not None and release.created_at >= after))
+        ]
 
     def release(self, release_id: str) -> Release:
         return Release.from_json(self._json("GET", f"releases/{release_id}/"))
+
+    def download(self, release: Release | str, what: str | None = None, fmt: str = "csv") -> bytes:
+        """A file of a release: ``what`` is one of ``release.files`` (``"records"`` of a microdata release, as
+        ``csv`` or ``parquet``), or ``"values"`` (its released values as ``csv`` or ``json``: every release has
+        them). By default the release's only file if it offers one, else its values."""
+        current = release if isinstance(release, Release) else self.release(release)
+        files = current.files
+        what = what or (next(iter(files)) if len(files) == 1 else "values")
+        if what == "values":
+            return values_file(current, fmt)
+        if what not in files:
+            offered = ", ".join(["values", *files])
+            raise ValueError(f"release {current.id} has no {what} to download (it has: {offered})")
+        if fmt not in files[what]:
+            raise ValueError(f"the {what} of release {current.id} come as {', '.join(files[what])}, not {fmt}")
+        return self._request("GET", files[what][fmt], timeout=max(self.timeout, 600.0)).content
 
     def releases_frame(self, releases: Iterable[Release] | None = None) -> Any:
         """All your releases (or those given) as one pandas DataFrame, one row per released value: release,
@@ -365,6 +411,14 @@ class Client:
     def statement(self) -> list[StatementLine]:
         """Every movement of your wallet, newest first, with the balance after each."""
         return [StatementLine.from_json(item) for item in self.pages("wallet/statement/")]
+
+    def earnings(self) -> Earnings:
+        """Owners: your earnings not yet paid out, and your payouts' totals."""
+        return Earnings.from_json(self._json("GET", "earnings/"))
+
+    def earnings_statement(self) -> list[StatementLine]:
+        """Owners: every movement of your earnings (sales, refunds, payouts), newest first."""
+        return [StatementLine.from_json(item) for item in self.pages("earnings/statement/")]
 
     def top_up(self, amount: Number) -> Wallet:
         """Demo marketplaces only: add credits to your own wallet."""
@@ -511,3 +565,51 @@ class Client:
         if description is not None:
             body["description"] = description
         return Listing.from_json(self._json("POST", "listings/", json=body))
+
+    def create_listing_from_spec(self, spec: Mapping[str, Any]) -> Listing:
+        """A listing from the API's own request body (``POST listings/``: dataset, title, statistics, ceiling,
+        price_per_epsilon or price_curve, ...), e.g. read from a JSON file; a body with ``microdata`` (a
+        microdata listing) goes to ``POST listings/microdata/``."""
+        if not isinstance(spec, Mapping):
+            raise ValueError("a listing's spec is a JSON object (dataset, title, statistics, ceiling, ...)")
+        path = "listings/microdata/" if "microdata" in spec else "listings/"
+        return Listing.from_json(self._json("POST", path, json=dict(spec)))
+
+    def close_listing(self, listing: ListingRef, *, reason: str | None = None) -> Listing:
+        """Owners: close your listing (nothing more is sold; its buyers keep their releases and see ``reason``)."""
+        body = {} if reason is None else {"reason": reason}
+        return Listing.from_json(self._json("POST", f"listings/{_listing_id(listing)}/close/", json=body))
+
+    def reopen_listing(self, listing: ListingRef) -> Listing:
+        """Owners: open your closed listing again (409 if it could not be created today)."""
+        return Listing.from_json(self._json("POST", f"listings/{_listing_id(listing)}/reopen/"))
+
+
+def _moment(value: datetime | str) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"not a date or time: {value!r} (e.g. 2026-11-01 or 2026-11-01T12:00:00+00:00)") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def values_file(release: Release, fmt: str = "csv") -> bytes:
+    """A release's released values as a file: ``csv`` (one row per value, the API's fields as columns) or
+    ``json`` (the API's ``values`` list, as sent)."""
+    values = list(release.raw.get("values") or ())
+    if fmt == "json":
+        return (json.dumps(values, indent=2, ensure_ascii=False) + "\n").encode()
+    if fmt != "csv":
+        raise ValueError(f"a release's values come as csv or json, not {fmt}")
+    columns = ["release", "listing", "level"]
+    for value in values:
+        columns += [name for name in value if name not in columns]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for value in values:
+        writer.writerow({"release": release.id, "listing": release.listing, "level": format(release.level.normalize(), "f"),
+                         **{k: "" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v)
+                            for k, v in value.items()}})
+    return text.getvalue().encode()

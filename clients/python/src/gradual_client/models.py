@@ -225,6 +225,21 @@ class Release:
             for v in self.values
         ]
 
+    @property
+    def files(self) -> dict[str, dict[str, str]]:
+        """What this release offers to download besides its values, as ``{name: {format: API path}}``: a microdata
+        release's ``{"records": {"csv": ..., "parquet": ...}}``. Read from the answer's ``<name>_<format>`` links
+        (``microdata.records_csv``, ...), so a later kind of file (synthetic rows) is found the same way."""
+        found: dict[str, dict[str, str]] = {}
+        for part in self.raw.values():
+            if not isinstance(part, Mapping):
+                continue
+            for field_name, link in part.items():
+                name, _, fmt = str(field_name).rpartition("_")
+                if name and fmt and isinstance(link, str) and link.startswith("/api/"):
+                    found.setdefault(name, {})[fmt] = link
+        return found
+
     def value(self, label: str) -> float | int:
         """The released value with this label (KeyError if there is none)."""
         for reading in self.values:
@@ -307,6 +322,22 @@ class Wallet:
     @classmethod
     def from_json(cls, data: Json) -> Wallet:
         return cls(balance=_required_decimal(data["balance"]), currency=str(data.get("currency", "credits")), raw=data)
+
+
+@dataclass(frozen=True)
+class Earnings:
+    """Owners: earnings not yet paid out, payouts asked for and payouts paid."""
+
+    balance: Decimal
+    requested: Decimal
+    paid: Decimal
+    currency: str
+    raw: Json = _raw()
+
+    @classmethod
+    def from_json(cls, data: Json) -> Earnings:
+        return cls(balance=_required_decimal(data["balance"]), requested=_required_decimal(data["requested"]),
+                   paid=_required_decimal(data["paid"]), currency=str(data.get("currency", "credits")), raw=data)
 
 
 @dataclass(frozen=True)
