@@ -30,6 +30,8 @@ from decimal import Decimal
 
 import numpy as np
 
+from market.core.levels import level_text
+
 from .engine import bitreport
 from .models import BitReport, NoisePath, NoisePoint
 
@@ -60,7 +62,8 @@ def bits_points(*, path: NoisePath, listing, levels, rng=None, opened=lambda rea
     shape = (md.records, md.bits)
     for level in levels:
         if Decimal(level) not in ladder:
-            raise NotOnLadder(f"level {level} is not on the listing's ladder ({', '.join(map(str, ladder))})")
+            raise NotOnLadder(f"level {level_text(level)} is not on the listing's ladder "
+                              f"({', '.join(level_text(at) for at in ladder)})")
     stored = {p.level: p for p in NoisePoint.objects.filter(path=path).defer("noise")}
     lowest = ladder.index(min(Decimal(level) for level in levels))
     src = None
@@ -118,5 +121,5 @@ def _point(path: NoisePath, level, values: np.ndarray, method: str) -> NoisePoin
 def _noise(point: NoisePoint, shape, opened) -> np.ndarray:
     if "noise" in point.get_deferred_fields():
         point.refresh_from_db(fields=["noise"])
-    values = opened(lambda: bitreport.unpack_noise(point.packed_noise(), shape), f"the stored noise at level {point.level}")
+    values = opened(lambda: bitreport.unpack_noise(point.packed_noise(), shape), f"the stored noise at level {level_text(point.level)}")
     return values

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from market.core import crypto
 from market.core.crypto import CryptoError, UnknownKeyError
 from market.core.migration_helpers import append_only_lifted
+from market.core.levels import level_text
 from market.core.locks import retrying
 
 from .bitpaths import NotOnLadder, bits_points
@@ -146,9 +147,9 @@ def _point_at(path: NoisePath, mechanism, level, weights, rng, known: _Known) ->
     sides = {}
     for name, p in (("below", below), ("above", above)):
         if p is not None:
-            noise = _opened(lambda p=p: p.noise_of(mechanism.noise), f"the stored noise at level {p.level}")
+            noise = _opened(lambda p=p: p.noise_of(mechanism.noise), f"the stored noise at level {level_text(p.level)}")
             if noise.shape != (path.dim,):
-                raise ReleaseImpossible(f"stored noise at level {p.level} does not match the listing's statistics")
+                raise ReleaseImpossible(f"stored noise at level {level_text(p.level)} does not match the listing's statistics")
             sides[name] = (p.level, noise)
     noise, method = mechanism.step(level, dim=path.dim, weights=weights, rng=rng, **sides)
     point = NoisePoint(path=path, level=level, method=method)

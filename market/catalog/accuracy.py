@@ -52,12 +52,14 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
     for number, (stat, where) in enumerate(zip(plan.statistics, plan.indices), start=1):
         kind = KINDS[stat["kind"]]
         if size is not None and stat["kind"] == "mean" and len(where) > 1 and where[-1] in size.counts:
-            for curve in kind.cell_curves(stat, where, plan, size):
+            cells = len(where) // 2
+            for curve, total, count in zip(kind.cell_curves(stat, where, plan, size), where[:cells], where[cells:]):
                 name = curve["name"] if curve["name"] not in seen else f"{curve['name']} (statistic {number})"
                 seen.add(name)
                 shown = f"{name} ({curve['note']})" if curve["note"] else name
                 out.append({"name": name, "kind": "mean", "bound": curve["bound"], "assumes_records": None,
-                            "assumption": "", "shown": shown, "too_few": curve["too_few"], "note": curve["note"]})
+                            "assumption": "", "shown": shown, "too_few": curve["too_few"], "note": curve["note"],
+                            "labels": (curve["name"], plan.labels[total], plan.labels[count])})
             continue
         curve = kind.curve(stat, where, plan, records=records)
         if curve is None:
@@ -73,8 +75,14 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
             assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
         out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
                     "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name,
-                    "too_few": False, "note": ""})
+                    "too_few": False, "note": "", "labels": _labels(kind, stat, where, plan)})
     return out
+
+
+def _labels(kind, stat: dict, where: tuple[int, ...], plan: Plan) -> tuple[str, ...]:
+    """Every label a buyer sees of a statistic: its readings' in a release, then its values' in a quote's
+    ``accuracy`` (a mean's sum and count)."""
+    return tuple(dict.fromkeys([*kind.reading_labels(stat, where, plan.labels), *(plan.labels[i] for i in where)]))
 
 
 def microdata_curves(md) -> list[dict]:
@@ -82,14 +90,36 @@ def microdata_curves(md) -> list[dict]:
     decoded count, the same for each bit (the number of records is public, nothing is assumed)."""
     name = MICRODATA_CURVE_NAME
     return [{"name": name, "kind": "microdata", "bound": md.bound, "assumes_records": None, "assumption": "",
-             "shown": name, "too_few": False, "note": ""}]
+             "shown": name, "too_few": False, "note": "", "labels": ()}]
 
 
 def bounds_at(curves: list[dict], eps) -> list[dict]:
     """Each curve's figure at level ``eps``: ``{"name", "kind", "error_bound", "assumes_records",
     "assumption", "shown"}``."""
-    return [{key: value for key, value in c.items() if key != "bound"} | {"error_bound": float(c["bound"](eps))}
-            for c in curves]
+    return [{key: value for key, value in c.items() if key not in ("bound", "labels")}
+            | {"error_bound": float(c["bound"](eps))} for c in curves]
+
+
+def target_name(curves: list[dict], name: str) -> str | None:
+    """The statistic a buyer's target names, as its curve is named (None: no such statistic). A target
+    may name a statistic as the quote does ("mean of weight (each group)") or by any label of the
+    readings a release gives ("mean(weight) | gender = female", "median(age)"): exactly first, then
+    ignoring case. A label names the statistic that reads it (its one bound covers every value)."""
+    for same in (lambda a: a == name, lambda a: a.casefold() == name.casefold()):
+        for c in curves:
+            if same(c["name"]):
+                return c["name"]
+        for c in curves:
+            if any(same(label) for label in c.get("labels", ())):
+                return c["name"]
+    return None
+
+
+def target_examples(curves: list[dict], most: int = 4) -> list[str]:
+    """A few names a target may use: the statistics' names, then their readings' labels."""
+    names = [c["name"] for c in curves]
+    labels = [label for c in curves for label in c.get("labels", ()) if label not in names]
+    return list(dict.fromkeys(names[:most] + labels[:most]))
 
 
 def misses(curves: list[dict], targets: list[tuple[str | None, Decimal]], eps) -> list[tuple[dict, Decimal, float]]:

@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin
 
 from market.core.errors import DomainError
+from market.core.levels import level_text
 
 from .models import Dataset, DatasetBudgetChange, Listing
 from .selectors import ceilings_needed
@@ -33,7 +34,7 @@ class DatasetAdminForm(forms.ModelForm):
             if cleaned["total_budget"] < need:
                 self.add_error(
                     "total_budget",
-                    f"The listings on this dataset have ceilings adding up to {need}; the budget cannot be below that.",
+                    f"The listings on this dataset have ceilings adding up to {level_text(need)}; the budget cannot be below that.",
                 )
             if not (cleaned.get("budget_reason") or "").strip():
                 self.add_error("budget_reason", "Say why the budget changes (it is kept in the history).")

@@ -6,7 +6,7 @@ from django.db.models.functions import Coalesce
 from market.core import visibility
 from market.core.errors import InvalidInput
 from market.core.errors import NotFound
-from market.core.levels import parse_level
+from market.core.levels import level_text, parse_level
 
 from .budget import counted
 from .spec.columns import columns_from
@@ -158,8 +158,8 @@ def listing_profile(*, listing, epsilon) -> dict:
     level = parse_level(epsilon)
     if level > listing.ceiling:
         raise InvalidInput(
-            f"epsilon: {level} is above this listing's ceiling of {listing.ceiling}",
-            fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
+            f"epsilon: {level_text(level)} is above this listing's ceiling of {level_text(listing.ceiling)}",
+            fields={"epsilon": [f"At most {level_text(listing.ceiling)} (the ceiling)."]},
         )
     return release_profile(listing, level, plan=listing_plan(listing))
 def listing_spent(*, user, listing_ids) -> dict[int, Decimal]:

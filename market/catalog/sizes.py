@@ -19,7 +19,7 @@ from decimal import ROUND_DOWN, Decimal
 
 from market.core.errors import InvalidInput
 from market.core.fields import LEVEL_QUANTUM
-from market.core.levels import parse_level
+from market.core.levels import level_text, parse_level
 from releases.engine import lattice
 from releases.engine import size as size_engine
 
@@ -45,9 +45,9 @@ def chosen_level(value, ceiling: Decimal) -> Decimal:
     level = default_level(ceiling) if value in (None, "") else parse_level(value, field="size_level")
     if level >= ceiling:
         raise InvalidInput(
-            f"size_level: {level} leaves nothing to sell under the ceiling of {ceiling}; the size release is "
+            f"size_level: {level_text(level)} leaves nothing to sell under the ceiling of {level_text(ceiling)}; the size release is "
             "carved out of the ceiling, so choose a smaller level (the default is a tenth of the ceiling)",
-            fields={"size_level": [f"Below {ceiling} (the ceiling)."]},
+            fields={"size_level": [f"Below {level_text(ceiling)} (the ceiling)."]},
         )
     return level
 

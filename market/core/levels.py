@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 
 from .errors import InvalidInput
 from .fields import LEVEL_PLACES, LEVEL_QUANTUM
@@ -73,3 +73,46 @@ def rounded_text(value, places: int, *, up: bool) -> str:
         if places < 0 and shown == shown.to_integral_value():
             shown = shown.to_integral_value()
         return f"{shown + 0:f}"  # + 0: no "-0.00"
+
+
+def _exact(value) -> Decimal | None:
+    """A finite number as a Decimal (a float through its shortest decimal form), else None."""
+    try:
+        number = Decimal(repr(float(value))) if isinstance(value, float) else Decimal(str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        return None
+    return number if number.is_finite() else None
+
+
+def reading_places(bound, grid=None) -> int | None:
+    """The decimal places at which a released value means something: on the lattice path its grid's
+    (a grid of 0.01: 2; of 1 or 5: 0), otherwise two significant digits of its error bound (± 9.04:
+    1 place; ± 0.0123: 3; ± 1234: -2, hundreds). None when there is nothing to go by (no grid, a bound
+    that is 0 or not a number)."""
+    if grid is not None and (step := _exact(grid)) is not None and step > 0:
+        return max(0, -step.normalize().as_tuple().exponent)
+    bound = _exact(bound)
+    if bound is None or bound <= 0:
+        return None
+    return 1 - bound.adjusted()
+
+
+def reading_figures(value, bound, *, grid=None) -> dict:
+    """A released value and its error bound as people read them, the one rounding every page and the
+    API use (``market.trading.selectors.release_readings``): both at :func:`reading_places`, the value
+    to the nearest, the bound UP (never understated). ``{"value", "error_bound"}`` as JSON numbers (an
+    int at 0 places or fewer), ``{"value_text", "bound_text"}`` as shown (trailing zeros kept: "68.0",
+    "9.1"), ``places``; with nothing to round by, the figures are the exact ones."""
+    places = reading_places(bound, grid)
+    exact_value, exact_bound = _exact(value), _exact(bound)
+    if places is None or exact_value is None or exact_bound is None:
+        return {"value": value, "error_bound": bound, "value_text": str(value), "bound_text": str(bound),
+                "places": None}
+    step = Decimal(1).scaleb(-places)
+    with localcontext() as context:  # digits enough for any figure, however large
+        context.prec = max(28, max(exact_value.adjusted(), exact_bound.adjusted()) + abs(places) + 2)
+        shown_value = exact_value.quantize(step, rounding=ROUND_HALF_EVEN) + 0  # + 0: no "-0"
+        shown_bound = exact_bound.quantize(step, rounding=ROUND_CEILING) + 0
+    as_number = int if places <= 0 else float
+    return {"value": as_number(shown_value), "error_bound": as_number(shown_bound),
+            "value_text": f"{shown_value:f}", "bound_text": f"{shown_bound:f}", "places": places}

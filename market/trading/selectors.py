@@ -11,6 +11,7 @@ from market.catalog.selectors import listing_plan
 from market.catalog.spec import present
 from market.core import visibility
 from market.core.errors import NotFound
+from market.core.levels import reading_figures
 
 from .models import Purchase
 from .waits import release_wait
@@ -87,14 +88,28 @@ def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
 
 def release_readings(release) -> list[dict]:
     """One reading per statistic (histograms: per bin), with its noise scale and 95% error bound
-    (microdata: one per bit, the decoded number of records with it set)."""
+    (microdata: one per bit, the decoded number of records with it set). ``value`` and ``error_bound``
+    are shown at their meaningful precision (``market.core.levels.reading_figures``: a lattice value's
+    grid, else two significant digits of its bound; the bound rounded up), with their texts
+    (``value_text``, ``bound_text``) for pages; ``value_exact`` and ``error_bound_exact`` are the
+    figures as released and computed."""
     if release.listing.release_mechanism.sells_records:
         decoded = release.listing.microdata().decoded(release.values, release.level)
-        return [{"label": d["label"], "kind": "microdata", "value": d["estimate"], "noise_scale": float(scale),
-                 "error_bound": d["error_bound"]} for d, scale in zip(decoded, release.noise_scales)]
+        readings = [{"label": d["label"], "kind": "microdata", "value": d["estimate"], "noise_scale": float(scale),
+                     "error_bound": d["error_bound"]} for d, scale in zip(decoded, release.noise_scales)]
+        return [_shown(r, None) for r in readings]
     plan = listing_plan(release.listing)
-    return present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales),
-                   level=release.level)
+    readings = present(plan, np.asarray(release.values, dtype=np.float64), np.asarray(release.noise_scales),
+                       level=release.level)
+    # a reading that is one coordinate's released value (a count, a sum, a bin) is on that coordinate's grid
+    grids = dict(zip(plan.labels, plan.lattice.grids)) if plan.lattice is not None else {}
+    return [_shown(r, grids.get(r["label"])) for r in readings]
+
+
+def _shown(reading: dict, grid) -> dict:
+    figures = reading_figures(reading["value"], reading["error_bound"], grid=grid)
+    return {**reading, "value_exact": reading["value"], "error_bound_exact": reading["error_bound"],
+            **{key: figures[key] for key in ("value", "error_bound", "value_text", "bound_text")}}
 
 
 def release_microdata(release) -> dict | None:

@@ -94,24 +94,24 @@ def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
     if eps > listing.ceiling:
         if listing.size_level:
             raise InvalidInput(
-                f"epsilon: {eps} is above the highest level sold on this listing, {listing.ceiling} (its ceiling "
-                f"{listing.total_level} less the {listing.size_level} its size release took)",
-                fields={"epsilon": [f"At most {listing.ceiling} (the ceiling less the size release)."]},
+                f"epsilon: {level_text(eps)} is above the highest level sold on this listing, {level_text(listing.ceiling)} (its ceiling "
+                f"{level_text(listing.total_level)} less the {level_text(listing.size_level)} its size release took)",
+                fields={"epsilon": [f"At most {level_text(listing.ceiling)} (the ceiling less the size release)."]},
             )
         raise InvalidInput(
-            f"epsilon: {eps} is above this listing's ceiling of {listing.ceiling}",
-            fields={"epsilon": [f"At most {listing.ceiling} (the ceiling)."]},
+            f"epsilon: {level_text(eps)} is above this listing's ceiling of {level_text(listing.ceiling)}",
+            fields={"epsilon": [f"At most {level_text(listing.ceiling)} (the ceiling)."]},
         )
     cap = buyer_cap(listing=listing, buyer=buyer)
     if eps > cap.level:
         raise InvalidInput(
-            f"epsilon: {eps} is above your cap of {cap.level} on this listing ({cap.reason})",
-            fields={"epsilon": [f"At most {cap.level} (your cap: {cap.reason})."]},
+            f"epsilon: {level_text(eps)} is above your cap of {level_text(cap.level)} on this listing ({cap.reason})",
+            fields={"epsilon": [f"At most {level_text(cap.level)} (your cap: {cap.reason})."]},
         )
     if eps <= current:
         raise InvalidInput(
-            f"epsilon: you already hold level {current}; buy a level above it",
-            fields={"epsilon": [f"Must be above your current level {current}."]},
+            f"epsilon: you already hold level {level_text(current)}; buy a level above it",
+            fields={"epsilon": [f"Must be above your current level {level_text(current)}."]},
         )
     # the mechanism's levels: a microdata listing's ladder; on the retired float path, no new noise is drawn
     refusal = level_refusal(listing=listing, level=eps)
@@ -143,6 +143,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         curves = accuracy.statistic_curves(plan, records=records, size=size)
     if target is not None:
         _refuse_owner(listing, buyer)
+        target = _targets_named(curves, target)
         eps = quote_level_for(listing=listing, buyer=buyer, curves=curves, target=target, current=current)
     else:
         eps = parse_level(epsilon)
@@ -173,6 +174,23 @@ def _records(plan, records) -> int:
         raise InvalidInput(f"records: give a whole number from 1 to {most:,} ({why})",
                            fields={"records": [f"A whole number from 1 to {most:,}."]})
     return records
+
+
+def _targets_named(curves: list[dict], target) -> list:
+    """The buyer's targets with each statistic named as its curve is (a release's label, or a name in
+    another case, read as the statistic it names); an unknown name is refused with a few that are known."""
+    out = []
+    for name, bound in target or ():
+        if name is None:
+            out.append((None, bound))
+            continue
+        found = accuracy.target_name(curves, name)
+        if found is None:
+            known = "; ".join(accuracy.target_examples(curves)) or "none"
+            raise InvalidInput(f"target: this listing has no statistic named {name!r} (names such as: {known})",
+                               fields={"target": [f"No statistic named {name!r}. Names such as: {known}."]})
+        out.append((found, bound))
+    return out
 
 
 def quote_level_for(*, listing: Listing, buyer, curves: list[dict], target, current: Decimal) -> Decimal:
@@ -236,13 +254,13 @@ def _step_price(listing: Listing, current: Decimal, eps: Decimal) -> Decimal:
     paid = _smallest_paid(listing, current, eps)
     if paid is None:
         raise InvalidInput(
-            f"epsilon: every step above {current} up to the ceiling costs 0.00 credits on this listing, "
+            f"epsilon: every step above {level_text(current)} up to the ceiling costs 0.00 credits on this listing, "
             "and releases are never given away",
             fields={"epsilon": ["This listing sells nothing above your level."]},
         )
     raise InvalidInput(
-        f"epsilon: the step from {current} to {eps} costs 0.00 credits; the smallest paid step goes up to {paid}",
-        fields={"epsilon": [f"At least {paid}: smaller steps round to 0.00 credits."]},
+        f"epsilon: the step from {level_text(current)} to {level_text(eps)} costs 0.00 credits; the smallest paid step goes up to {level_text(paid)}",
+        fields={"epsilon": [f"At least {level_text(paid)}: smaller steps round to 0.00 credits."]},
     )
 
 

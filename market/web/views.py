@@ -328,7 +328,9 @@ def release_download(request, release_id, fmt):
         writer = csv.writer(out)
         writer.writerow(["label", "kind", "value", "noise_scale", "error_bound_95"])
         for r in readings:
-            writer.writerow([_text_cell(r["label"]), r["kind"], repr(r["value"]), repr(r["noise_scale"]), repr(r["error_bound"])])
+            # a data file keeps the figures as released and computed (the pages show them rounded)
+            writer.writerow([_text_cell(r["label"]), r["kind"], repr(r["value_exact"]), repr(r["noise_scale"]),
+                             repr(r["error_bound_exact"])])
         response = HttpResponse(out.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

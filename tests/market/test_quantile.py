@@ -215,5 +215,5 @@ def test_a_bad_quantile_is_refused_by_the_api_with_the_reason(api, owner, make_l
         "dataset": dataset.public_id, "title": "q", "ceiling": "2", "price_per_epsilon": "1",
         "statistics": [{"kind": "quantile", "column": "age", "bins": [0, 100], "quantiles": [2]}]}, format="json")
     assert answer.status_code == 400, answer.content
-    # the input schema refuses it, naming the value and the bound
-    assert "quantiles[0]: 2 is greater than or equal to the maximum of 1" in answer.content.decode()
+    # the input schema refuses it, in words naming the statistic, the value and the bound
+    assert "statistic 1 (quantile): quantiles[1] must be below 1, got 2" in answer.content.decode()

@@ -299,7 +299,7 @@ def test_present_reads_each_requested_statistic_in_spec_order():
             "label": "mean(age)",
             "kind": "mean",
             "value": 40.0,
-            "noise_scale": 2.0,
+            "noise_scale": 2.0 / 100.0,  # the sum's scale over the released count it divides by
             "error_bound": pytest.approx(t * 41 / (100 - t)),
         },
     ]
@@ -432,7 +432,8 @@ def test_present_takes_one_noise_scale_per_coordinate():
     plan = build_plan([count(), mean(lower=0, upper=100)], COLUMNS)
     scales = plan.weights / 0.5  # [4, 400]
     readings = present(plan, np.array([1000.0, 40_000.0]), scales)
-    assert [r["noise_scale"] for r in readings] == [4.0, 400.0]
+    # the mean's noise scale is its sum's divided by the released count it divides by
+    assert [r["noise_scale"] for r in readings] == [4.0, 400.0 / 1000.0]
     assert readings[0]["error_bound"] == laplace_error_bound(4.0)
     t_s, t_c = laplace_error_bound(400.0, 0.975), laplace_error_bound(4.0, 0.975)
     assert readings[1]["error_bound"] == pytest.approx((t_s + 40 * t_c) / (1000 - t_c))

@@ -100,7 +100,7 @@ def test_sums_of_decimal_ceilings_fit_the_budget_exactly(owner):
     dataset = _dataset(owner, budget="0.3")
     _listing(owner, dataset, "0.1", statistics=COUNT_ONLY)
     _listing(owner, dataset, "0.2", statistics=COUNT_ONLY)
-    with pytest.raises(InvalidInput, match="at most 0.0000"):
+    with pytest.raises(InvalidInput, match="at most 0$"):
         _listing(owner, dataset, "0.0001", statistics=COUNT_ONLY)
     with pytest.raises(DB_ERRORS, match="budget"):
         with transaction.atomic():
@@ -113,9 +113,9 @@ def test_sums_of_decimal_ceilings_fit_the_budget_exactly(owner):
 def test_a_budget_change_is_checked_and_audited(owner, staff, users):
     dataset = _dataset(owner, budget="8")
     _listing(owner, dataset, "5")
-    with pytest.raises(InvalidInput, match="adding up to 5.0000") as refused:
+    with pytest.raises(InvalidInput, match="adding up to 5;") as refused:
         dataset_budget_set(actor=staff, dataset_id=dataset.public_id, budget="4", reason="too generous")
-    assert refused.value.fields == {"total_budget": ["At least 5.0000 (the listings' ceilings)."]}
+    assert refused.value.fields == {"total_budget": ["At least 5 (the listings' ceilings)."]}
     with pytest.raises(InvalidInput, match="reason"):
         dataset_budget_set(actor=staff, dataset_id=dataset.public_id, budget="6", reason=" ")
     assert not DatasetBudgetChange.objects.exists()
@@ -141,7 +141,7 @@ def test_the_admin_budget_edit_goes_through_the_service(client, owner, staff):
     form = {"name": "visits", "description": "", "total_budget": "4", "budget_reason": "tighter", **inline}
     answer = client.post(url, form)
     assert answer.status_code == 200  # the form again, with the reason: not a 500
-    assert "adding up to 5.0000" in answer.content.decode()
+    assert "adding up to 5;" in answer.content.decode()
     assert Dataset.objects.get(pk=dataset.pk).total_budget == Decimal("8") and not DatasetBudgetChange.objects.exists()
     answer = client.post(url, {**form, "total_budget": "6", "budget_reason": ""})
     assert answer.status_code == 200 and "Say why the budget changes" in answer.content.decode()

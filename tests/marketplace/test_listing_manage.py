@@ -89,7 +89,7 @@ def test_a_closed_listing_keeps_its_ceiling_in_the_budget_so_reopening_never_exc
     with pytest.raises(InvalidInput) as refused:
         listing_create(owner=owner, dataset_id=dataset.public_id, title="B", statistics=[{"kind": "count"}],
                        ceiling="1", price_per_epsilon="1")
-    assert refused.value.fields["ceiling"] == ["At most 0.0000."]
+    assert refused.value.fields["ceiling"] == ["At most 0."]
     # ...so reopening it fits the budget as it did when it was created
     assert listing_reopen(owner=owner, listing_id=first.pk).is_open
 
@@ -216,7 +216,7 @@ def test_listing_create_names_every_problem_at_once(owner):
         )
     fields = refused.value.fields
     assert set(fields) == {"title", "ceiling", "price_per_epsilon", "statistics"}
-    assert fields["ceiling"] == ["At most 3.0000."]
+    assert fields["ceiling"] == ["At most 3."]
     assert fields["statistics"] == ["statistic 1 (sum): lower must be below upper", "statistic 2 (mean): no column named 'nope'"]
     assert "title is required" in refused.value.message and "lower must be below upper" in refused.value.message
     assert not Listing.objects.exists()
@@ -227,14 +227,14 @@ def test_a_single_problem_keeps_its_message(owner):
     with pytest.raises(InvalidInput) as refused:
         listing_create(owner=owner, dataset_id=dataset.public_id, title="A", ceiling="4", price_per_epsilon="1",
                        statistics=[{"kind": "count"}])
-    assert refused.value.message == "the dataset's budget is 3.0000; 0.0000 is taken by its listings, so this ceiling can be at most 3.0000"
-    assert refused.value.fields == {"ceiling": ["At most 3.0000."]}
+    assert refused.value.message == "the dataset's budget is 3; 0 is taken by its listings, so this ceiling can be at most 3"
+    assert refused.value.fields == {"ceiling": ["At most 3."]}
 
 
 def test_listing_check_judges_only_the_parts_given(owner):
     dataset = ready_dataset(owner=owner, name="visits", data=make_csv(100), total_budget="3")
     assert listing_check(owner=owner, dataset_id=dataset.public_id) == {}
-    assert listing_check(owner=owner, dataset_id=dataset.public_id, ceiling=Decimal(4)) == {"ceiling": ["At most 3.0000."]}
+    assert listing_check(owner=owner, dataset_id=dataset.public_id, ceiling=Decimal(4)) == {"ceiling": ["At most 3."]}
     found = listing_check(owner=owner, dataset_id=dataset.public_id, statistics=[{"kind": "count"}, {"kind": "count"}],
                           price_curve={"kind": "power", "c": "1", "p": "5"})
     assert found["statistics"] == ["statistic 2 (count): same as statistic 1"] and "p" in found

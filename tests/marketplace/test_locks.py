@@ -161,10 +161,10 @@ def test_a_step_priced_at_zero_is_refused_with_the_smallest_paid_step(make_listi
     fund(buyer, 100)
     answer = api(buyer).post("/api/v1/purchases/", {"listing": listing.pk, "epsilon": "0.0004"}, format="json")
     assert answer.status_code == 400
-    assert "0.0050" in answer.json()["error"]["message"]
-    assert answer.json()["error"]["fields"]["epsilon"] == ["At least 0.0050: smaller steps round to 0.00 credits."]
+    assert "goes up to 0.005" in answer.json()["error"]["message"]
+    assert answer.json()["error"]["fields"]["epsilon"] == ["At least 0.005: smaller steps round to 0.00 credits."]
     assert not Purchase.objects.exists()
-    with pytest.raises(Exception, match="smallest paid step goes up to 0.0050"):
+    with pytest.raises(Exception, match="smallest paid step goes up to 0.005$"):
         purchase_quote(buyer=buyer, listing=listing, epsilon="0.0049")
     assert purchase_quote(buyer=buyer, listing=listing, epsilon="0.005").price == Decimal("0.01")
 

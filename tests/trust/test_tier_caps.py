@@ -82,7 +82,7 @@ def test_the_documented_example_two_accounts_cannot_pass_the_publics_cap_togethe
     error = answer.json()["error"]
     assert error["code"] == "invalid"
     assert "buyers at distance ≥ 3 together already hold 1.1156 of this dataset's cap 1.1156" in error["message"]
-    assert error["fields"]["epsilon"] == [f"At most 0.0000 (your cap: {cap.reason})."]
+    assert error["fields"]["epsilon"] == [f"At most 0 (your cap: {cap.reason})."]
     assert not Holding.objects.filter(buyer=b, purchased__gt=0).exists()
     assert held_together([ages, visits], [a, b]) == PUBLIC
 

@@ -132,8 +132,9 @@ def test_every_figure_is_the_exact_one_rounded_the_safe_way(
     assert re.findall(held, library) == [up_short(exact)]
     release = buyer_api.get(f"/api/v1/releases/{purchase.release.public_id}/").json()
     [value] = release["values"]
-    assert value["error_bound"] == pytest.approx(float(exact), rel=1e-12)
-    assert up_short(Fraction(repr(value["error_bound"]))) == up_short(exact)
+    assert value["error_bound_exact"] == pytest.approx(float(exact), rel=1e-12)
+    assert up_short(Fraction(repr(value["error_bound_exact"]))) == up_short(exact)
+    assert value["error_bound"] == float(up_short(exact))  # rounded up, at two significant digits, as the pages
 
     # the next step, 1 -> 2, on the listing page
     shown = page(client, reverse("web:listing", args=[listing.pk]))

@@ -116,7 +116,7 @@ def test_the_create_form_shows_every_error_at_once(client, owner):
     answer = client.post(reverse("web:owner-listing-new"),
                          listing_post(dataset, rows, title="", ceiling="10", price_per_epsilon=""))
     assert errors_of(answer, "id_title") == ["This field is required."]
-    assert errors_of(answer, "id_ceiling") == ["At most 3.0000."]  # the service's, beside the form's own
+    assert errors_of(answer, "id_ceiling") == ["At most 3."]  # the service's, beside the form's own
     assert errors_of(answer, "id_price_per_epsilon") == ["Required for this price curve."]
     assert errors_of(answer, "id_stats-0-lower") == ["lower must be below upper"]  # a service error on a row
     assert errors_of(answer, "id_stats-1-column") == ["Required for a mean."]

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from market.catalog.spec import statistic_schema
 
+from .statistic_errors import statistics_errors
 from .base import _FRACTION, _PLACES4, MONEY_PATTERN
 
 
@@ -152,9 +153,17 @@ def _schema_checked(schema: dict):
     {"type": "array", "items": STATISTIC_SCHEMA, "minItems": 1, "maxItems": 20}, component_name="Statistics"
 )
 class StatisticsField(serializers.JSONField):
-    """The list of statistics, as sent and as stored (the catalogue's services judge columns and bounds)."""
+    """The list of statistics, as sent and as stored (the catalogue's services judge columns and bounds).
+    A statistic off its schema is refused in words: each fault names the statistic, its kind and the
+    field (``statistic_errors``), never the schema's ``oneOf`` over the kinds."""
 
-    to_internal_value = _schema_checked({"type": "array", "items": STATISTIC_SCHEMA, "minItems": 1, "maxItems": 20})
+    _validator = _Validator({"type": "array", "items": STATISTIC_SCHEMA, "minItems": 1, "maxItems": 20})
+
+    def to_internal_value(self, data):
+        data = serializers.JSONField.to_internal_value(self, data)
+        if self._validator.is_valid(data):
+            return data
+        raise serializers.ValidationError(statistics_errors(data)[:10] or ["the statistics are not of the documented form"])
 
 
 @extend_schema_field(PRICE_CURVE_SCHEMA, component_name="PriceCurveInput")

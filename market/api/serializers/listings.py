@@ -39,8 +39,9 @@ class QuoteQuerySerializer(serializers.Serializer):
         child=TargetField(), required=False, min_length=1, max_length=21,
         help_text="instead of epsilon: the 95% error bound you need, and the quote is for the cheapest level above "
         "yours (up to your cap) that meets every target given. A bound alone (target=0.5) applies to every "
-        "statistic; a statistic's name as the quote's statistics[].name, a colon and a bound "
-        "(target=mean(age):1) to that one; repeat the parameter for several (each must be met). "
+        "statistic; a statistic's name as the quote's statistics[].name, or any label of a release's readings "
+        "(\"mean(weight) | gender = female\"; exactly or in any case), a colon and a bound "
+        "(target=mean(age):1) to that one (an unknown name is refused with a few known ones); repeat the parameter for several (each must be met). "
         "A target no level up to your cap meets is refused (400) with the best bounds reachable at the cap.",
     )
     records = serializers.IntegerField(

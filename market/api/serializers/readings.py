@@ -92,11 +92,19 @@ class ReadingSerializer(serializers.Serializer):
     label = serializers.CharField()
     kind = serializers.CharField()
     value = NumberField(
-        help_text="the released value: an integer for counts and bins (lattice listings) and for a sum on an "
-        "integer grid; a sum on a grid such as 0.01 has at most its grid's decimals"
+        help_text="the released value at its meaningful precision: on a lattice listing its grid's decimals (an "
+        "integer for counts and bins and for a sum on an integer grid; a sum on a grid such as 0.01 has its grid's "
+        "decimals), otherwise rounded to the place of the second significant digit of error_bound (68.02593 ± "
+        "9.0388 is 68.0 ± 9.1); value_exact is the value as released"
     )
-    noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")
-    error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
+    noise_scale = serializers.FloatField(
+        help_text="the Laplace scale of the noise on this value; a mean's is its sum's scale divided by the count "
+        "it divides by (the public number of records, or its released count, at least 1)")
+    error_bound = NumberField(
+        help_text="|value - truth| <= error_bound with probability 95%, rounded UP at value's precision (never "
+        "understated); error_bound_exact is the bound as computed")
+    value_exact = NumberField(help_text="the released value, unrounded")
+    error_bound_exact = serializers.FloatField(help_text="the 95% error bound, unrounded")
     note = serializers.CharField(
         required=False, default="",
         help_text="a mean's cell, read off its released count: empty, \"too few records to estimate\" (the value "

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from market.core import ids, visibility
 from market.core.errors import InvalidInput, NotFound
-from market.core.levels import parse_level
+from market.core.levels import level_text, parse_level
 
 from .. import chunks, files, ingest, uploads
 from ..locks import dataset_lock, dataset_lock_any
@@ -245,8 +245,8 @@ def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str) -> Datase
         need = ceilings_needed(dataset_pk=dataset.pk)
         if budget < need:
             raise InvalidInput(
-                f"the listings on this dataset have ceilings adding up to {need}; its budget cannot be below that",
-                fields={"total_budget": [f"At least {need} (the listings' ceilings)."]},
+                f"the listings on this dataset have ceilings adding up to {level_text(need)}; its budget cannot be below that",
+                fields={"total_budget": [f"At least {level_text(need)} (the listings' ceilings)."]},
             )
         old = dataset.total_budget
         if budget != old:

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from market.core import crypto, visibility
 from market.core.errors import Conflict, InvalidInput, NotFound
-from market.core.levels import parse_level
+from market.core.levels import level_text, parse_level
 from market.core.locks import retrying
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
@@ -140,9 +140,9 @@ def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds) -
         if used + ceiling > dataset.total_budget:
             left = dataset.total_budget - used
             problems.add(
-                f"the dataset's budget is {dataset.total_budget}; {used} is taken by its listings, "
-                f"so this ceiling can be at most {left}",
-                {"ceiling": [f"At most {left}."]},
+                f"the dataset's budget is {level_text(dataset.total_budget)}; {level_text(used)} is taken by its listings, "
+                f"so this ceiling can be at most {level_text(left)}",
+                {"ceiling": [f"At most {level_text(left)}."]},
             )
 
 
@@ -534,9 +534,9 @@ def listing_reopen(*, owner, listing_id) -> Listing:
             need = ceilings_needed(dataset_pk=dataset.pk)
             if need > dataset.total_budget:
                 raise Conflict(
-                    f"this listing cannot be reopened: its dataset's listings have ceilings adding up to {need}, "
-                    f"above its budget {dataset.total_budget}; raise the budget first",
-                    code="cannot_reopen", fields={"listing": [f"The dataset's budget is below {need}."]},
+                    f"this listing cannot be reopened: its dataset's listings have ceilings adding up to {level_text(need)}, "
+                    f"above its budget {level_text(dataset.total_budget)}; raise the budget first",
+                    code="cannot_reopen", fields={"listing": [f"The dataset's budget is below {level_text(need)}."]},
                 )
         listing.is_open, listing.closed_reason = True, ""
         listing.save(update_fields=["is_open", "closed_reason"])

@@ -43,7 +43,7 @@ class BitReports(Base):
             return None
         shown = ", ".join(level_text(at) for at in levels)
         return Refusal(f"this microdata listing sells the levels {shown}; {level_text(level)} is not one of them",
-                       f"One of {shown}.", f"level {level} is not on the listing's ladder ({', '.join(map(str, levels))})")
+                       f"One of {shown}.", f"level {level_text(level)} is not on the listing's ladder ({shown})")
 
     def level_sold(self, level, *, ladder, ceiling):
         """The lowest ladder level at or above ``level`` (the ceiling above the ladder)."""

@@ -113,6 +113,11 @@ class Kind(ABC):
         one coordinate ("count | sex = female"), else its curve's name."""
         return labels[where[0]] if len(where) == 1 else self.curve_name(stat)
 
+    def reading_labels(self, stat: dict, where: tuple[int, ...], labels: tuple[str, ...]) -> list[str]:
+        """The labels of the readings :meth:`read` gives (what a buyer sees in a release), in order;
+        by default one per coordinate the statistic reads."""
+        return [labels[i] for i in where]
+
     def curve(self, stat: dict, where: tuple[int, ...], plan: PlanView, records: int | None = None) -> dict | None:
         """The 95% error bound against eps, ``{"name", "bound": f(eps), "assumes_records"}`` (one
         curve per statistic: every coordinate it reads has the same weight; eps

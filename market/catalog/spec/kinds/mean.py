@@ -124,6 +124,11 @@ class Mean(Sum):
         # one cell: its sum's label, read as a mean ("mean(age) | sex = female"), as its reading is labelled
         return "mean" + labels[where[0]].removeprefix("sum") if len(where) <= 2 else self.curve_name(stat)
 
+    def reading_labels(self, stat, where, labels):
+        # one reading per cell, labelled like its sum, read as a mean
+        totals = where[:1] if len(where) == 1 else where[:len(where) // 2]
+        return ["mean" + labels[total].removeprefix("sum") for total in totals]
+
     def cell_curves(self, stat, where, plan, size: "SizeRelease") -> list[dict]:
         """With the listing's size release: one curve per cell, its bound from the cell's noisy count
         (``releases.engine.size.mean_quote``, docs/mathematics.md "The size release and a mean's
@@ -191,7 +196,9 @@ class Mean(Sum):
                     r.vector[total], r.vector[count], lower, upper, r.scales[total], r.confidence, r.scales[count],
                     bounds=None if r.half is None else (r.half[total], r.half[count]),
                 )
-                out.append((total, value, bound, r.scales[total]))
+                # the sum's noise, read through the division: its scale over the released count divided by
+                # (at least 1; a count of 0.5 or less gives the midpoint, and the scale of what it divides)
+                out.append((total, value, bound, r.scales[total] / max(float(r.vector[count]), 1.0)))
                 # post-processing of the released count: its lower end, and whether the bound is the whole range
                 half = r.half[count] if r.half is not None else laplace_error_bound(r.scales[count], 0.975)
                 note, too_few = cell_note(r.vector[count], r.vector[count] - half, other=position == other,

@@ -167,6 +167,10 @@ class Quantile(Kind):
     def statistic_name(self, stat, where, labels):
         return self.curve_name(stat)
 
+    def reading_labels(self, stat, where, labels):
+        # the bin counts, then one reading per quantile
+        return super().reading_labels(stat, where, labels) + [_name(q, stat["column"]) for q in stat["quantiles"]]
+
     def describe(self, stat, nb):
         edges = stat["bins"]
         qs = ", ".join(f"{q:g}" for q in stat["quantiles"])
