@@ -121,6 +121,13 @@ class Dataset(models.Model):
         return [c if isinstance(c, str) else c["name"] for c in self.columns or []]
 
     @property
+    def kept_column_names(self) -> list[str]:
+        """The columns buyers may read about: every column but those the owner set to "ignored"
+        (left out of the typed file, named by no statistic)."""
+        return [c if isinstance(c, str) else c["name"] for c in self.columns or []
+                if isinstance(c, str) or c.get("type") != "ignored"]
+
+    @property
     def numeric_column_names(self) -> list[str]:
         """The complete integer and decimal columns: the ones today's statistics read (TEMPORARY, until
         listing creation computes over the typed file with missing-value policies)."""

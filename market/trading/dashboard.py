@@ -130,7 +130,7 @@ def owner_overview(*, user) -> dict:
                 "id": dataset.public_id,
                 "name": dataset.name,
                 "records": dataset.row_count,
-                "columns": dataset.column_names,
+                "columns": dataset.kept_column_names,
                 "status": dataset.status,
                 "listings": dataset.listing_count,
                 "budget": _budget(dataset),
