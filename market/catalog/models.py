@@ -87,6 +87,12 @@ class Dataset(models.Model):
     )
     record_name_plural = models.CharField(max_length=60, default="records", help_text="e.g. 'patients'")
     created_at = models.DateTimeField(auto_now_add=True)
+    removed_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="when its owner removed it (market.catalog.services.dataset_remove): hidden from the owner's "
+        "pages, its listings closed, its stored files deleted; kept as a row for what the ledger, the releases and "
+        "the budget's history refer to",
+    )
     version = models.PositiveBigIntegerField(
         default=0, editable=False,
         help_text="bumped by every change of what a listing's answer or budget check reads (the typed file, the "

@@ -32,6 +32,7 @@ from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
     dataset_create,
+    dataset_remove,
     listing_check,
     listing_close,
     listing_create,
@@ -264,6 +265,22 @@ def dataset_columns(request, dataset_id: str):
         rows.append({"index": i, **column, "top": [c["value"] for c in seen[:8]], "seen": seen})
     seen = [row for row in rows if row["seen"] or row.get("min") is not None]
     return render(request, "owner/dataset_columns.html", {**context, "rows": rows, "errors": errors, "seen": seen})
+
+
+@require_POST
+@login_required
+@owner_required
+def dataset_remove_view(request, dataset_id: str):
+    """Remove the dataset (the page's "Remove" button, after its confirm): back to the dashboard."""
+    dataset = _dataset_context(request, dataset_id)["dataset"]  # 404 for one that is not the owner's
+    try:
+        dataset_remove(owner=request.user, dataset_id=dataset.public_id)
+    except DomainError as exc:
+        messages.error(request, f"“{dataset.name}” was not removed: {exc.message}.")
+        return redirect("web:owner-dataset-columns", dataset_id=dataset.public_id)
+    messages.success(request, f"“{dataset.name}” is removed: its listings are closed (their buyers keep what they "
+                              "bought) and its stored files are deleted.")
+    return redirect("web:owner")
 
 
 def _value_text(value) -> str:
