@@ -278,6 +278,7 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "description": listing.description,
             "dataset_id": listing.dataset.public_id,
             "dataset": listing.dataset.name,
+            "dataset_removed": listing.dataset.removed_at is not None,
             "is_open": listing.is_open,
             "closed_reason": listing.closed_reason,
             "ceiling": ceiling,
