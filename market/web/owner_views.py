@@ -27,6 +27,7 @@ from market.catalog.spec.columns import MISSING as MISSING_POLICIES
 from market.catalog.spec.columns import NUMERIC as NUMERIC_TYPES
 from market.catalog.spec.columns import TYPES as COLUMN_TYPES
 from market.catalog.spec.columns import Column
+from market.catalog.ingest import TOP_CATEGORIES, markers_text
 from market.catalog.uploads import too_large_message
 from market.catalog.services import (
     dataset_budget_set,
@@ -262,7 +263,10 @@ def dataset_columns(request, dataset_id: str):
         column = column if isinstance(column, dict) else {"name": column, "type": "decimal", "missing": "none"}
         seen = [{"value": _value_text(c["value"] if isinstance(c, dict) else c),
                  "count": c.get("count") if isinstance(c, dict) else None} for c in column.get("categories") or []]
-        rows.append({"index": i, **column, "top": [c["value"] for c in seen[:8]], "seen": seen})
+        rows.append({"index": i, **column, "top": [c["value"] for c in seen[:8]], "seen": seen,
+                     "markers_text": markers_text(column.get("markers")),
+                     # a large distinct count is an estimate (datasets read before the flag: above 500 values)
+                     "distinct_about": not column.get("distinct_exact", (column.get("distinct") or 0) <= 10 * TOP_CATEGORIES)})
     seen = [row for row in rows if row["seen"] or row.get("min") is not None]
     return render(request, "owner/dataset_columns.html", {**context, "rows": rows, "errors": errors, "seen": seen})
 

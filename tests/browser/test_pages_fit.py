@@ -65,3 +65,89 @@ def test_the_owners_listing_page_puts_the_actions_first(open_as, shop, shot, siz
         expect(details).to_have_count(1)
         assert details.get_attribute("open") is None
     shot(page, f"owner-listing-{size}")
+
+
+#: per menu of the column review: the widest of its choices' text against the room the menu shows it in
+MENUS = """() => [...document.querySelectorAll("#column-review select")].map(s => {
+  const style = getComputedStyle(s);
+  const widths = [...s.options].map(o => {
+    const span = document.createElement("span");
+    span.style.font = style.font; span.style.position = "absolute"; span.style.whiteSpace = "pre";
+    span.textContent = o.text; document.body.appendChild(span);
+    const w = span.getBoundingClientRect().width; span.remove(); return w;
+  });
+  const box = s.getBoundingClientRect();
+  // the room for the text: inside the padding, less the menu's arrow (about 20 px)
+  const room = s.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;
+  return {id: s.id, widest: Math.max(...widths), room, left: box.left, right: box.right};
+})"""
+
+
+def _review_csv() -> bytes:
+    """2,000 records: an id with about as many distinct values (an estimate), a category, a score with
+    77 empty cells."""
+    lines = ["id,species,score"]
+    for i in range(2000):
+        lines.append(f"{100000 + i * 7},{('Adelie', 'Chinstrap', 'Gentoo')[i % 3]},{'' if i % 26 == 0 and i < 2002 else i % 90}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_column_review_labels_estimates_and_its_menus_are_not_cut(open_as, users, shot, size):
+    owner = users("olivia", owner=True)
+    dataset = ready_dataset(owner=owner, name="penguins", data=_review_csv(), total_budget="10")
+    page = open_as(owner, size)
+    page.goto(f"/owner/datasets/{dataset.public_id}/columns/")
+    review = page.locator("#column-review")
+    expect(review).to_be_visible()
+    identifiers = review.locator('tr[data-column="id"]')
+    expect(identifiers).to_contain_text(re.compile(r"about [\d,]+ distinct"))  # an estimate, said to be one
+    expect(review.locator('tr[data-column="species"]')).to_contain_text("3 distinct")
+    expect(review.locator('tr[data-column="species"]')).not_to_contain_text("about")  # counted exactly
+    score = review.locator('tr[data-column="score"]')
+    expect(score).to_contain_text("77 missing (empty)")
+    assert "((" not in review.inner_text()
+    width = SIZES[size][0]
+    for menu in page.evaluate(MENUS):
+        assert menu["widest"] <= menu["room"], menu  # "integer", "categorical", "exclude" shown whole
+        assert menu["left"] >= 0 and menu["right"] <= width, menu
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shot(page, f"owner-column-review-{size}")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_wallet_statement_is_not_cut_off(open_as, shop, shot, size):
+    page = open_as(shop["buyer"], size)
+    page.goto("/library/")
+    statement = page.locator("#wallet-statement")
+    expect(statement.locator("tbody tr")).to_have_count(2)  # the funding and the purchase
+    clipped = page.evaluate(CLIPPED, "#wallet .table-wrap, #wallet-statement, #wallet-statement td, #wallet-statement th")
+    assert clipped == [], clipped  # (text: what is cut)
+    shot(page, f"library-{size}")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_wallet_that_cannot_pay_gets_no_confirm(open_as, users, shop, shot, size):
+    page = open_as(users("dan"), size)  # 0 credits
+    page.goto(f"/listings/{shop['listing'].pk}/?epsilon=1#buy")
+    short = page.locator("#wallet-short")
+    expect(short).to_contain_text("Your wallet cannot pay this: it is 10.00 credits short.")
+    expect(short).to_contain_text("It holds 0.00 credits")
+    expect(page.get_by_role("button", name=re.compile("Confirm: pay"))).to_have_count(0)
+    expect(short.get_by_role("link", name=re.compile("wallet", re.I)).first).to_be_visible()
+    assert page.evaluate(CLIPPED, "#wallet-short") == []
+    shot(page, f"wallet-cannot-pay-{size}")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_refused_purchase_says_why_where_the_buyer_looks(open_as, shop, size):
+    page = open_as(shop["buyer"], size)  # 90 credits left
+    page.goto(f"/listings/{shop['listing'].pk}/?epsilon=2#buy")
+    confirm = page.get_by_role("button", name="Confirm: pay 10.00 credits")  # from the ε 1 held
+    expect(confirm).to_be_visible()
+    listing_update(owner=shop["owner"], listing_id=shop["listing"].pk, price_per_epsilon="20")  # meanwhile
+    confirm.click()
+    error = page.locator("#buy-error")
+    expect(error).to_contain_text("The price changed")
+    expect(error).to_be_in_viewport()
+    expect(error).to_be_focused()

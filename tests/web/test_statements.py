@@ -26,7 +26,7 @@ def test_a_purchase_refused_for_credits_says_why_and_keeps_the_quote(client, lis
     assert 'id="buy-error"' in page and "Not enough credits: nothing was bought. Your wallet holds 0.00 credits." in page
     assert "Quote: ε 0 → 2" in page  # the quote is still there, without a Confirm that must fail again
     assert "Confirm: pay" not in page and "Your wallet cannot pay this: it is 20.00 credits short." in page
-    # the reason is where the buyer looks: beside the quote, focused, and the form's address leads to it
+    # the reason is where the buyer looks: beside the quote, and focused (the browser scrolls to it)
     card = page[page.index("Quote: ε 0 → 2"):]
     assert card.index('id="buy-error"') < card.index('id="wallet-short"')
     assert re.search(r'id="buy-error"[^>]*autofocus', page)
