@@ -108,6 +108,7 @@ def test_a_buyer_buys_step_by_step_and_the_error_shrinks(browse, worker, listing
     # the exact guarantee of each released level, charted and tabled
     expect(owner.locator("#profile-chart svg.plot")).to_be_visible()
     expect(owner.locator("#profile-table tbody tr")).to_have_count(2)
+    owner.evaluate("document.querySelectorAll('details.reference').forEach(d => d.open = false)")  # as it arrives
     shot(owner, "owner-listing")
 
 
