@@ -142,3 +142,7 @@ def test_the_owners_page_removes_after_a_confirm(client, owner, sold):
     assert "is removed" in dashboard and "visits</td>" not in datasets and "broken upload" in datasets
     assert client.get(reverse("web:owner-dataset-columns", args=[dataset.public_id])).status_code == 404
     assert not Listing.objects.get(pk=listing.pk).is_open
+    mine = client.get(reverse("web:owner-listing", args=[listing.pk]))  # its sales stay on show
+    assert mine.status_code == 200 and CLOSED_DATASET_REMOVED in mine.content.decode()
+    assert 'id="budget-link"' not in mine.content.decode() and 'id="reopen-form"' not in mine.content.decode()
+    assert "Its dataset was removed: this listing stays closed." in mine.content.decode()
