@@ -18,6 +18,7 @@ from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
     dataset_create,
+    dataset_remove,
     listing_close,
     listing_create,
     listing_create_microdata,
@@ -328,6 +329,17 @@ class DatasetDetailView(APIView):
         form.is_valid(raise_exception=True)
         dataset_columns_set(owner=request.user, dataset_id=dataset.public_id, columns=form.validated_data["columns"])
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
+
+    @extend_schema(
+        operation_id="datasets_remove", request=None, responses={204: None, **documented(404, 409)},
+        description="Remove the dataset: its listings close (buyers see why), no listing can be made on it, and its "
+        "stored files are deleted; every purchase, release, ledger row and budget change stays on record. A dataset "
+        "that failed to process goes entirely. Removing it again is a 204; another owner's is a 404; one still "
+        "being processed is a 409.",
+    )
+    def delete(self, request, dataset_id: str):
+        dataset_remove(owner=request.user, dataset_id=dataset_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class DatasetBudgetView(APIView):

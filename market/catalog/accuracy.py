@@ -22,6 +22,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from market.core.fields import LEVEL_QUANTUM
+from market.core.levels import level_text, rounded_text
 
 from .spec import KINDS, MICRODATA_CURVE_NAME, Plan, SizeRelease
 
@@ -59,7 +60,8 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
                 shown = f"{name} ({curve['note']})" if curve["note"] else name
                 out.append({"name": name, "kind": "mean", "bound": curve["bound"], "assumes_records": None,
                             "assumption": "", "shown": shown, "too_few": curve["too_few"], "note": curve["note"],
-                            "labels": (curve["name"], plan.labels[total], plan.labels[count])})
+                            "labels": (curve["name"], plan.labels[total], plan.labels[count]),
+                            "range": (stat["lower"], stat["upper"])})
             continue
         curve = kind.curve(stat, where, plan, records=records)
         if curve is None:
@@ -75,7 +77,8 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
             assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
         out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
                     "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name,
-                    "too_few": False, "note": "", "labels": _labels(kind, stat, where, plan)})
+                    "too_few": False, "note": "", "labels": _labels(kind, stat, where, plan),
+                    "range": curve.get("range")})
     return out
 
 
@@ -90,7 +93,7 @@ def microdata_curves(md) -> list[dict]:
     decoded count, the same for each bit (the number of records is public, nothing is assumed)."""
     name = MICRODATA_CURVE_NAME
     return [{"name": name, "kind": "microdata", "bound": md.bound, "assumes_records": None, "assumption": "",
-             "shown": name, "too_few": False, "note": "", "labels": ()}]
+             "shown": name, "too_few": False, "note": "", "labels": (), "range": (0, md.records)}]
 
 
 def bounds_at(curves: list[dict], eps) -> list[dict]:
@@ -120,6 +123,29 @@ def target_examples(curves: list[dict], most: int = 4) -> list[str]:
     names = [c["name"] for c in curves]
     labels = [label for c in curves for label in c.get("labels", ()) if label not in names]
     return list(dict.fromkeys(names[:most] + labels[:most]))
+
+
+def _plain(value) -> str:
+    return f"{Decimal(str(value)).normalize():f}"
+
+
+def wide_bounds(statistics: list[dict]) -> list[dict]:
+    """The statistics (figures of :func:`bounds_at`) whose 95% interval, ± the error bound, is wider than
+    the whole range their true value can take (``range``, where it is public: 0 to n for a count of n
+    records, a mean's clamp range): at such a level an answer says next to nothing about the data."""
+    return [s for s in statistics if s.get("range") is not None and not s.get("too_few")
+            and 2 * s["error_bound"] > float(s["range"][1]) - float(s["range"][0])]
+
+
+def warning(statistics: list[dict], eps) -> str | None:
+    """A plain sentence for a quote whose figures say next to nothing (:func:`wide_bounds`), or None."""
+    wide = wide_bounds(statistics)
+    if not wide:
+        return None
+    parts = [f"{s['name']} is within ±{rounded_text(s['error_bound'], -1, up=True)} but can only lie between "
+             f"{_plain(s['range'][0])} and {_plain(s['range'][1])}" for s in wide]
+    return (f"At ε {level_text(Decimal(eps))} the answers are mostly noise: {'; '.join(parts)}. "
+            "The error interval is wider than everything the value could be; a higher level narrows it.")
 
 
 def misses(curves: list[dict], targets: list[tuple[str | None, Decimal]], eps) -> list[tuple[dict, Decimal, float]]:

@@ -679,10 +679,11 @@ def _summaries(con, raw_path: str, names: list[str], columns: list[dict], readin
             ).fetchall()
             column["categories"] = [{"value": c, "count": n} for c, n in rows]
             if len(rows) < TOP_CATEGORIES:
-                column["distinct"] = len(rows)  # every category is in the list
+                column["distinct"], column["distinct_exact"] = len(rows), True  # every category is in the list
                 continue
         distinct = column["distinct"]
-        if distinct is not None and distinct <= 10 * TOP_CATEGORIES:  # few: count them exactly
+        column["distinct_exact"] = distinct is not None and distinct <= 10 * TOP_CATEGORIES  # else an estimate
+        if column["distinct_exact"]:  # few: count them exactly
             need, value = {"integer": ("n", f"n{i}"), "decimal": ("n", f"n{i}"), "date": ("t", f"t{i}"),
                            "datetime": ("t", f"t{i}")}.get(kind, ("", f"CASE WHEN NOT m{i} THEN {v} END"))
             column["distinct"] = con.execute(
@@ -691,6 +692,12 @@ def _summaries(con, raw_path: str, names: list[str], columns: list[dict], readin
 
 
 # --------------------------------------------------------------------------- confirmation and the typed file
+
+
+def markers_text(markers) -> str:
+    """The missing-value markers found in a column, for a sentence's parentheses: ``"empty, NA"`` (an
+    empty cell is stored as the marker ``"(empty)"``, which would read "((empty))")."""
+    return ", ".join("empty" if m == "(empty)" else m for m in markers or [])
 
 
 def _cells(n: int) -> str:
@@ -743,7 +750,7 @@ def check_columns(current: list[dict], changes: list) -> tuple[list[dict], dict[
             )
             continue
         if policy == "none" and kind != "ignored" and column.get("missing_count"):
-            markers = ", ".join(column.get("markers") or [])
+            markers = markers_text(column.get("markers"))
             line = column.get("missing_line")
             problems[name] = (
                 f"column {name!r}: {_cells(column['missing_count'])} missing ({markers})"

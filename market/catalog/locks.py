@@ -12,11 +12,12 @@ from market.core.locks import Rank, taken
 from .models import Dataset, Listing, UploadSession
 
 
-def dataset_lock(*, owner, dataset_id: str) -> Dataset | None:
+def dataset_lock(*, owner, dataset_id: str, removed: bool = False) -> Dataset | None:
     """The owner's dataset of public id ``dataset_id``, locked for update (listings on it are
-    then created one at a time); None if the owner has no such dataset."""
+    then created one at a time); None if the owner has no such dataset (or removed it, unless
+    ``removed``)."""
     taken(Rank.DATASET, f"dataset {dataset_id}")
-    return visibility.owned_datasets(owner).select_for_update().filter(public_id=str(dataset_id)).first()
+    return visibility.owned_datasets(owner, removed=removed).select_for_update().filter(public_id=str(dataset_id)).first()
 
 
 def dataset_lock_pk(*, pk: int) -> Dataset | None:

@@ -87,6 +87,12 @@ class Dataset(models.Model):
     )
     record_name_plural = models.CharField(max_length=60, default="records", help_text="e.g. 'patients'")
     created_at = models.DateTimeField(auto_now_add=True)
+    removed_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="when its owner removed it (market.catalog.services.dataset_remove): hidden from the owner's "
+        "pages, its listings closed, its stored files deleted; kept as a row for what the ledger, the releases and "
+        "the budget's history refer to",
+    )
     version = models.PositiveBigIntegerField(
         default=0, editable=False,
         help_text="bumped by every change of what a listing's answer or budget check reads (the typed file, the "
@@ -119,6 +125,13 @@ class Dataset(models.Model):
     @property
     def column_names(self) -> list[str]:
         return [c if isinstance(c, str) else c["name"] for c in self.columns or []]
+
+    @property
+    def kept_column_names(self) -> list[str]:
+        """The columns buyers may read about: every column but those the owner set to "ignored"
+        (left out of the typed file, named by no statistic)."""
+        return [c if isinstance(c, str) else c["name"] for c in self.columns or []
+                if isinstance(c, str) or c.get("type") != "ignored"]
 
     @property
     def numeric_column_names(self) -> list[str]:

@@ -165,16 +165,35 @@ class PriceCurve:
         return {"kind": "compensation", "margin": str(self.margin)}
 
     def formula(self) -> str:
-        if self.kind == "linear":
-            return f"P(ε) = {self.c} × ε credits"
-        if self.kind == "power":
-            return f"P(ε) = {self.c} × ε^{self.p.normalize()} credits"
-        m = self.compensation
-        people = f" × {m.people:,} people" if m.people is not None else ""
-        return (
-            f"P(ε) = {self.margin.normalize()}{people} × ({m.E_min.normalize()} + "
-            f"{m.E.normalize()} × e^(−{m.rate.normalize()}/ε)) credits"
-        )
+        """The curve in words, as every page and the API show it: :func:`price_formula`."""
+        return price_formula(self)
+
+
+def number_text(value) -> str:
+    """A figure of a formula written plainly: no exponent, no trailing zeros, thousands grouped
+    (``4E+3`` -> ``4,000``, ``0.10`` -> ``0.1``, ``2.50`` -> ``2.5``)."""
+    number = Decimal(value).normalize()
+    return f"{number:,f}" if number else "0"
+
+
+def money_text(value) -> str:
+    """An amount of credits: always two places, thousands grouped (``10`` -> ``10.00``)."""
+    return f"{Decimal(value).quantize(MONEY_QUANTUM, rounding=ROUND_HALF_UP):,f}"
+
+
+def price_formula(curve: PriceCurve) -> str:
+    """``P(ε)`` in words, the one place it is written: ``P(ε) = 10.00 × ε credits``,
+    ``P(ε) = 2.50 × ε^1.5 credits``, ``P(ε) = 0.1 × 4,000 × e^(−1/ε) credits`` (an ``E_min`` of 0
+    is left out), ``P(ε) = 0.1 × 344 people × (5 + 40 × e^(−2/ε)) credits``."""
+    if curve.kind == "linear":
+        return f"P(ε) = {money_text(curve.c)} × ε credits"
+    if curve.kind == "power":
+        return f"P(ε) = {money_text(curve.c)} × ε^{number_text(curve.p)} credits"
+    m = curve.compensation
+    people = f" × {m.people:,} {'person' if m.people == 1 else 'people'}" if m.people is not None else ""
+    term = f"{number_text(m.E)} × e^(−{number_text(m.rate)}/ε)"
+    cost = f"({number_text(m.E_min)} + {term})" if m.E_min else term
+    return f"P(ε) = {number_text(curve.margin)}{people} × {cost} credits"
 
 
 def _money(value: Decimal) -> Decimal:

@@ -42,12 +42,14 @@ def owned_listings(user) -> QuerySet:
     return Listing.objects.select_related("dataset").filter(dataset__owner=user)
 
 
-def owned_datasets(user) -> QuerySet:
+def owned_datasets(user, *, removed: bool = False) -> QuerySet:
+    """The user's datasets; those they removed (``Dataset.removed_at``) only with ``removed``."""
     from market.catalog.models import Dataset
 
     if not _authenticated(user):
         return Dataset.objects.none()
-    return Dataset.objects.filter(owner=user)
+    qs = Dataset.objects.filter(owner=user)
+    return qs if removed else qs.filter(removed_at__isnull=True)
 
 
 def owned_uploads(user) -> QuerySet:

@@ -79,6 +79,8 @@ class Quote:
     statistics: list[dict] = field(default_factory=list)
     # the accuracy targets this level was chosen for (None: the buyer named the level)
     target: list[dict] | None = None
+    # a plain sentence when this level's figures say next to nothing (``market.catalog.accuracy.warning``)
+    warning: str | None = None
 
 
 def _refuse_owner(listing: Listing, buyer) -> None:
@@ -149,6 +151,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         eps = parse_level(epsilon)
     # a visitor who is not signed in holds nothing and owns nothing: only the ceiling and the cap apply
     cap = _check_step(listing, buyer, current, eps)
+    statistics = accuracy.bounds_at(curves, eps)
     return Quote(
         listing_id=listing.pk,
         epsilon=eps,
@@ -159,8 +162,9 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
         cap_bound=cap.together,
         price=_step_price(listing, current, eps),
         accuracy=listing_accuracy(listing, eps),
-        statistics=accuracy.bounds_at(curves, eps),
+        statistics=statistics,
         target=None if target is None else [{"name": name, "error_bound": bound} for name, bound in target],
+        warning=accuracy.warning(statistics, eps),
     )
 
 

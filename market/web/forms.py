@@ -39,10 +39,9 @@ class CatalogueFilterForm(forms.Form):
     )
 
 
-def _records_field(help_text=""):
+def _records_field():
     return forms.IntegerField(
         required=False, min_value=1, max_value=10**9, label="Records in each mean's cell (assumed)",
-        help_text=help_text,
         widget=forms.NumberInput(attrs={"inputmode": "numeric", "autocomplete": "off"}),
     )
 
@@ -51,13 +50,19 @@ def assume_records(form, default: int) -> None:
     """Show a form's records field with the default the figures assume when it is left empty."""
     field = form.fields["records"]
     field.widget.attrs["placeholder"] = str(default)
-    field.help_text = field.help_text.format(default=default)
+    if getattr(form, "records_help", None):
+        field.help_text = form.records_help(default)
 
 
 class BuyForm(forms.Form):
+    @staticmethod
+    def records_help(default: int) -> str:
+        """The records field's help, built when the default is known (never a template left unfilled)."""
+        return ("A mean's bound depends on how many records its cell holds, which stays private: "
+                f"the figures assume this many (default {default:,}).")
+
     epsilon = forms.CharField(label="Buy up to ε", widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}))
-    records = _records_field("A mean's bound depends on how many records its cell holds, which stays private: "
-                             "the figures assume this many (default {default:,}).")
+    records = _records_field()
     #: the price the Confirm button showed: the purchase pays at most this (a higher price asks again)
     max_price = forms.DecimalField(required=False, min_value=0, max_digits=14, decimal_places=2,
                                    widget=forms.HiddenInput)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/columns/", owner_views.dataset_columns, name="owner-dataset-columns"),
     path("datasets/<str:dataset_id>/status/", owner_views.dataset_status, name="owner-dataset-status"),
     path("datasets/<str:dataset_id>/budget/", owner_views.dataset_budget, name="owner-dataset-budget"),
+    path("datasets/<str:dataset_id>/remove/", owner_views.dataset_remove_view, name="owner-dataset-remove"),
     path("datasets/<str:dataset_id>/sampled-sensitivity/", owner_views.dataset_sampled_sensitivity,
          name="owner-dataset-sampled-sensitivity"),
     path("listings/new/", owner_views.listing_new, name="owner-listing-new"),

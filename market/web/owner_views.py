@@ -27,11 +27,13 @@ from market.catalog.spec.columns import MISSING as MISSING_POLICIES
 from market.catalog.spec.columns import NUMERIC as NUMERIC_TYPES
 from market.catalog.spec.columns import TYPES as COLUMN_TYPES
 from market.catalog.spec.columns import Column
+from market.catalog.ingest import TOP_CATEGORIES, markers_text
 from market.catalog.uploads import too_large_message
 from market.catalog.services import (
     dataset_budget_set,
     dataset_columns_set,
     dataset_create,
+    dataset_remove,
     listing_check,
     listing_close,
     listing_create,
@@ -261,9 +263,28 @@ def dataset_columns(request, dataset_id: str):
         column = column if isinstance(column, dict) else {"name": column, "type": "decimal", "missing": "none"}
         seen = [{"value": _value_text(c["value"] if isinstance(c, dict) else c),
                  "count": c.get("count") if isinstance(c, dict) else None} for c in column.get("categories") or []]
-        rows.append({"index": i, **column, "top": [c["value"] for c in seen[:8]], "seen": seen})
+        rows.append({"index": i, **column, "top": [c["value"] for c in seen[:8]], "seen": seen,
+                     "markers_text": markers_text(column.get("markers")),
+                     # a large distinct count is an estimate (datasets read before the flag: above 500 values)
+                     "distinct_about": not column.get("distinct_exact", (column.get("distinct") or 0) <= 10 * TOP_CATEGORIES)})
     seen = [row for row in rows if row["seen"] or row.get("min") is not None]
     return render(request, "owner/dataset_columns.html", {**context, "rows": rows, "errors": errors, "seen": seen})
+
+
+@require_POST
+@login_required
+@owner_required
+def dataset_remove_view(request, dataset_id: str):
+    """Remove the dataset (the page's "Remove" button, after its confirm): back to the dashboard."""
+    dataset = _dataset_context(request, dataset_id)["dataset"]  # 404 for one that is not the owner's
+    try:
+        dataset_remove(owner=request.user, dataset_id=dataset.public_id)
+    except DomainError as exc:
+        messages.error(request, f"“{dataset.name}” was not removed: {exc.message}.")
+        return redirect("web:owner-dataset-columns", dataset_id=dataset.public_id)
+    messages.success(request, f"“{dataset.name}” is removed: its listings are closed (their buyers keep what they "
+                              "bought) and its stored files are deleted.")
+    return redirect("web:owner")
 
 
 def _value_text(value) -> str:

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from market.catalog import selectors as catalog
 from market.catalog import sizes
+from market.catalog import accuracy
 from market.catalog.accuracy import default_records, statistic_curves
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.selectors import listing_plan
@@ -118,12 +119,13 @@ def microdata_ladder(listing, held: Decimal, cap: Decimal) -> dict | None:
     if not listing.release_mechanism.sells_records:
         return None
     md = listing.microdata()
+    curves = accuracy.microdata_curves(md)
     rows = []
     for eps in md.levels:
         p, q = md.rates(eps)
         rows.append({"level": eps, "held": eps <= held, "above_cap": eps > cap,
                      "price": price_increment(listing, held, eps) if eps > held else None,
-                     "p": p, "q": q, "bound": md.bound(eps)})
+                     "p": p, "q": q, "bound": md.bound(eps), "mostly_noise": bool(accuracy.wide_bounds(accuracy.bounds_at(curves, eps)))})
     return {"rows": rows, "records": md.records, "bits": md.bits, "weight": md.weight, "columns": md.describe(),
             "labels": md.labels, "bloom": any(f.encoding == "bloom" for f in md.fields), "salt": md.salt,
             "buyable": [row["level"] for row in rows if not row["held"] and not row["above_cap"]]}
@@ -230,7 +232,8 @@ def listing_buy(request, listing_id):
             balance = ledger.wallet_balance(user=request.user)
             form.add_error(None, f"Not enough credits: nothing was bought. Your wallet holds {balance:.2f} credits.")
         else:
-            form.add_error("epsilon" if "epsilon" in exc.fields else None, exc.fields.get("epsilon", [exc.message])[0])
+            # beside the Confirm button the buyer pressed (the level itself was a hidden field of that form)
+            form.add_error(None, exc.fields.get("epsilon", [exc.message])[0])
         return listing_detail(request, listing_id, buy_form=form, status=exc.status)
     purchase = result.purchase
     if result.created:

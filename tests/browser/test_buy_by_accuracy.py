@@ -79,8 +79,8 @@ def test_a_buyer_buys_the_cheapest_level_that_meets_a_bound(browse, worker, list
     expect(page.get_by_role("heading", name=f"Your level: ε = {level}")).to_be_visible()
 
 
-def test_buy_by_accuracy_without_javascript(chromium, live_server, listing, users):  # noqa: F811
-    users("dan")
+def test_buy_by_accuracy_without_javascript(chromium, live_server, listing, users, fund):  # noqa: F811
+    fund(users("dan"), 100)  # a wallet that can pay: the quote's Confirm
     context = chromium.new_context(base_url=live_server.url, java_script_enabled=False, viewport={"width": 390, "height": 844})
     page = context.new_page()
     log_in(page, "dan")

@@ -107,6 +107,8 @@ def test_each_statistic_has_a_chart_of_its_own_that_fits_the_screen(open_as, sho
 def test_the_owners_charts_fit_and_write_levels_as_people_do(open_as, shop, shot, size):
     page = open_as(shop["owner"], size)
     page.goto(f"/owner/listings/{shop['listing'].pk}/")
+    for summary in page.locator("details.reference > summary").all():  # the reference sections, unfolded
+        summary.click()
     charts = {c["id"]: c for c in page.evaluate(GEOMETRY)}
     assert set(charts) == {"privacy-gauge", "revenue-chart", "profile-chart", "budget-chart"}
     for chart in charts.values():

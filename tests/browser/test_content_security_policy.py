@@ -72,6 +72,8 @@ def check(page, path, *, charts=0):
     assert response.status == 200, path
     assert "'unsafe-inline'" not in response.headers["content-security-policy"]
     page.wait_for_load_state("networkidle")
+    for summary in page.locator("details.reference > summary").all():  # folded reference sections, unfolded
+        summary.click()
     if charts:
         # the charts are SVG drawn by the server: in the page as it arrives, with no style attribute
         drawn = page.locator("figure svg.plot")

@@ -66,7 +66,7 @@ def test_an_owner_renames_reprices_closes_and_reopens_a_listing(browse, owned, u
     page.locator("#manage").get_by_label(re.compile(r"^Power p")).fill("1.5")
     page.locator("#manage").get_by_role("button", name="Change the price").click()
     expect(page.get_by_text("The new price applies to purchases from now on")).to_be_visible()
-    expect(page.locator("#price-change-note")).to_contain_text("P(ε) = 4 × ε^1.5 credits")
+    expect(page.locator("#price-change-note")).to_contain_text("P(ε) = 4.00 × ε^1.5 credits")
 
     page.locator("#manage").get_by_label(re.compile("^Reason")).fill("Paused while the clinics check the data.")
     page.get_by_role("button", name="Close the listing").click()

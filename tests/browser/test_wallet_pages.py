@@ -65,27 +65,26 @@ def test_a_short_wallet_is_warned_refused_with_its_reason_and_topped_up(browse, 
     page.get_by_label("Buy up to ε").fill("2")
     page.get_by_role("button", name="See the price").click()
     short = page.locator("#wallet-short")
-    expect(short).to_contain_text("Your wallet is 20.00 credits short of this price: it holds 0.00 credits.")
-    expect(page.locator("#quote-wallet")).to_have_text("Wallet: 0.00 credits")
-
-    page.get_by_role("button", name="Confirm: pay 20.00 credits").click()
-    error = page.locator("#buy-error")
-    expect(error).to_have_text("Not enough credits: nothing was bought. Your wallet holds 0.00 credits.")
-    error.scroll_into_view_if_needed()
-    expect(error).to_be_in_viewport()
-    expect(page.get_by_role("heading", name="Quote: ε 0 → 2")).to_be_visible()  # the quote stays
+    expect(short).to_contain_text("Your wallet cannot pay this: it is 20.00 credits short.")
+    expect(short).to_contain_text("It holds 0.00 credits; this level costs 20.00 credits.")
+    # no Confirm that must fail: the way to add credits instead, in view beside the quote
+    expect(page.get_by_role("button", name=re.compile("Confirm: pay"))).to_have_count(0)
+    short.scroll_into_view_if_needed()
+    expect(short).to_be_in_viewport()
+    expect(page.get_by_role("heading", name="Quote: ε 0 → 2")).to_be_visible()
     fits(page)
     shot(page, f"wallet-short-{size[0]}")
     assert not Purchase.objects.exists()
 
     # the demo top-up on the quote itself, prefilled with what is missing, comes back to the quote
     expect(page.get_by_label("Top up (credits)")).to_have_value("20.00")
-    page.get_by_role("button", name="Top up (demo)").click()
+    page.get_by_role("button", name="Add 20.00 credits (demo)").click()
     expect(page.get_by_text("Added 20.00 credits.")).to_be_visible()
     assert re.search(rf"/listings/{listing.pk}/\?epsilon=2#buy$", page.url)
     expect(page.get_by_role("heading", name="Quote: ε 0 → 2")).to_be_visible()
     expect(page.locator("#wallet-short")).to_have_count(0)
     expect(page.locator("#quote-wallet")).to_have_text("Wallet: 20.00 credits")
+    expect(page.get_by_role("button", name="Confirm: pay 20.00 credits")).to_be_visible()  # now it can pay
     from market.accounts.models import User
 
     assert wallet_balance(user=User.objects.get(username="nina")) == Decimal("20.00")

@@ -71,7 +71,7 @@ def test_an_id_and_a_city_column_are_read_not_refused(tmp_path):
     assert cols["city"]["distinct"] == 5
     # confirming income as complete is refused with one summary sentence, not ten
     _, problems = ingest.check_columns(list(cols.values()), [{"name": "income", "missing": "none"}])
-    assert problems == {"income": "column 'income': 10 cells missing ((empty)), first at line 4; choose exclude or category, not none"}
+    assert problems == {"income": "column 'income': 10 cells missing (empty), first at line 4; choose exclude or category, not none"}
     _, problems = ingest.check_columns(list(cols.values()), [{"name": "city", "type": "integer"}])
     assert "500 values are not whole numbers, first at line 2 ('Bergen')" in problems["city"]
 

@@ -71,9 +71,12 @@ def test_pages_hide_buying_and_top_up_from_a_non_buyer(client, seller, listing, 
     assert wallet_balance(user=seller) == Decimal("0.00") and not Purchase.objects.exists()
 
 
-def test_pages_still_offer_buying_and_top_up_to_a_buyer(client, buyer, listing, settings):
+def test_pages_still_offer_buying_and_top_up_to_a_buyer(client, buyer, listing, settings, fund):
     settings.DEMO_MODE = True
     client.force_login(buyer)
+    page = client.get(f"/listings/{listing.pk}/?epsilon=1").content.decode()
+    assert "Add 10.00 credits (demo)" in page and 'id="not-buyer"' not in page  # an empty wallet: add credits first
+    fund(buyer, 10)
     page = client.get(f"/listings/{listing.pk}/?epsilon=1").content.decode()
     assert "Confirm: pay 10.00 credits" in page and 'id="not-buyer"' not in page
     assert "Top up (demo)" in client.get("/library/").content.decode()

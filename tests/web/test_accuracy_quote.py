@@ -82,8 +82,9 @@ def test_a_public_size_mean_stays_exact_and_the_page_asks_no_assumption(client, 
     assert "Records in each mean" not in html  # nothing to assume
 
 
-def test_buy_by_accuracy_fills_the_quote_card(client, legacy, buyer):
+def test_buy_by_accuracy_fills_the_quote_card(client, legacy, buyer, fund):
     listing = legacy
+    fund(buyer, 10_000)  # a wallet that can pay: the Confirm button
     client.force_login(buyer)
     page = client.get(f"/listings/{listing.pk}/", {"within": "1", "statistic": "mean(age)"})
     assert page.status_code == 200

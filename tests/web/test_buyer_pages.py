@@ -67,7 +67,7 @@ def test_catalogue_search_filter_sort_and_pages(client, make_listing, owner):
     assert f"/listings/{cheap.pk}/" in page_text(client.get("/?sort=price"))
 
 
-def test_listing_page_shows_offer_charts_and_a_quote(client, listing, buyer):
+def test_listing_page_shows_offer_charts_and_a_quote(client, listing, buyer, fund):
     text = page_text(client.get(f"/listings/{listing.pk}/"))
     assert "Histogram of age in 50 bins" in text and "Mean of age" in text
     assert "<dt>Records</dt><dd>private</dd>" in text
@@ -83,6 +83,7 @@ def test_listing_page_shows_offer_charts_and_a_quote(client, listing, buyer):
     outside = text[:size] + text[text.index("</section>", size):]
     assert ">500<" not in outside and "500.0" not in outside
     client.force_login(buyer)
+    fund(buyer, 5)  # a wallet that can pay: the Confirm button (an empty one gets a way to add credits instead)
     quoted = page_text(client.get(f"/listings/{listing.pk}/?epsilon=0.5"))
     assert "5.00 credits" in quoted and "Confirm: pay 5.00 credits" in quoted
     assert 'name="idempotency_key"' in quoted and "csrfmiddlewaretoken" in quoted

@@ -24,8 +24,12 @@ def test_a_purchase_refused_for_credits_says_why_and_keeps_the_quote(client, lis
     assert response.status_code == 402
     page = text(response)
     assert 'id="buy-error"' in page and "Not enough credits: nothing was bought. Your wallet holds 0.00 credits." in page
-    assert "Quote: ε 0 → 2" in page and "Confirm: pay 20.00 credits" in page  # the quote is still there
-    assert "Your wallet is 20.00 credits short" in page
+    assert "Quote: ε 0 → 2" in page  # the quote is still there, without a Confirm that must fail again
+    assert "Confirm: pay" not in page and "Your wallet cannot pay this: it is 20.00 credits short." in page
+    # the reason is where the buyer looks: beside the quote, and focused (the browser scrolls to it)
+    card = page[page.index("Quote: ε 0 → 2"):]
+    assert card.index('id="buy-error"') < card.index('id="wallet-short"')
+    assert re.search(r'id="buy-error"[^>]*autofocus', page)
     assert not Purchase.objects.exists() and wallet_balance(user=buyer) == Decimal("0.00")
 
 
@@ -34,13 +38,13 @@ def test_the_quote_warns_of_a_short_wallet_with_a_demo_top_up_back_to_the_quote(
     fund(buyer, 5)
     client.force_login(buyer)
     page = text(client.get(f"/listings/{listing.pk}/?epsilon=2"))
-    assert "Your wallet is 15.00 credits short</strong> of this price: it holds 5.00 credits." in page
-    assert 'name="next" value="/listings/%d/?epsilon=2#buy"' % listing.pk in page and "Top up (demo)" in page
-    assert "Wallet: 5.00 credits" in page  # the quote card's balance is the buyer's
+    assert "Your wallet cannot pay this: it is 15.00 credits short.</strong> It holds 5.00 credits; this level costs 20.00 credits." in page
+    assert 'name="next" value="/listings/%d/?epsilon=2#buy"' % listing.pk in page and "Add 15.00 credits (demo)" in page
+    assert "Confirm: pay" not in page  # no Confirm that must fail
     response = client.post("/wallet/top-up/", {"amount": "15.00", "next": f"/listings/{listing.pk}/?epsilon=2#buy"})
     assert response.status_code == 302 and response["Location"] == f"/listings/{listing.pk}/?epsilon=2#buy"
     page = text(client.get(f"/listings/{listing.pk}/?epsilon=2"))
-    assert "credits short" not in page and "Wallet: 20.00 credits" in page
+    assert "credits short" not in page and "Wallet: 20.00 credits" in page and "Confirm: pay 20.00 credits" in page
 
 
 def test_a_top_up_never_sends_anyone_elsewhere(client, buyer, settings):
@@ -55,8 +59,8 @@ def test_outside_demo_mode_the_quote_says_how_the_wallet_is_funded(client, listi
     settings.DEMO_MODE = False
     client.force_login(buyer)
     page = text(client.get(f"/listings/{listing.pk}/?epsilon=1"))
-    assert "Your wallet is 10.00 credits short" in page and "ask them to fund the wallet of <strong>bob</strong>" in page
-    assert "Top up (demo)" not in page
+    assert "it is 10.00 credits short" in page and "ask them to fund the wallet of <strong>bob</strong>" in page
+    assert "(demo)" not in page and "Confirm: pay" not in page and 'href="/library/#wallet" id="add-credits"' in page
 
 
 def test_no_warning_when_the_wallet_holds_enough(client, listing, buyer, fund):

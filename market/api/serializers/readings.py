@@ -75,6 +75,10 @@ class QuoteSerializer(serializers.Serializer):
         "its 95% error bound at this level")
     target = TargetEchoSerializer(many=True, allow_null=True, help_text="the targets this level was chosen for "
                                   "(null: you named the level)")
+    warning = serializers.CharField(
+        allow_null=True, help_text="a plain sentence when this level's answers are mostly noise: a statistic's 95% "
+        "interval (± its error bound) is wider than the whole range its value can take (0 to n for a count of n "
+        "records, a mean's clamp range); null when none")
 
 
 @extend_schema_field({"type": "number"})

@@ -2,7 +2,14 @@
 what they share is in :mod:`.common`. Everything callers use is re-exported here."""
 
 from ..processing import dataset_process, dataset_queue, new_job
-from .datasets import dataset_budget_set, dataset_columns_set, dataset_create, same_content_notice
+from .datasets import (
+    CLOSED_DATASET_REMOVED,
+    dataset_budget_set,
+    dataset_columns_set,
+    dataset_create,
+    dataset_remove,
+    same_content_notice,
+)
 from .listings import (
     CLOSED_BY_OWNER,
     listing_answers_rotate,
@@ -15,7 +22,8 @@ from .listings import (
 )
 
 __all__ = [
-    "CLOSED_BY_OWNER", "dataset_budget_set", "dataset_columns_set", "dataset_create", "dataset_process",
+    "CLOSED_BY_OWNER", "CLOSED_DATASET_REMOVED", "dataset_budget_set", "dataset_columns_set", "dataset_create",
+    "dataset_process", "dataset_remove",
     "dataset_queue", "listing_answers_rotate", "listing_check", "listing_close", "listing_create",
     "listing_create_microdata", "listing_reopen", "listing_update", "new_job", "same_content_notice",
 ]

@@ -10,12 +10,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from market.core import ids, visibility
-from market.core.errors import InvalidInput, NotFound
+from market.core.errors import Conflict, InvalidInput, NotFound
 from market.core.levels import level_text, parse_level
 
 from .. import chunks, files, ingest, uploads
-from ..locks import dataset_lock, dataset_lock_any
-from ..models import Dataset, DatasetBudgetChange, Listing
+from ..locks import dataset_lock, dataset_lock_any, listing_lock
+from ..models import Dataset, DatasetBudgetChange, Listing, UploadSession
 from ..processing import dataset_queue, new_job
 from ..selectors import ceilings_needed
 from .common import _require_owner, _text
@@ -256,3 +256,53 @@ def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str) -> Datase
     return dataset
 
 
+
+
+#: what buyers read on a listing closed because its dataset was removed
+CLOSED_DATASET_REMOVED = ("Closed: its owner removed the dataset it was built on, so nothing more is sold. "
+                          "Releases already bought stay readable.")
+
+
+def dataset_remove(*, owner, dataset_id: str) -> None:
+    """Remove one of the owner's datasets (404 if it is not theirs; removing it again changes nothing).
+
+    Its open listings are closed, with a reason buyers see (:data:`CLOSED_DATASET_REMOVED`), and
+    cannot be reopened; no listing can be made on it. Everything spent and released stays on record:
+    the dataset's row (``removed_at`` set; the owner's pages and the API no longer show it), its
+    listings with their noise paths and sealed answers (every release is read off those, never off the
+    dataset's files), the purchases, releases and ledger rows, and the budget's history. Its stored
+    files (the upload, the text and typed tables, an upload's parts) are deleted once the removal
+    commits: no release needs them.
+
+    A dataset that failed to process, with no budget history, is removed outright (row and files):
+    nothing was ever listed or released on it. A dataset still being processed is refused (409):
+    it is removed once it is ready or has failed."""
+    _require_owner(owner)
+    with transaction.atomic():
+        dataset = dataset_lock(owner=owner, dataset_id=dataset_id, removed=True)
+        if dataset is None:
+            raise NotFound("no such dataset among yours", fields={"dataset": ["Choose one of your datasets."]})
+        if dataset.removed_at is not None:
+            return
+        if dataset.status == Dataset.Status.PROCESSING:
+            raise Conflict(
+                "the dataset is still being processed: remove it once it is ready or has failed",
+                code="still_processing", fields={"dataset": ["Still being processed."]},
+            )
+        stored = [dataset.upload_file, dataset.raw_file, dataset.typed_file]
+        session = UploadSession.objects.filter(dataset=dataset).first()
+        stored += [part["name"] for part in session.parts] if session else []
+        outright = (dataset.status == Dataset.Status.FAILED and not Listing.objects.filter(dataset=dataset).exists()
+                    and not DatasetBudgetChange.objects.filter(dataset=dataset).exists())
+        if outright:
+            dataset.delete()  # its upload session goes with it
+        else:
+            for pk in Listing.objects.filter(dataset=dataset, is_open=True).order_by("pk").values_list("pk", flat=True):
+                listing = listing_lock(owner=owner, listing_id=pk)  # after the dataset's: the lock order
+                listing.is_open, listing.closed_reason = False, CLOSED_DATASET_REMOVED
+                listing.save(update_fields=["is_open", "closed_reason"])
+            dataset.removed_at = timezone.now()
+            dataset.upload_file = dataset.raw_file = dataset.typed_file = ""
+            dataset.version += 1  # what a listing computed outside the lock read is gone
+            dataset.save(update_fields=["removed_at", "upload_file", "raw_file", "typed_file", "version"])
+        transaction.on_commit(lambda: files.delete(*stored))

@@ -516,6 +516,9 @@ def listing_reopen(*, owner, listing_id) -> Listing:
         listing = _owned_listing_locked(owner, listing_id)
         if listing.is_open:
             return listing
+        if dataset is None:  # removed by its owner (market.catalog.services.dataset_remove)
+            raise Conflict("this listing cannot be reopened: its dataset was removed", code="cannot_reopen",
+                           fields={"listing": ["Its dataset was removed."]})
         _require_owner_still(owner)
         try:
             if listing.release_mechanism.sells_records:

@@ -39,6 +39,12 @@ class Count(Kind):
         return _object("count", {"where": _S_WHERE, **_S_BY}, (),
                        "the number of records, optionally filtered and per declared category")
 
+    def curve(self, stat, where, plan, records=None):
+        curve = super().curve(stat, where, plan, records)
+        if plan.neighbours.public:  # a count of a public number of records n lies in [0, n]
+            curve["range"] = (0, plan.neighbours.size)
+        return curve
+
     def curve_name(self, stat):
         return "count of records" + (" (each group)" if "by" in stat else "")
 

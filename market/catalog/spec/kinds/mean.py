@@ -165,7 +165,7 @@ class Mean(Sum):
         if len(where) == 1:
             i, n = where[0], plan.neighbours.size
             return {"name": self.curve_name(stat), "bound": lambda eps: min(width, plan.bound(i, eps) / n),
-                    "assumes_records": None}
+                    "assumes_records": None, "range": (stat["lower"], stat["upper"])}
         if records is None:
             return None
         total, count = where[0], where[len(where) // 2]  # every cell's sum (and count) has the same weight
@@ -175,7 +175,8 @@ class Mean(Sum):
             return mean_error_bound(plan.bound(total, eps, each), plan.bound(count, eps, each),
                                     stat["lower"], stat["upper"], records)
 
-        return {"name": self.curve_name(stat), "bound": bound, "assumes_records": records}
+        return {"name": self.curve_name(stat), "bound": bound, "assumes_records": records,
+                "range": (stat["lower"], stat["upper"])}
 
     def read(self, stat, labels, where, r):
         lower, upper = stat["lower"], stat["upper"]
