@@ -273,6 +273,16 @@ def test_owner_commands_datasets_listings_and_earnings(worker, live_server, owne
     moves = rows_of(gradual("earnings", "--statement", "--output", "csv", env=env, home=tmp_path).stdout)
     assert moves and moves[0]["balance_after"] == f"{balance:.2f}"
 
+    # removing the dataset closes its listing, keeps the sale on record and hides the dataset
+    assert "Traceback" not in gradual("datasets", "remove", uploaded["id"], env=bea_env, home=tmp_path, code=1).stderr
+    removed = gradual("datasets", "remove", uploaded["id"], env=env, home=tmp_path).stdout
+    assert removed.startswith(f"removed {uploaded['id']}")
+    assert rows_of(gradual("datasets", "--output", "csv", env=env, home=tmp_path).stdout) == []
+    seen = json.loads(gradual("listings", "--output", "json", env=env, home=tmp_path).stdout)
+    assert [(item["id"], item["is_open"]) for item in seen] == [(created["id"], False)]
+    assert ledger.earnings_balance(user=owner) == balance
+    gradual("datasets", "remove", uploaded["id"], env=env, home=tmp_path)  # again: nothing changes, no error
+
 
 # -- shell completion --------------------------------------------------------------------------------
 
@@ -292,7 +302,7 @@ def test_completion_scripts_are_made_from_the_parser(tmp_path):
     assert complete(bash, "gradual", "")[:3] == ["login", "configure", "listings"]
     assert complete(bash, "gradual", "pur") == ["purchases", "purchase"]
     assert complete(bash, "gradual", "listings", "c") == ["create", "close"]
-    assert complete(bash, "gradual", "--url", "http://x", "datasets", "")[:3] == ["list", "show", "upload"]
+    assert complete(bash, "gradual", "--url", "http://x", "datasets", "")[:4] == ["list", "show", "remove", "upload"]
     assert "--password-stdin" in complete(bash, "gradual", "login", "--pa")
     assert complete(bash, "gradual", "releases", "--output", "") == ["table", "csv", "json"]
     assert complete(bash, "gradual", "completion", "")[:3] == ["bash", "zsh", "fish"]

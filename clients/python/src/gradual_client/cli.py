@@ -361,6 +361,12 @@ def cmd_dataset_show(client: Client, args: argparse.Namespace, out: TextIO) -> i
     return OK
 
 
+def cmd_dataset_remove(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    client.remove_dataset(args.dataset)
+    out.write(f"removed {args.dataset}: its listings are closed; its sales and releases stay on record\n")
+    return OK
+
+
 # -- commands that set up, rather than call, the marketplace --------------------------------------------------
 
 
@@ -530,11 +536,14 @@ def parser() -> argparse.ArgumentParser:
     earnings = command("earnings", cmd_earnings, "owners: earnings not yet paid out, and payouts")
     earnings.add_argument("--statement", action="store_true", help="every movement of your earnings instead")
 
-    datasets = command("datasets", cmd_datasets, "your datasets (owners): list, show, upload")
+    datasets = command("datasets", cmd_datasets, "your datasets (owners): list, show, upload, remove")
     kept = datasets.add_subparsers(dest="action", metavar="ACTION")
     command("list", cmd_datasets, "your datasets", under=kept)
     show = command("show", cmd_dataset_show, "one dataset: its status, budget and columns", under=kept)
     show.add_argument("dataset", help="the dataset's id")
+    remove = command("remove", cmd_dataset_remove, "remove a dataset: its listings close, what was sold stays on "
+                     "record", under=kept)
+    remove.add_argument("dataset", help="the dataset's id")
     for upload in (command("upload", cmd_upload, "upload a CSV or Parquet file as a new dataset (owners)"),
                    command("upload", cmd_upload, "upload a CSV or Parquet file as a new dataset", under=kept)):
         upload.add_argument("file", help="the file's path")

@@ -505,6 +505,11 @@ class Client:
     def dataset(self, dataset_id: str) -> Dataset:
         return Dataset.from_json(self._json("GET", f"datasets/{dataset_id}/"))
 
+    def remove_dataset(self, dataset_id: str) -> None:
+        """Owners: remove a dataset. Its open listings close (buyers are told why) and it leaves your
+        datasets; what was spent and released on it stays on record. Removing it again changes nothing."""
+        self._json("DELETE", f"datasets/{dataset_id}/")
+
     def wait_dataset(self, dataset: Dataset | str, *, timeout: float = 300.0, every: float = 0.5) -> Dataset:
         """The dataset once it is no longer processing (ready, or failed with ``failure``); :class:`GradualError`
         with code ``timeout`` if it is still processing after ``timeout`` seconds."""
