@@ -223,6 +223,26 @@ def test_download_writes_a_microdata_releases_records_and_any_releases_values(wo
 # -- owners ------------------------------------------------------------------------------------------
 
 
+def test_a_quote_whose_answers_are_mostly_noise_says_so(live_server, owner, make_listing, funded_buyer, key_for,
+                                                         tmp_path):
+    data, _ = penguins_csv(30)  # counts of 30 records: at eps 1 their interval is wider than 0 to 30
+    dataset = ready_dataset(owner=owner, name="few penguins", data=data, total_budget="20", relation="public_size")
+    micro = listing_create_microdata(owner=owner, dataset_id=dataset.public_id, title="Few penguins",
+                                     microdata_spec=SPEC, price_per_epsilon="2.00", shuffle=np.random.default_rng(7))
+    plain = make_listing()
+    key = key_for(funded_buyer("bea", 100))
+    env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key}
+    with Client(live_server.url, key) as client:
+        warned = client.quote(micro.pk, 1).warning
+        assert warned.startswith("At ε 1 the answers are mostly noise") and "between 0 and 30" in warned
+        assert client.quote(plain.pk, 1).warning == ""
+    shown = gradual("quote", str(micro.pk), "--epsilon", "1", env=env, home=tmp_path).stdout
+    assert ["warning", *warned.split()] in [line.split() for line in shown.splitlines()]
+    assert "warning" not in gradual("quote", str(plain.pk), "--epsilon", "1", env=env, home=tmp_path).stdout
+    rows = rows_of(gradual("quote", str(micro.pk), "--epsilon", "1", "--output", "csv", env=env, home=tmp_path).stdout)
+    assert {row["warning"] for row in rows} == {warned}
+
+
 def test_owner_commands_datasets_listings_and_earnings(worker, live_server, owner, funded_buyer, key_for, tmp_path):
     path = tmp_path / "visits.csv"
     path.write_bytes(make_csv(200))

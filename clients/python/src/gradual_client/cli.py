@@ -197,11 +197,14 @@ def cmd_quote(client: Client, args: argparse.Namespace, out: TextIO) -> int:
         return OK
     if args.format == "csv":
         rows = [{**{f: getattr(quote, f) for f in QUOTE_FIELDS}, "statistic": s.name, "error_bound": s.error_bound,
-                 "assumes_records": s.assumes_records, "note": s.note} for s in quote.statistics]
-        write_rows(out, (*QUOTE_FIELDS, "statistic", "error_bound", "assumes_records", "note"), rows, "csv")
+                 "assumes_records": s.assumes_records, "note": s.note, "warning": quote.warning}
+                for s in quote.statistics]
+        write_rows(out, (*QUOTE_FIELDS, "statistic", "error_bound", "assumes_records", "note", "warning"), rows, "csv")
         return OK
     bound = {"cap_bound": quote.cap_bound} if quote.cap_bound else {}
-    write_record(out, {f: getattr(quote, f) for f in QUOTE_FIELDS} | {"cap_reason": quote.cap_reason} | bound, "table")
+    warning = {"warning": quote.warning} if quote.warning else {}
+    write_record(out, {f: getattr(quote, f) for f in QUOTE_FIELDS} | {"cap_reason": quote.cap_reason} | bound | warning,
+                 "table")
     out.write("\n")
     rows = [{"statistic": s.name, "error_bound (95%)": s.note if s.too_few else s.error_bound,
              "assumes_records": s.assumes_records, "note": "" if s.too_few else s.note} for s in quote.statistics]

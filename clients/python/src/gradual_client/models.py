@@ -135,6 +135,9 @@ class Quote:
     statistics: tuple[StatisticBound, ...]
     #: the targets the level was chosen for, as (statistic name or None for all, bound); None: you named the level
     target: tuple[tuple[str | None, Decimal], ...] | None
+    #: a plain sentence when, at this level, answers would be mostly noise (an interval wider than the range
+    #: the true value can take); "" otherwise
+    warning: str = ""
     raw: Json = _raw()
 
     @classmethod
@@ -162,6 +165,7 @@ class Quote:
                 for s in data.get("statistics") or ()
             ),
             target=None if target is None else tuple((t.get("name"), _required_decimal(t["error_bound"])) for t in target),
+            warning=str(data.get("warning") or ""),
             raw=data,
         )
 
