@@ -97,6 +97,8 @@ API = [
     api("GET",    "/api/v1/datasets/{D}/",                  "401  404   404   200   404   404"),
     # its listings fix its columns: the owner is told so (400)
     api("PATCH",  "/api/v1/datasets/{D}/",                  "401  404   404   400   404   404", "columns"),
+    # removing one: its owner's only (204); anyone else's is not found
+    api("DELETE", "/api/v1/datasets/{D}/",                  "401  404   404   204   404   404"),
     # a budget is changed by its owner (staff change it in the admin): anyone else's is not found
     api("POST",   "/api/v1/datasets/{D}/budget/",           "401  404   404   200   404   404", "budget"),
     # the owner's what-ifs on a dataset: anyone else's is not found
@@ -191,6 +193,7 @@ PAGES = [
     page("POST", "/owner/datasets/{D}/columns/",            "302L 403   403   200   404   403", "columns_form"),
     page("GET",  "/owner/datasets/{D}/status/",             "302L 403   403   200   404   403"),
     page("POST", "/owner/datasets/{D}/budget/",             "302L 403   403   302   404   403", "budget_form"),
+    page("POST", "/owner/datasets/{D}/remove/",             "302L 403   403   302   404   403"),
     page("GET",  "/owner/datasets/{D}/budget/?delta=1e-5&eps=0.2", "302L 403   403   200   404   403"),
     page("POST", "/owner/datasets/{D}/sampled-sensitivity/", "302L 403   403   200   404   403", "sensitivity"),
     page("GET",  "/owner/listings/new/",                    "302L 403   403   200   200   403"),

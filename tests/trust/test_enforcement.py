@@ -146,7 +146,7 @@ def test_posting_the_buy_form_above_the_cap_shows_the_error(
     with django_capture_on_commit_callbacks(execute=True):
         refused = client.post(f"/listings/{capped.pk}/buy/", {"epsilon": "3.5", "idempotency_key": "form-1"})
     assert refused.status_code == 400
-    error = re.search(r'<ul class="errorlist"[^>]*>(.*?)</ul>', page(refused), re.S).group(1)
+    error = re.search(r'<div class="message error" id="buy-error"[^>]*>(.*?)</div>', page(refused), re.S).group(1)
     assert f"At most {PARTNER_CAP} (your cap: {PARTNER_REASON})." in error
     assert not Purchase.objects.exists() and wallet_balance(user=buyer) == Decimal(100)
 

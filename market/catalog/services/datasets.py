@@ -276,8 +276,8 @@ def dataset_remove(*, owner, dataset_id: str) -> None:
 
     A dataset that failed to process, with no budget history, is removed outright (row and files):
     nothing was ever listed or released on it. A dataset still being processed is refused (409):
-    it is removed once it is ready or has failed."""
-    _require_owner(owner)
+    it is removed once it is ready or has failed. Anyone's but the owner's is not found (404), as for
+    every other write on a dataset; an owner who has since dropped the role may still remove theirs."""
     with transaction.atomic():
         dataset = dataset_lock(owner=owner, dataset_id=dataset_id, removed=True)
         if dataset is None:
