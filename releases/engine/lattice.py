@@ -716,11 +716,15 @@ def levels_for(eps, weights) -> list[Fraction]:
     by_weight: dict = {}
     out = []
     for w in weights:
-        if isinstance(w, bool) or not isinstance(w, Integral) or w < 1:
-            raise ValueError(f"weights must be positive integers, got {w!r}")
-        level = by_weight.get(int(w))
+        # a plain int already seen is looked up directly: the checks below (an abstract-class
+        # check each) once cost more than the release's sampling
+        level = by_weight.get(w) if type(w) is int else None
         if level is None:
-            level = by_weight[int(w)] = e / int(w)
+            if isinstance(w, bool) or not isinstance(w, Integral) or w < 1:
+                raise ValueError(f"weights must be positive integers, got {w!r}")
+            level = by_weight.get(int(w))
+            if level is None:
+                level = by_weight[int(w)] = e / int(w)
         out.append(level)
     return out
 
