@@ -47,6 +47,12 @@ refused), and every random choice is one of:
   more are drawn and the bracket is tightened;
 * products and complements of these.
 
+The discrete Laplace draws of :func:`sample` and :func:`tighten` at levels
+below 1/2 are made for all their coordinates at once, in integer numpy
+(:mod:`releases.engine.lattice_vector`): the same algorithm and decisions as
+:func:`_dlap`, so the same law (a seeded source gives other values, its bits
+being read in another order).
+
 ``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
 system's generator, ``secrets.SystemRandom``) in the product,
 ``random.Random(seed)`` in tests. The public steps read a system generator
@@ -64,7 +70,7 @@ from numbers import Integral
 
 import numpy as np
 
-from releases.engine import exact_bounds
+from releases.engine import exact_bounds, lattice_vector
 
 from .lattice_accuracy import error_bound, tail_probability  # noqa: F401  (part of this module's interface)
 from .lattice_inputs import (  # noqa: F401  (part of this module's interface)
@@ -100,7 +106,9 @@ __all__ = [
 
 
 class _Bits:
-    """``rng``'s bits, fetched 32,768 at a time and handed out in order.
+    """``rng``'s bits, fetched 32,768 at a time and handed out in order (and, for the batched
+    draws of :mod:`releases.engine.lattice_vector`, whole 64-bit words from blocks of their own:
+    :meth:`u64`).
 
     ``secrets.SystemRandom`` makes a system call for every ``getrandbits``; the
     coins below ask for a few bits at a time, dozens of times a coordinate.
@@ -109,7 +117,7 @@ class _Bits:
     so they are as uniform and independent as ``rng``'s own.
     """
 
-    __slots__ = ("rng", "word", "left", "words")
+    __slots__ = ("rng", "word", "left", "words", "batch", "used")
 
     BLOCK = 1 << 15
 
@@ -118,6 +126,19 @@ class _Bits:
         self.word = 0  # the next ``left`` bits, lowest first
         self.left = 0
         self.words: list[int] = []  # later 64-bit words, last first
+        self.batch = np.empty(0, dtype=np.uint64)  # words for the batched draws (lattice_vector) ...
+        self.used = 0  # ... of which the first ``used`` are handed out
+
+    def u64(self, n: int) -> np.ndarray:
+        """The next ``n`` 64-bit words for the batched draws, from a block of their own (fetched
+        ``BLOCK`` bits or more at a time; words left in a block too short are dropped, never reused)."""
+        if self.used + n > self.batch.size:
+            size = max(n, self.BLOCK // 64)
+            block = self.rng.getrandbits(64 * size).to_bytes(8 * size, "little")
+            self.batch, self.used = np.frombuffer(block, dtype="<u8").astype(np.uint64), 0
+        out = self.batch[self.used : self.used + n]
+        self.used += n
+        return out
 
     def getrandbits(self, k: int) -> int:
         left = self.left
@@ -224,7 +245,12 @@ def _units(rng) -> int:
     ``U < e^{-j}``, compared as in :class:`_Coin` against the brackets of
     ``e^{-1}, e^{-2}, ...`` (64 more bits only when ``U`` falls inside one).
     """
-    u, bits, j = rng.getrandbits(64), 64, 1
+    return _units_from(rng, rng.getrandbits(64), 1)
+
+
+def _units_from(rng, u: int, j: int) -> int:
+    """:func:`_units` for a uniform whose first 64 bits are ``u``, known to lie below ``e^{-(j-1)}``."""
+    bits = 64
     brackets = _unit_brackets()
     while True:
         if j < len(brackets) and bits == 64:
@@ -430,12 +456,6 @@ def _per_coordinate(make, ordered, message: str, *levels: list[Fraction]) -> lis
 
 # --------------------------------------------------------------------------
 # one coordinate
-
-
-def _tighten1(rng, y: int, g: _Gap) -> int:
-    if g.stay(rng):
-        return y
-    return y + _dlap(rng, *g.lo)
 
 
 #: The relaxation's move proposes its parts with integer weights in units of 2^-UNIT_BITS.
@@ -656,12 +676,32 @@ def _bridge1(rng, x_lo: int, x_hi: int, k: _Triple) -> int:
 # the public steps
 
 
+def _dlaps(rng, pairs: list[tuple[int, int]]) -> np.ndarray:
+    """``DLap(e^{-s/t})`` for each ``(s, t)`` of ``pairs``, as int64: the levels below 1/2 (with
+    ``s, t`` below :data:`~releases.engine.lattice_vector.LIMIT`) all at once in integer numpy
+    (:func:`releases.engine.lattice_vector.dlap`, the same algorithm as :func:`_dlap` for them),
+    the others by :func:`_dlap` one at a time."""
+    limit = lattice_vector.LIMIT
+    batched = [2 * s < t < limit for s, t in pairs]
+    out = np.zeros(len(pairs), dtype=np.int64)
+    at = np.flatnonzero(np.array(batched, dtype=bool))
+    if at.size:
+        chosen = [pairs[i] for i in at.tolist()]
+        s = np.array([p[0] for p in chosen], dtype=np.int64)
+        t = np.array([p[1] for p in chosen], dtype=np.int64)
+        out[at] = lattice_vector.dlap(rng, s, t, _unit_brackets(), lambda u, j: _units_from(rng, u, j))
+    rest = [i for i, b in enumerate(batched) if not b]
+    if rest:
+        out[rest] = _out([_dlap(rng, *pairs[i]) for i in rest])
+    return out
+
+
 def sample(level, size, rng) -> np.ndarray:
     """``size`` independent draws of ``DLap(e^{-level})`` (one level, or one per coordinate), as int64."""
     n = _size(size)
     levels = _levels(level, n, "level")
     rng = _bit_source(rng)
-    return _out([_dlap(rng, lam.numerator, lam.denominator) for lam in levels])
+    return _dlaps(rng, [(lam.numerator, lam.denominator) for lam in levels])
 
 
 def _pair(noise, level_a, level_b, names) -> tuple[list[int], list[Fraction], list[Fraction]]:
@@ -688,7 +728,18 @@ def tighten(noise, level_from, level_to, rng) -> np.ndarray:
         _Gap, lambda l, h: l < h, "tighten needs level_to < level_from for every coordinate", lo, hi
     )
     rng = _bit_source(rng)
-    return _out([_tighten1(rng, y, g) for y, g in zip(values, gaps)])
+    # each coordinate's stay coin, then the increments of those that move, drawn together
+    moves = [i for i, g in enumerate(gaps) if not g.stay(rng)]
+    out = _out(values)
+    if moves:
+        start = out[moves]
+        step = _dlaps(rng, [gaps[i].lo for i in moves])
+        with np.errstate(over="ignore"):
+            moved = start + step
+        if np.any(((start ^ moved) & (step ^ moved)) < 0):  # pragma: no cover - levels are bounded below
+            raise ValueError("the noise does not fit in int64: the level is too small")
+        out[moves] = moved
+    return out
 
 
 def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray:
@@ -716,11 +767,15 @@ def levels_for(eps, weights) -> list[Fraction]:
     by_weight: dict = {}
     out = []
     for w in weights:
-        if isinstance(w, bool) or not isinstance(w, Integral) or w < 1:
-            raise ValueError(f"weights must be positive integers, got {w!r}")
-        level = by_weight.get(int(w))
+        # a plain int already seen is looked up directly: the checks below (an abstract-class
+        # check each) once cost more than the release's sampling
+        level = by_weight.get(w) if type(w) is int else None
         if level is None:
-            level = by_weight[int(w)] = e / int(w)
+            if isinstance(w, bool) or not isinstance(w, Integral) or w < 1:
+                raise ValueError(f"weights must be positive integers, got {w!r}")
+            level = by_weight.get(int(w))
+            if level is None:
+                level = by_weight[int(w)] = e / int(w)
         out.append(level)
     return out
 

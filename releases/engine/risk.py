@@ -127,11 +127,24 @@ def _t_cdf(t: np.ndarray, k: int) -> np.ndarray:
     if k == 1:
         return -np.expm1(-t)  # T ~ Exp(1)
     weights = np.exp(_log_mixture_weights(k))
-    out = np.zeros(np.shape(t))
-    for j in range(k):
-        if weights[j] > 0.0:  # weights below ~1e-308 underflow and add nothing
-            out += weights[j] * special.gammainc(k - j, t)
-    return out
+    j = np.flatnonzero(weights > 0.0)  # weights below ~1e-308 underflow and add nothing
+    shape = np.shape(t)
+    flat = np.asarray(t, dtype=np.float64).reshape(-1)
+    out = np.zeros(flat.size)
+    # all the components in one call of gammainc, summed in the order j = 0, 1, ... (a cumulative
+    # sum, which adds left to right, as the loop over j did: the same float, bit for bit); in
+    # slices of t so that the table of terms stays small
+    chunk = max(1, _TERMS // max(1, j.size))
+    a, w = (k - j).astype(np.float64)[:, None], weights[j][:, None]
+    for start in range(0, flat.size, chunk):
+        cols = flat[start:start + chunk]
+        terms = w * special.gammainc(a, cols[None, :])
+        out[start:start + chunk] = np.cumsum(terms, axis=0)[-1] if j.size else 0.0
+    return out.reshape(shape)
+
+
+#: The most terms :func:`_t_cdf` tabulates at once.
+_TERMS = 1 << 20
 
 
 def gamma_at_risk(eps, eps0, k=1):

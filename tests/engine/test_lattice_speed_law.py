@@ -225,6 +225,42 @@ def test_bit_source_buffers_only_slow_sources():
     assert isinstance(lattice._bit_source(lattice.new_rng()), lattice._Bits)
 
 
+def test_every_step_reads_the_system_through_a_buffer_of_its_own():
+    """No buffered bits outlive a call: each call wraps the system generator in a new buffer, so
+    nothing read before a fork (or by another call) can be handed out again."""
+    system = lattice.new_rng()
+    one, two = lattice._bit_source(system), lattice._bit_source(system)
+    assert one is not two and one.words == [] and two.words == [] and one.left == two.left == 0
+
+
+def test_a_forked_child_and_its_parent_draw_different_noise():
+    """Draw, fork, and draw again in both processes: no buffer holds bits the child inherits, so
+    the two draws of 20 coordinates differ (equal with probability below 0.09^20, about 2^-69).
+    A buffer kept across calls would serve both from the bits it read before the fork: the draw
+    before it is one coordinate, the draws after it fit in what such a buffer would have left."""
+    import os
+
+    level, rng = F(1, 3), lattice.new_rng()
+    lattice.sample(level, 1, rng)  # a call before the fork
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its draw to the parent, then out without running the parent's cleanup
+        try:
+            os.write(write, lattice.sample(level, 20, rng).astype("<i8").tobytes())
+        finally:
+            os._exit(0)
+    os.close(write)
+    parent = lattice.sample(level, 20, rng)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    child = np.frombuffer(b"".join(chunks), dtype="<i8")
+    assert child.size == 20
+    assert not np.array_equal(child, parent)
+
+
 def _contains(interval, value) -> bool:
     two = mpmath.mpf(2) ** interval.e
     return interval.lo * two <= value <= interval.hi * two and (interval.hi - interval.lo) * two <= value * 2**-70

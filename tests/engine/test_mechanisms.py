@@ -201,3 +201,23 @@ def test_the_float_profile_is_never_computed():
     _, _, vector = mechanism("laplace_l2").profile(D(1), (0.5,), plan=lambda: plan, records=NOTHING, cached=NOTHING,
                                                    point_method=lambda: "initial")
     assert vector == guarantee.float_release_statement(D(1), method="initial", single_count=False)
+
+
+def test_lattice_values_in_int64_are_the_decimal_loops_values_bit_for_bit():
+    from releases.engine.mechanisms.exact import _decimal_amounts, grid_amounts
+
+    rng = random.Random(32)
+    grids = ["1", "0.01", "0.5", "0.25", "2.5", "1E+2", "0.001", "3", "0.1", "0.3", "7.77"]
+    for trial in range(300):
+        n = rng.randint(0, 40)
+        bound = 10 ** rng.choice([2, 6, 12, 15, 17, 20]) if trial % 2 else 1000  # beyond 2^53: the Decimal loop
+        answer = [rng.randint(-bound, bound) for _ in range(n)]
+        noise = [rng.randint(-bound, bound) for _ in range(n)]
+        lower, upper = [rng.randint(-bound, 0) for _ in range(n)], [rng.randint(0, bound) for _ in range(n)]
+        grid = [rng.choice(grids) for _ in range(n)]
+        try:
+            a, b = np.array(answer, dtype=np.int64), np.array(noise, dtype=np.int64)
+        except OverflowError:
+            a, b = np.array(answer, dtype=object), np.array(noise, dtype=object)
+        got, want = grid_amounts(a, b, lower, upper, grid), _decimal_amounts(answer, noise, lower, upper, grid)
+        assert got == want and [type(v) for v in got] == [type(v) for v in want], trial

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, special
 
+from releases.engine import risk as risk_module
 from releases.engine.risk import (
     SampledSensitivity,
     compensation_at_risk,
@@ -491,3 +492,25 @@ def test_risk_module_does_not_import_django():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _t_cdf_one_component_at_a_time(t, k):
+    """The distribution function of T as it was first written: one gammainc call per component,
+    added in the order j = 0, 1, ..."""
+    weights = np.exp(risk_module._log_mixture_weights(k))
+    out = np.zeros(np.shape(t))
+    for j in range(k):
+        if weights[j] > 0.0:
+            out += weights[j] * special.gammainc(k - j, t)
+    return out
+
+
+@pytest.mark.parametrize("k", [2, 3, 40, 1041, 2500])
+@pytest.mark.parametrize("terms", [1 << 20, 7])  # 7: the table of terms made a few columns at a time
+def test_the_distribution_of_t_in_one_call_is_the_component_loop_bit_for_bit(k, terms, monkeypatch):
+    monkeypatch.setattr(risk_module, "_TERMS", terms)
+    rng = np.random.default_rng(32)
+    for t in (0.5, np.float64(3.0), rng.uniform(0, 20, 17), rng.uniform(0, 3000, (3, 4)), np.array([]), 1e-9):
+        got, want = risk_module._t_cdf(t, k), _t_cdf_one_component_at_a_time(t, k)
+        assert np.shape(got) == np.shape(want)
+        assert np.array_equal(got, want), (k, t)

@@ -205,8 +205,6 @@ def test_one_purchase_in_flight_per_buyer_and_listing(listing, buyer, fund, djan
 def test_released_values_are_rounded_clamped_and_near_the_truth(
     listing, buyer, fund, eager_celery, seeded_noise, django_capture_on_commit_callbacks
 ):
-    from releases.engine.postprocess import grid_step
-
     fund(buyer, 100)
     top = listing.ceiling  # the highest level sold: the ceiling 5 less the size release's 0.5
     p = buy(buyer, listing, str(top), django_capture_on_commit_callbacks)
@@ -214,7 +212,10 @@ def test_released_values_are_rounded_clamped_and_near_the_truth(
     values, scales = np.array(release.values), np.array(release.noise_scales)
     # each value has the scale of its group: weight / eps
     assert scales.tolist() == pytest.approx([w / float(top) for w in listing.weights])
-    steps = np.array([grid_step(b) for b in scales])
+    # a lattice listing releases whole steps of each value's grid (not of grid_step(scale), the
+    # float path's snapping grid: a lattice sum on a grid of 1 is odd as often as even)
+    steps = np.array([float(g) for g in listing.grids])
+    assert listing.release_mechanism.on_grid and steps.size == values.size
     assert np.all(values / steps == np.round(values / steps))
     assert np.all(values >= np.array(listing.lower)) and np.all(values <= np.array(listing.upper))
     err = np.abs(values - listing.true_answer())

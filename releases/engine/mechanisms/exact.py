@@ -85,9 +85,59 @@ class Lattice(Base):
 
     def values(self, answer, noise, *, level, weights, lower, upper, grids) -> list:
         """Whole steps clamped to the declared range, times each value's grid (ints on an integer grid)."""
-        out = []
-        for u, n, low, high, grid in zip(answer.tolist(), noise.tolist(), lower, upper, [Decimal(g) for g in grids]):
-            steps = min(max(int(u) + int(n), int(low)), int(high))
-            amount = steps * grid
-            out.append(int(amount) if amount == amount.to_integral_value() else float(amount))
-        return out
+        return grid_amounts(answer, noise, lower, upper, grids)
+
+
+#: Integers below this are exact in a float64, and so is their quotient's rounding.
+_EXACT = 2**53
+
+
+def _decimal_amounts(answer, noise, lower, upper, grids) -> list:
+    """:func:`grid_amounts` one value at a time in Decimal (for values too large for int64 arithmetic)."""
+    out = []
+    for u, n, low, high, grid in zip(answer, noise, lower, upper, [Decimal(g) for g in grids]):
+        steps = min(max(int(u) + int(n), int(low)), int(high))
+        amount = steps * grid
+        out.append(int(amount) if amount == amount.to_integral_value() else float(amount))
+    return out
+
+
+def grid_amounts(answer, noise, lower, upper, grids) -> list:
+    """``clamp(answer + noise, lower, upper) * grid`` for each value: an ``int`` where the amount is
+    whole, else the float nearest to it (as ``float(Decimal)`` gives).
+
+    In int64 numpy: with the grid ``p / q`` in lowest terms, the amount is ``steps p / q``, whole
+    when ``q`` divides ``steps p``; otherwise ``steps p`` and ``q`` are below ``2^53`` (checked),
+    so both are exact float64s and their IEEE quotient is the correctly rounded amount. Values
+    beyond those bounds take the Decimal loop (:func:`_decimal_amounts`).
+    """
+    answer, noise = np.asarray(answer).tolist(), np.asarray(noise).tolist()
+    fractions: dict = {}
+    pq = []
+    for g in grids:
+        f = fractions.get(g)
+        if f is None:
+            f = fractions[g] = Fraction(Decimal(g))
+        pq.append(f)
+    try:
+        u, n = np.array(answer, dtype=np.int64), np.array(noise, dtype=np.int64)
+        low, high = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
+        p = np.array([f.numerator for f in pq], dtype=np.int64)
+        q = np.array([f.denominator for f in pq], dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return _decimal_amounts(answer, noise, lower, upper, grids)
+    if not (u.size == n.size == low.size == high.size == p.size):
+        return _decimal_amounts(answer, noise, lower, upper, grids)
+    if u.size == 0:
+        return []
+    if max(int(np.abs(u).max()), int(np.abs(n).max())) >= 2**62:  # u + n must not overflow
+        return _decimal_amounts(answer, noise, lower, upper, grids)
+    steps = np.minimum(np.maximum(u + n, low), high)
+    largest = int(np.abs(steps).max())
+    if int(q.max()) >= _EXACT or int(np.abs(p).max()) * largest >= _EXACT:
+        return _decimal_amounts(answer, noise, lower, upper, grids)
+    num = steps * p
+    whole = (num % q == 0).tolist()
+    ints = (num // q).tolist()
+    floats = (num.astype(np.float64) / q.astype(np.float64)).tolist()
+    return [i if w else f for i, f, w in zip(ints, floats, whole)]
