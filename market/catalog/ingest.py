@@ -524,6 +524,7 @@ def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bo
 _MARKERS = ("",) + MISSING_MARKERS  # a missing cell's text is recorded as bit (1 + its position); NULL as bit 0
 _FORMULA = 1 << len(_CHECKED)  # the flag of a present text that starts like a spreadsheet formula
 _MISSING_FLAG = 1 << (len(_CHECKED) + 1)  # the flag of a missing cell (and no other)
+_FLAGS = len(_CHECKED) + 2  # the number of flag bits
 _NONE = 1 << 62  # added to the row index of the cells a minimum must skip
 
 
@@ -601,7 +602,7 @@ def infer(
     One scan of the whole file whatever its number of columns: each cell is trimmed, and cast to
     a number and to a timestamp when it looks like one, once (:func:`_layers`); a small integer
     of flags per cell says what it is (missing, which types it does not fit, formula-like); one
-    aggregate per column counts each set of flags (``histogram``), and min, max and approximate
+    aggregate per column counts the cells and the cells having each flag (sums of bits), and min, max and approximate
     distinct counts are taken of every reading (only the inferred type's are kept). The first row
     having each flag some cell has is looked for in the first rows, and only for those not found
     there in a scan of their columns alone (:func:`_first_rows`). Then one scan of one column per
@@ -614,7 +615,8 @@ def infer(
         aggregates = []
         for i in range(len(names)):
             n, t, v = f"n{i}", f"t{i}", f"v{i}"
-            aggregates += [f"histogram(f{i})", f"bit_or(k{i})"]  # how many cells have each set of flags
+            # how many cells, how many have each flag (bit j of the flags is (f >> j) & 1), and the markers found
+            aggregates += ["count(*)", *(f"sum((f{i} >> {j}) & 1)" for j in range(_FLAGS)), f"bit_or(k{i})"]
             # the summaries of each reading (only the inferred type's are kept)
             aggregates += [f"min({n})", f"max({n})", f"approx_count_distinct({n})", f"min({t})", f"max({t})",
                            f"approx_count_distinct({t})", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
@@ -622,22 +624,22 @@ def infer(
                  f"(SELECT *, {', '.join(_flags_sql(i) for i in range(len(names)))} "
                  f"FROM ({_layers(raw_path, names, everything)}))")
         row = con.execute(query).fetchone()
-        width = 2 + 7
-        counts = [dict(row[i * width] or {}) for i in range(len(names))]
+        width = 1 + _FLAGS + 1 + 7
+        counts = [[int(n or 0) for n in row[i * width + 1:i * width + 1 + _FLAGS]] for i in range(len(names))]
         # the first row having each flag, for the flags some cell has (none of a column that fits everything)
         order = [len(_CHECKED) + 1, *range(len(_CHECKED) + 1)]  # missing, then the kinds, then formulas
-        wanted = {i: [j for j in order if any(flags & (1 << j) for flags in counts[i])] for i in range(len(names))}
+        wanted = {i: [j for j in order if counts[i][j]] for i in range(len(names))}
         firsts = _first_rows(con, raw_path, names, {i: bits for i, bits in wanted.items() if bits})
         out, formulas, readings = [], [], []
         for i, name in enumerate(names):
             cells = row[i * width:(i + 1) * width]
 
             def having(bit, i=i):
-                return sum(n for flags, n in counts[i].items() if flags & bit)
+                return counts[i][bit.bit_length() - 1]
 
             missing_count = having(_MISSING_FLAG)
             first_missing = firsts.get((i, len(_CHECKED) + 1))
-            present, used = sum(counts[i].values()) - missing_count, cells[1]
+            present, used = cells[0] - missing_count, cells[1 + _FLAGS]
             fits = {}
             for j, kind in enumerate(_CHECKED):
                 bad, first = having(1 << j), firsts.get((i, j))
