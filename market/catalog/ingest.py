@@ -470,8 +470,9 @@ _WHAT = {
 }
 
 
-def _typed_sql(kind: str, i: int) -> str:
-    """Column ``i`` of :func:`_layers` as type ``kind`` (a strict cast: the checks said it fits)."""
+def _typed_sql(kind: str, i: int, *, missing: bool = True) -> str:
+    """Column ``i`` of :func:`_layers` as type ``kind`` (a strict cast: the checks said it fits); NULL
+    where missing, unless ``missing`` is false (no cell of the column is: the check is left out)."""
     v = f"v{i}"
     if kind == "integer":
         value = f"CAST(CAST({v} AS DOUBLE) AS BIGINT)"
@@ -485,7 +486,7 @@ def _typed_sql(kind: str, i: int) -> str:
         value = f"CAST({v} AS TIMESTAMP)"
     else:
         value = v
-    return f"CASE WHEN m{i} THEN NULL ELSE {value} END"
+    return f"CASE WHEN m{i} THEN NULL ELSE {value} END" if missing else value
 
 
 def _plain(x):
@@ -811,7 +812,8 @@ def write_typed(
     try:
         names = [c["name"] for c in columns]
         wanted = {i: "" for i, c in enumerate(columns) if c["type"] != "ignored"}
-        select = ", ".join(f"{_typed_sql(columns[i]['type'], i)} AS {_ident(names[i])}" for i in wanted)
+        select = ", ".join(f"{_typed_sql(columns[i]['type'], i, missing=columns[i].get('missing_count') != 0)} "
+                           f"AS {_ident(names[i])}" for i in wanted)
         con.execute(
             f"COPY (SELECT {select} FROM ({_layers(raw_path, names, wanted, rows=False)})) TO {_lit(typed_path)} "
             "(FORMAT parquet, COMPRESSION zstd)"

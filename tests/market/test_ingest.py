@@ -197,3 +197,15 @@ def test_first_misfits_far_into_the_file_are_found_with_their_lines(tmp_path):
     assert cols["score"]["markers"] == ["NA"] and cols["score"]["type"] == "integer"
     assert cols["note"]["fits"]["boolean"] == {"bad": 5, "line": 2, "example": "x"}
     assert cols["id"]["type"] == "integer" and cols["id"]["fits"]["integer"] is None
+
+
+def test_typed_file_leaves_the_missing_check_out_only_of_columns_known_to_have_no_missing_cell(tmp_path):
+    found, cols, table = run(tmp_path, b"a,b,c\n1, x ,2024-01-02\nNA,y,\n3, z ,2024-01-03\n")
+    assert [cols[n]["missing_count"] for n in "abc"] == [1, 0, 1]
+    assert table.to_pydict() == {"a": [1, None, 3], "b": ["x", "y", "z"],
+                                 "c": [date(2024, 1, 2), None, date(2024, 1, 3)]}
+    # columns saved before their missing counts were kept (no count): the check stays
+    typed = str(tmp_path / "again.parquet")
+    ingest.write_typed(str(tmp_path / "raw.parquet"), typed,
+                       [{k: v for k, v in c.items() if k != "missing_count"} for c in cols.values()])
+    assert pq.read_table(typed).to_pydict() == table.to_pydict()
