@@ -459,8 +459,8 @@ def _missing_sql(v: str) -> str:
 def _number_sql(v: str) -> str:
     """The trimmed text ``v`` as a double, or NULL; a failed cast is slow, so it is tried only on
     text that starts like a number."""
-    return (f"(CASE WHEN ascii({v}) BETWEEN 48 AND 57 OR ascii({v}) = 43 OR ascii({v}) = 45 OR ascii({v}) = 46 "
-            f"THEN TRY_CAST({v} AS DOUBLE) END)")
+    starts = ", ".join(str(ord(c)) for c in "+-.0123456789")  # ascii() once per cell, not once per comparison
+    return f"(CASE WHEN ascii({v}) IN ({starts}) THEN TRY_CAST({v} AS DOUBLE) END)"
 
 
 _CHECKED = ("integer", "decimal", "boolean", "date", "datetime")
@@ -470,8 +470,9 @@ _WHAT = {
 }
 
 
-def _typed_sql(kind: str, i: int) -> str:
-    """Column ``i`` of :func:`_layers` as type ``kind`` (a strict cast: the checks said it fits)."""
+def _typed_sql(kind: str, i: int, *, missing: bool = True) -> str:
+    """Column ``i`` of :func:`_layers` as type ``kind`` (a strict cast: the checks said it fits); NULL
+    where missing, unless ``missing`` is false (no cell of the column is: the check is left out)."""
     v = f"v{i}"
     if kind == "integer":
         value = f"CAST(CAST({v} AS DOUBLE) AS BIGINT)"
@@ -485,7 +486,7 @@ def _typed_sql(kind: str, i: int) -> str:
         value = f"CAST({v} AS TIMESTAMP)"
     else:
         value = v
-    return f"CASE WHEN m{i} THEN NULL ELSE {value} END"
+    return f"CASE WHEN m{i} THEN NULL ELSE {value} END" if missing else value
 
 
 def _plain(x):
@@ -497,7 +498,8 @@ def _plain(x):
     return str(x)
 
 
-def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bool = True) -> str:
+def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bool = True,
+            prefix: int | None = None) -> str:
     """A query over the raw file computing each costly value of a cell once, in layers (DuckDB
     keeps a subquery's projection, so nothing is computed twice): ``r`` the row index and, for
     each column ``i`` in ``wanted``: ``vi`` the trimmed text, ``mi`` true when it is missing, and
@@ -506,6 +508,8 @@ def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bo
     trimmed = ", ".join(f"trim({_ident(names[i])}) AS v{i}" for i in wanted)
     first = (f"SELECT file_row_number AS r, {trimmed} FROM read_parquet({_lit(raw_path)}, file_row_number=true)"
              if rows else f"SELECT {trimmed} FROM read_parquet({_lit(raw_path)})")
+    if prefix is not None:  # only the rows before ``prefix``
+        first += f" WHERE file_row_number < {int(prefix)}"
     parts = []
     for i, need in wanted.items():
         v = f"v{i}"
@@ -521,7 +525,71 @@ def _layers(raw_path: str, names: list[str], wanted: dict[int, str], *, rows: bo
 _MARKERS = ("",) + MISSING_MARKERS  # a missing cell's text is recorded as bit (1 + its position); NULL as bit 0
 _FORMULA = 1 << len(_CHECKED)  # the flag of a present text that starts like a spreadsheet formula
 _MISSING_FLAG = 1 << (len(_CHECKED) + 1)  # the flag of a missing cell (and no other)
+_FLAGS = len(_CHECKED) + 2  # the number of flag bits
 _NONE = 1 << 62  # added to the row index of the cells a minimum must skip
+
+
+def _flags_sql(i: int) -> str:
+    """Column ``i`` of :func:`_layers` (with ``"nt"``): ``fi``, a small integer of flags per cell (missing, which
+    types it does not fit, formula-like), and ``ki``, the missing-value marker of a missing cell as a bit."""
+    v, n, t = f"v{i}", f"n{i}", f"t{i}"
+    markers = "[" + ", ".join(_lit(m) for m in _MARKERS) + "]"
+    fits = {
+        "integer": f"(isfinite({n}) AND {n} = round({n}) AND abs({n}) <= {_INTEGER_LIMIT})",
+        "decimal": f"isfinite({n})",
+        "boolean": f"(CASE WHEN length({v}) BETWEEN 2 AND 5 "
+                   f"THEN list_contains(['true', 'false', 'yes', 'no'], lower({v})) ELSE FALSE END)",
+        "date": f"(CASE WHEN length({v}) = 10 AND {t} IS NOT NULL THEN TRY_CAST({v} AS DATE) IS NOT NULL "
+                "ELSE FALSE END)",
+        "datetime": f"({t} IS NOT NULL)",
+    }
+    # _MISSING_FLAG: missing; else bit j set when the cell does not fit kind j, _FORMULA when formula-like.
+    # A number is never a boolean, a date, or formula-like; a timestamp never a number, a boolean or
+    # formula-like; other text never a number or a date: most cells take one short branch.
+    general = " + ".join(f"(CASE WHEN {fits[k]} THEN 0 ELSE {1 << j} END)" for j, k in enumerate(_CHECKED))
+    formula = f"(CASE WHEN starts_with({v}, '=') OR starts_with({v}, '@') THEN {_FORMULA} ELSE 0 END)"
+    bit = {k: 1 << j for j, k in enumerate(_CHECKED)}
+    number = (f"{bit['boolean'] + bit['date'] + bit['datetime']} + (CASE WHEN isfinite({n}) THEN "
+              f"(CASE WHEN abs({n}) <= {_INTEGER_LIMIT} AND {n} = round({n}) THEN 0 ELSE {bit['integer']} END) "
+              f"ELSE {bit['integer'] + bit['decimal']} END)")
+    stamp = (f"{bit['integer'] + bit['decimal'] + bit['boolean']} + (CASE WHEN {fits['date']} THEN 0 "
+             f"ELSE {bit['date']} END)")
+    text = (f"{bit['integer'] + bit['decimal'] + bit['date'] + bit['datetime']} + "
+            f"(CASE WHEN {fits['boolean']} THEN 0 ELSE {bit['boolean']} END) + {formula}")
+    return (f"(CASE WHEN m{i} THEN {_MISSING_FLAG} WHEN {n} IS NOT NULL AND {t} IS NULL THEN {number} "
+            f"WHEN {t} IS NOT NULL AND {n} IS NULL THEN {stamp} WHEN {n} IS NULL THEN {text} "
+            f"ELSE {general} + {formula} END) AS f{i}, "
+            f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 "
+            f"ELSE 1 << list_position({markers}, {v}) END) END) AS k{i}")
+
+
+#: The first rows looked at for the first cell having each flag, before the whole file is scanned again.
+_PREFIX_ROWS = 8192
+
+
+def _first_rows(con, raw_path: str, names: list[str], wanted: dict[int, list[int]]) -> dict[tuple[int, int], int]:
+    """The index of the first row of column ``i`` having flag bit ``j`` (of :func:`_flags_sql`), for each
+    ``j`` in ``wanted[i]`` (flags some cell of the column is known to have): looked for in the first
+    rows, then, for those not found there, in one scan of the whole file reading only their columns."""
+    found: dict[tuple[int, int], int] = {}
+    for prefix in (_PREFIX_ROWS, None):
+        if not wanted:
+            break
+        aggregates = [f"min(r + (1 - ((f{i} >> {j}) & 1)) * {_NONE})" for i, bits in wanted.items() for j in bits]
+        query = (f"SELECT {', '.join(aggregates)} FROM "
+                 f"(SELECT *, {', '.join(_flags_sql(i) for i in wanted)} "
+                 f"FROM ({_layers(raw_path, names, {i: 'nt' for i in wanted}, prefix=prefix)}))")
+        row = iter(con.execute(query).fetchone())
+        left: dict[int, list[int]] = {}
+        for i, bits in wanted.items():
+            for j in bits:
+                at = next(row)
+                if at is None or at >= _NONE:
+                    left.setdefault(i, []).append(j)
+                else:
+                    found[(i, j)] = at
+        wanted = left
+    return found
 
 
 def infer(
@@ -535,80 +603,49 @@ def infer(
     One scan of the whole file whatever its number of columns: each cell is trimmed, and cast to
     a number and to a timestamp when it looks like one, once (:func:`_layers`); a small integer
     of flags per cell says what it is (missing, which types it does not fit, formula-like); one
-    aggregate per column counts each set of flags (``histogram``) and finds the first row having
-    each flag, and min, max and approximate distinct counts are taken of every reading (only the
-    inferred type's are kept). Then one scan of one column per text column (its most frequent
-    categories), one lookup of the rows of the first misfits when there are any, and an exact
-    distinct count of a column with few values."""
+    aggregate per column counts the cells and the cells having each flag (sums of bits), and min, max and approximate
+    distinct counts are taken of every reading (only the inferred type's are kept). The first row
+    having each flag some cell has is looked for in the first rows, and only for those not found
+    there in a scan of their columns alone (:func:`_first_rows`). Then one scan of one column per
+    text column (its most frequent categories), one lookup of the rows of the first misfits when
+    there are any, and an exact distinct count of a column with few values."""
     con = _connect(tmpdir, limits)
     try:
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(raw_path)})").fetchall()]
         everything = {i: "nt" for i in range(len(names))}
-        flags, aggregates = [], []
-        markers = "[" + ", ".join(_lit(m) for m in _MARKERS) + "]"
+        aggregates = []
         for i in range(len(names)):
-            v, n, t = f"v{i}", f"n{i}", f"t{i}"
-            fits = {
-                "integer": f"(isfinite({n}) AND {n} = round({n}) AND abs({n}) <= {_INTEGER_LIMIT})",
-                "decimal": f"isfinite({n})",
-                "boolean": f"(CASE WHEN length({v}) BETWEEN 2 AND 5 "
-                           f"THEN list_contains(['true', 'false', 'yes', 'no'], lower({v})) ELSE FALSE END)",
-                "date": f"(CASE WHEN length({v}) = 10 AND {t} IS NOT NULL THEN TRY_CAST({v} AS DATE) IS NOT NULL "
-                        "ELSE FALSE END)",
-                "datetime": f"({t} IS NOT NULL)",
-            }
-            # _MISSING_FLAG: missing; else bit j set when the cell does not fit kind j, _FORMULA when formula-like.
-            # A number is never a boolean, a date, or formula-like; a timestamp never a number, a boolean or
-            # formula-like; other text never a number or a date: most cells take one short branch.
-            general = " + ".join(f"(CASE WHEN {fits[k]} THEN 0 ELSE {1 << j} END)" for j, k in enumerate(_CHECKED))
-            formula = f"(CASE WHEN starts_with({v}, '=') OR starts_with({v}, '@') THEN {_FORMULA} ELSE 0 END)"
-            bit = {k: 1 << j for j, k in enumerate(_CHECKED)}
-            number = (f"{bit['boolean'] + bit['date'] + bit['datetime']} + (CASE WHEN isfinite({n}) THEN "
-                      f"(CASE WHEN abs({n}) <= {_INTEGER_LIMIT} AND {n} = round({n}) THEN 0 ELSE {bit['integer']} END) "
-                      f"ELSE {bit['integer'] + bit['decimal']} END)")
-            stamp = (f"{bit['integer'] + bit['decimal'] + bit['boolean']} + (CASE WHEN {fits['date']} THEN 0 "
-                     f"ELSE {bit['date']} END)")
-            text = (f"{bit['integer'] + bit['decimal'] + bit['date'] + bit['datetime']} + "
-                    f"(CASE WHEN {fits['boolean']} THEN 0 ELSE {bit['boolean']} END) + {formula}")
-            flags.append(
-                f"(CASE WHEN m{i} THEN {_MISSING_FLAG} WHEN {n} IS NOT NULL AND {t} IS NULL THEN {number} "
-                f"WHEN {t} IS NOT NULL AND {n} IS NULL THEN {stamp} WHEN {n} IS NULL THEN {text} "
-                f"ELSE {general} + {formula} END) AS f{i}"
-            )
-            flags.append(f"(CASE WHEN m{i} THEN (CASE WHEN {v} IS NULL THEN 1 "
-                         f"ELSE 1 << list_position({markers}, {v}) END) END) AS k{i}")
-            f = f"f{i}"
-            # counts and first rows of each flag by integer arithmetic (hundreds of FILTER clauses, or even
-            # of CASE, cost DuckDB several times more): bit j of the flags is (f >> j) & 1
-            for j in [len(_CHECKED) + 1, *range(len(_CHECKED) + 1)]:  # missing, then the kinds, then formulas
-                aggregates.append(f"min(r + (1 - (({f} >> {j}) & 1)) * {_NONE})")
-            aggregates += [f"histogram({f})", f"bit_or(k{i})"]  # how many cells have each set of flags
+            n, t, v = f"n{i}", f"t{i}", f"v{i}"
+            # how many cells, how many have each flag (bit j of the flags is (f >> j) & 1), and the markers found
+            aggregates += ["count(*)", *(f"sum((f{i} >> {j}) & 1)" for j in range(_FLAGS)), f"bit_or(k{i})"]
             # the summaries of each reading (only the inferred type's are kept)
             aggregates += [f"min({n})", f"max({n})", f"approx_count_distinct({n})", f"min({t})", f"max({t})",
                            f"approx_count_distinct({t})", f"approx_count_distinct(CASE WHEN NOT m{i} THEN {v} END)"]
         query = (f"SELECT {', '.join(aggregates)} FROM "
-                 f"(SELECT *, {', '.join(flags)} FROM ({_layers(raw_path, names, everything)}))")
+                 f"(SELECT *, {', '.join(_flags_sql(i) for i in range(len(names)))} "
+                 f"FROM ({_layers(raw_path, names, everything)}))")
         row = con.execute(query).fetchone()
-        width = (len(_CHECKED) + 2) + 2 + 7
+        width = 1 + _FLAGS + 1 + 7
+        counts = [[int(n or 0) for n in row[i * width + 1:i * width + 1 + _FLAGS]] for i in range(len(names))]
+        # the first row having each flag, for the flags some cell has (none of a column that fits everything)
+        order = [len(_CHECKED) + 1, *range(len(_CHECKED) + 1)]  # missing, then the kinds, then formulas
+        wanted = {i: [j for j in order if counts[i][j]] for i in range(len(names))}
+        firsts = _first_rows(con, raw_path, names, {i: bits for i, bits in wanted.items() if bits})
         out, formulas, readings = [], [], []
-
-        def first_row(at):
-            return None if at is None or at >= _NONE else at
-
         for i, name in enumerate(names):
             cells = row[i * width:(i + 1) * width]
-            counts = dict(cells[len(_CHECKED) + 2] or {})
 
-            def having(bit):
-                return sum(n for flags, n in counts.items() if flags & bit)
+            def having(bit, i=i):
+                return counts[i][bit.bit_length() - 1]
 
-            missing_count, first_missing = having(_MISSING_FLAG), first_row(cells[0])
-            present, used = sum(counts.values()) - missing_count, cells[len(_CHECKED) + 3]
+            missing_count = having(_MISSING_FLAG)
+            first_missing = firsts.get((i, len(_CHECKED) + 1))
+            present, used = cells[0] - missing_count, cells[1 + _FLAGS]
             fits = {}
             for j, kind in enumerate(_CHECKED):
-                bad, first = having(1 << j), first_row(cells[1 + j])
+                bad, first = having(1 << j), firsts.get((i, j))
                 fits[kind] = None if not bad else {"bad": bad, "line": first + line_offset, "row": first}
-            formulas.append((having(_FORMULA), first_row(cells[1 + len(_CHECKED)])))
+            formulas.append((having(_FORMULA), firsts.get((i, len(_CHECKED)))))
             readings.append(cells[-7:])
             inferred = next((k for k in _CHECKED if fits[k] is None), "categorical") if present else "categorical"
             found = ["null"] * bool((used or 0) & 1) + [m for j, m in enumerate(_MARKERS) if (used or 0) >> (j + 1) & 1]
@@ -775,7 +812,8 @@ def write_typed(
     try:
         names = [c["name"] for c in columns]
         wanted = {i: "" for i, c in enumerate(columns) if c["type"] != "ignored"}
-        select = ", ".join(f"{_typed_sql(columns[i]['type'], i)} AS {_ident(names[i])}" for i in wanted)
+        select = ", ".join(f"{_typed_sql(columns[i]['type'], i, missing=columns[i].get('missing_count') != 0)} "
+                           f"AS {_ident(names[i])}" for i in wanted)
         con.execute(
             f"COPY (SELECT {select} FROM ({_layers(raw_path, names, wanted, rows=False)})) TO {_lit(typed_path)} "
             "(FORMAT parquet, COMPRESSION zstd)"

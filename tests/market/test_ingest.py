@@ -165,3 +165,47 @@ def test_types_booleans_dates_and_ignored(tmp_path):
     ingest.write_typed(str(tmp_path / "raw.parquet"), str(tmp_path / "t2.parquet"), changed)
     assert pq.read_table(tmp_path / "t2.parquet").column_names == ["ok", "when", "at"]
     assert os.path.exists(tmp_path / "raw.parquet")
+
+
+def test_first_misfits_far_into_the_file_are_found_with_their_lines(tmp_path):
+    """The first cell that misfits, is missing or looks like a formula may lie past the rows looked at first
+    (ingest._PREFIX_ROWS): its line and text are still the first ones, found by a scan of its column."""
+    far = ingest._PREFIX_ROWS + 1234
+    lines = ["n,score,note,id"]
+    for k in range(far + 10):
+        score = "NA" if k == far else str(k % 97)
+        note = "=SUM(A1)" if k == far + 3 else ("x" if k < 5 else "yes")
+        n = "1.5" if k in (far + 1, far + 7) else str(k)
+        lines.append(f"{n},{score},{note},{k}")
+    path = tmp_path / "far.csv"
+    path.write_text("\n".join(lines) + "\n")
+    raw = str(tmp_path / "raw.parquet")
+    ingest.read_upload(str(path), raw, max_rows=10**7, max_columns=10)
+    with pytest.raises(ingest.IngestError) as caught:
+        ingest.infer(raw)
+    assert caught.value.reasons == [
+        f"column 'note': 1 cell looks like a spreadsheet formula (starting with = or @), first at line {far + 3 + 2} "
+        "('=SUM(A1)'); remove them or start them with an apostrophe"
+    ]
+    lines[far + 3 + 1] = lines[far + 3 + 1].replace("=SUM(A1)", "yes")
+    path.write_text("\n".join(lines) + "\n")
+    ingest.read_upload(str(path), raw, max_rows=10**7, max_columns=10)
+    cols = {c["name"]: c for c in ingest.infer(raw)}
+    assert cols["n"]["type"] == "decimal"
+    assert cols["n"]["fits"]["integer"] == {"bad": 2, "line": far + 1 + 2, "example": "1.5"}
+    assert cols["score"]["missing_count"] == 1 and cols["score"]["missing_line"] == far + 2
+    assert cols["score"]["markers"] == ["NA"] and cols["score"]["type"] == "integer"
+    assert cols["note"]["fits"]["boolean"] == {"bad": 5, "line": 2, "example": "x"}
+    assert cols["id"]["type"] == "integer" and cols["id"]["fits"]["integer"] is None
+
+
+def test_typed_file_leaves_the_missing_check_out_only_of_columns_known_to_have_no_missing_cell(tmp_path):
+    found, cols, table = run(tmp_path, b"a,b,c\n1, x ,2024-01-02\nNA,y,\n3, z ,2024-01-03\n")
+    assert [cols[n]["missing_count"] for n in "abc"] == [1, 0, 1]
+    assert table.to_pydict() == {"a": [1, None, 3], "b": ["x", "y", "z"],
+                                 "c": [date(2024, 1, 2), None, date(2024, 1, 3)]}
+    # columns saved before their missing counts were kept (no count): the check stays
+    typed = str(tmp_path / "again.parquet")
+    ingest.write_typed(str(tmp_path / "raw.parquet"), typed,
+                       [{k: v for k, v in c.items() if k != "missing_count"} for c in cols.values()])
+    assert pq.read_table(typed).to_pydict() == table.to_pydict()
