@@ -465,8 +465,12 @@ def secrets(world) -> dict[str, list[re.Pattern]]:
             # the sum, the histogram's counts, and the mean derived from the sum and the count
             "true answer": _patterns([*answer[1:], age_sum / count]),
             "stored noise": _noise_patterns(world.listing),
-            "buyer's release": _patterns([*readings, readings[1] / readings[0]]),
+            # a released value that happens to equal the exact count (the count's noise drew 0, as a
+            # discrete Laplace draw often does) reveals nothing more than the count: it is looked for
+            # as the exact record count, with that figure's exceptions
+            "buyer's release": _patterns([v for v in readings if v != count] + [readings[1] / readings[0]]),
         }
+        world._count_released_exactly = count in readings
     return world._secrets
 
 
@@ -487,6 +491,8 @@ def leaks(world, actor, row, text: str) -> list[str]:
             continue  # the owner's own listing form and dataset: each column's min and max, to choose bounds by
         if what == "exact record count" and actor == "owner" and row.path.startswith(OWNERS_OWN_DATASET):
             continue  # the owner's dashboard, listing form and dataset list: their own dataset's size
+        if what == "exact record count" and actor == "buyer" and world._count_released_exactly:
+            continue  # the buyer's own release holds that very figure: their pages show it
         found += [f"{what}: {p.pattern}" for p in patterns if p.search(text)]
     return found
 
@@ -558,8 +564,10 @@ def test_the_secret_detectors_find_the_secrets_where_they_are_allowed(world, tok
     # lattice counts and bins are short whole numbers (not searched for: they turn up anywhere);
     # the mean, read off the released sum and count, has many digits
     assert any(p.search(download) for p in found["buyer's release"])
-    shown = body_text(buyer.get(f"/purchases/{world.purchase.pk}/"))  # values with 2 decimals
-    assert any(p.search(shown) for p in found["buyer's release"])
+    shown = body_text(buyer.get(f"/purchases/{world.purchase.pk}/"))  # values at their meaningful precision
+    # its whole-number count is searched for as the exact record count when the count's noise drew 0
+    released = found["buyer's release"] + (found["exact record count"] if world._count_released_exactly else [])
+    assert any(p.search(shown) for p in released)
     api_release = body_text(client_for(world, tokens, "buyer", api=True).get(f"/api/v1/releases/{world.release.public_id}/"))
     assert any(p.search(api_release) for p in found["buyer's release"])
 
