@@ -4,7 +4,7 @@ dataset's budget a column of its own (``Listing.counted_in_budget``).
 Before, ``Listing.kinds`` was the delimited string ``",count,mean,"``: the catalogue searched it
 with ``LIKE '%,count,%'`` and the budget's triggers and queries left out a listing whose string
 held ``,point,``. Now each kind a listing offers is one ``ListingKind`` row (the catalogue's search
-is an indexed ``EXISTS``), and ``counted_in_budget`` is false exactly for a listing offering the
+joins those rows, indexed by kind), and ``counted_in_budget`` is false exactly for a listing offering the
 point kind (geo-indistinguishability, not eps-DP). The triggers that read it are installed by
 ``0030_triggers`` (``market.catalog.triggers``).
 
