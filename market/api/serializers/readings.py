@@ -11,17 +11,18 @@ from market.catalog.spec import MICRODATA_COLUMN
 from market.trading.models import Purchase
 from market.trading.selectors import release_microdata, release_readings
 
+from .fast import FastOutput
 from .base import IdField, LevelInputField, MaxPriceField, StrictSerializer
 from .inputs import DECIMAL_TEXT_PATTERN
 
 
-class AccuracySerializer(serializers.Serializer):
+class AccuracySerializer(FastOutput, serializers.Serializer):
     label = serializers.CharField()
     noise_scale = serializers.FloatField(help_text="the Laplace scale of the noise on this value")
     error_bound = serializers.FloatField(help_text="|value - truth| <= error_bound with probability 95%")
 
 
-class StatisticAccuracySerializer(serializers.Serializer):
+class StatisticAccuracySerializer(FastOutput, serializers.Serializer):
     name = serializers.CharField(help_text="the statistic's name, as a target names it")
     kind = serializers.CharField()
     error_bound = serializers.FloatField(
@@ -42,12 +43,12 @@ class DecimalTextField(serializers.DecimalField):
     """A decimal without a bound on its digits, shown as text (its schema says which text)."""
 
 
-class TargetEchoSerializer(serializers.Serializer):
+class TargetEchoSerializer(FastOutput, serializers.Serializer):
     name = serializers.CharField(allow_null=True, help_text="the statistic, or null for every statistic")
     error_bound = DecimalTextField(max_digits=None, decimal_places=None)
 
 
-class QuoteSerializer(serializers.Serializer):
+class QuoteSerializer(FastOutput, serializers.Serializer):
     listing = serializers.IntegerField(source="listing_id")
     epsilon = serializers.DecimalField(max_digits=9, decimal_places=4)
     current_level = serializers.DecimalField(max_digits=9, decimal_places=4)
@@ -92,7 +93,7 @@ class NumberField(serializers.FloatField):
         return float(value)
 
 
-class ReadingSerializer(serializers.Serializer):
+class ReadingSerializer(FastOutput, serializers.Serializer):
     label = serializers.CharField()
     kind = serializers.CharField()
     value = NumberField(
@@ -116,7 +117,7 @@ class ReadingSerializer(serializers.Serializer):
         "outside the declared categories (its released count is 0)\"")
 
 
-class PrivacyAtRiskSerializer(serializers.Serializer):
+class PrivacyAtRiskSerializer(FastOutput, serializers.Serializer):
     """The privacy-at-risk paper's figures, under its model (not a guarantee of this release)."""
 
     epsilon0 = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the level released")
@@ -137,7 +138,7 @@ class PrivacyAtRiskSerializer(serializers.Serializer):
     definition = serializers.CharField(help_text="what gamma (privacy at risk) is, in one sentence")
 
 
-class ProfilePointSerializer(serializers.Serializer):
+class ProfilePointSerializer(FastOutput, serializers.Serializer):
     epsilon = serializers.DecimalField(max_digits=12, decimal_places=6, help_text="eps', at most the level (exact)")
     delta = serializers.FloatField(
         allow_null=True,
@@ -146,7 +147,7 @@ class ProfilePointSerializer(serializers.Serializer):
     )
 
 
-class PrivacyProfileSerializer(serializers.Serializer):
+class PrivacyProfileSerializer(FastOutput, serializers.Serializer):
     """The exact guarantee of a release at one level, for a worst-case neighbour under the dataset's relation."""
 
     level = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the release is level-DP (delta 0 at eps' = level)")
@@ -168,7 +169,7 @@ class MicrodataColumnsField(serializers.JSONField):
     pass
 
 
-class DecodedBitSerializer(serializers.Serializer):
+class DecodedBitSerializer(FastOutput, serializers.Serializer):
     label = serializers.CharField()
     reported = serializers.IntegerField(help_text="the number of records whose report of this bit says 1")
     estimate = serializers.FloatField(help_text="the number of records with the bit set, decoded without bias")
@@ -177,7 +178,7 @@ class DecodedBitSerializer(serializers.Serializer):
     error_bound = serializers.FloatField(help_text="the interval's half-width before clipping")
 
 
-class ReleaseMicrodataSerializer(serializers.Serializer):
+class ReleaseMicrodataSerializer(FastOutput, serializers.Serializer):
     """A microdata release: the records' randomised bits (download them) and the decoded counts."""
 
     records = serializers.IntegerField()
@@ -194,7 +195,7 @@ class ReleaseMicrodataSerializer(serializers.Serializer):
     records_parquet = serializers.CharField(help_text="the same as Parquet")
 
 
-class ReleaseSerializer(serializers.Serializer):
+class ReleaseSerializer(FastOutput, serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text='opaque, e.g. "rel_9QeT5wXr2LpZ0aKcVn3sHd"')
     listing = serializers.IntegerField(source="listing_id")
     purchase = serializers.UUIDField(source="purchase_id")
@@ -247,7 +248,7 @@ class PurchaseCreateSerializer(StrictSerializer):
     )
 
 
-class PurchaseSerializer(serializers.Serializer):
+class PurchaseSerializer(FastOutput, serializers.Serializer):
     id = serializers.UUIDField()
     listing = serializers.IntegerField(source="listing_id")
     level_from = serializers.DecimalField(max_digits=9, decimal_places=4)
