@@ -18,7 +18,7 @@ def api_key_list(*, user) -> QuerySet:
 
 
 def api_key_get(*, user, key_id: str) -> ApiKey:
-    key = visibility.api_keys(user).filter(pk=key_id).first()
+    key = visibility.one(visibility.api_keys(user).filter(pk=key_id))
     if key is None:
         raise NotFound("no such API key")
     return key
@@ -31,7 +31,7 @@ def api_key_for_secret(secret: str) -> ApiKey | None:
     if not keys.well_formed(secret):
         return None
     digest = keys.digest(secret)
-    key = visibility.dangerously_unscoped(ApiKey).select_related("user").filter(ApiKey.usable_q(), secret_hash=digest).first()
+    key = visibility.one(visibility.dangerously_unscoped(ApiKey).select_related("user").filter(ApiKey.usable_q(), secret_hash=digest))
     if key is None or not hmac.compare_digest(key.secret_hash, digest) or not key.user.is_active:
         return None
     return key

@@ -35,7 +35,7 @@ def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
         purchase_id = uuid.UUID(str(purchase_id))
     except ValueError:  # not a UUID: no such purchase (a database error is not hidden as a 404)
         raise NotFound("no such purchase") from None
-    purchase = _with_release(visibility.purchases(user)).filter(pk=purchase_id).first()
+    purchase = visibility.one(_with_release(visibility.purchases(user)).filter(pk=purchase_id))
     if purchase is None:
         raise NotFound("no such purchase")
     return purchase
@@ -55,7 +55,7 @@ def purchase_wait(*, user, purchase_id, seconds: float, purchase=None) -> "Purch
         release_wait(
             purchase_id=purchase.pk,
             seconds=seconds,
-            done=lambda: visibility.purchases(user).filter(pk=purchase.pk).values_list("status", flat=True).first()
+            done=lambda: visibility.one(visibility.purchases(user).filter(pk=purchase.pk).values_list("status", flat=True))
             not in Purchase.IN_FLIGHT,
         )
         return purchase_get(user=user, purchase_id=purchase.pk)
@@ -80,7 +80,7 @@ def release_list(*, user, listing_id: int | None = None, since=None) -> QuerySet
 
 def release_get(*, user, release_id: str) -> "Release":  # noqa: F821
     """One of the user's releases by its public id ("rel_..."); anything else is 404."""
-    release = release_list(user=user).filter(public_id=str(release_id)).first()
+    release = visibility.one(release_list(user=user).filter(public_id=str(release_id)))
     if release is None:
         raise NotFound("no such release")
     return release
