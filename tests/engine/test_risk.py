@@ -514,3 +514,35 @@ def test_the_distribution_of_t_in_one_call_is_the_component_loop_bit_for_bit(k, 
         got, want = risk_module._t_cdf(t, k), _t_cdf_one_component_at_a_time(t, k)
         assert np.shape(got) == np.shape(want)
         assert np.array_equal(got, want), (k, t)
+
+
+def _optimal_eps_by_equation_9(eps0, E, c, E_min, k):
+    """optimal_eps's search, every cost computed by compensation_at_risk (as it was before its cost was
+    folded for speed): the reference the faster search must match float for float."""
+    def cost(x):
+        return compensation_at_risk(x, eps0, E, c, E_min, k)
+
+    grid = eps0 * np.logspace(-6.0, 0.0, 241)
+    grid[-1] = eps0
+    values = np.asarray(cost(grid))
+    best = (eps0, float(values[-1]))
+    i = int(np.argmin(values))
+    if values[i] < best[1]:
+        best = (float(grid[i]), float(values[i]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    if hi > lo:
+        res = optimize.minimize_scalar(lambda x: float(cost(min(max(x, lo), eps0))), bounds=(lo, hi),
+                                       method="bounded", options={"xatol": 1e-12 * eps0, "maxiter": 500})
+        x = float(min(max(res.x, lo), eps0))
+        if float(cost(x)) < best[1]:
+            best = (x, float(cost(x)))
+    return best
+
+
+@pytest.mark.parametrize("k", [1, 3, 40])
+@pytest.mark.parametrize("eps0,E,c,E_min", [(0.1, 1000.0, 1.0, 0.0), (0.5, 5500.0, 1.0, 10.0), (2.0, 1.0, 0.5, 0.0),
+                                            (0.0137, 300.0, 2.0, 1.5), (1.0, 0.0, 1.0, 0.0)])
+def test_optimal_eps_is_the_search_over_equation_9_exactly(eps0, E, c, E_min, k):
+    """The search's cost (computed once per listing level, per release, by the worker) is equation 9 to
+    the last bit: the same argmin and cost as the search computing each cost with compensation_at_risk."""
+    assert optimal_eps(eps0, E, c=c, E_min=E_min, k=k) == _optimal_eps_by_equation_9(eps0, E, c, E_min, k)
