@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from market.core.locks import Rank, taken
+from market.core.locks import LockedRows, Rank, taken
 
 from .models import Holding, Purchase
+
+#: a buyer's holding on a listing (at most one: a unique constraint), locked; its SQL written once
+_HOLDING = LockedRows(
+    Holding, where='t."buyer_id" = %s AND t."listing_id" = %s',
+    fallback=lambda buyer_id, listing_id: Holding.objects.select_for_update().filter(
+        buyer_id=buyer_id, listing_id=listing_id).first(),
+)
 
 
 def holding_lock(*, buyer_id, listing_id, create: bool = False) -> Holding:
     """The buyer's holding on the listing, locked for update (created at level 0 first if ``create``
     and there is none: one statement when it exists)."""
     taken(Rank.HOLDING, f"holding of buyer {buyer_id} on listing {listing_id}")
-    rows = Holding.objects.select_for_update().filter(buyer_id=buyer_id, listing_id=listing_id)
-    holding = rows.first()
+    holding = _HOLDING.one((buyer_id, listing_id))
     if holding is None and create:
         # ON CONFLICT DO NOTHING: a concurrent first purchase may create it too
         Holding.objects.bulk_create([Holding(buyer_id=buyer_id, listing_id=listing_id)], ignore_conflicts=True)
-        holding = rows.first()
+        holding = _HOLDING.one((buyer_id, listing_id))
     if holding is None:
         raise Holding.DoesNotExist(f"no holding of buyer {buyer_id} on listing {listing_id}")
     return holding

@@ -1,0 +1,55 @@
+"""The row locks every purchase takes, written as SQL once per process (``market.core.locks.LockedRows``), read
+the same rows as Django's own queries, field for field and type for type (on PostgreSQL they run as
+that SQL; elsewhere as the queryset they replace), and a missing row is None."""
+
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+
+from market.ledger.locks import account_lock_with_peer
+from market.ledger.models import Account
+from market.ledger.services import account_get
+from market.trading.locks import holding_lock
+from market.trading.models import Holding
+from market.trading.services import purchase_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _fields(instance) -> dict:
+    return {f.attname: (getattr(instance, f.attname), type(getattr(instance, f.attname)))
+            for f in type(instance)._meta.concrete_fields}
+
+
+def test_a_holding_and_a_wallet_with_its_peer_read_as_django_reads_them(
+    make_listing, buyer, owner, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    listing = make_listing()
+    fund(buyer, 1000)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    with transaction.atomic():
+        held = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk)
+        assert _fields(held) == _fields(Holding.objects.get(buyer=buyer, listing=listing))
+        assert held.purchased == Decimal("1") and held.released == Decimal("1")
+        assert holding_lock(buyer_id=owner.pk, listing_id=listing.pk, create=True).purchased == 0
+    with pytest.raises(Holding.DoesNotExist):
+        with transaction.atomic():
+            holding_lock(buyer_id=buyer.pk, listing_id=listing.pk + 1000)
+
+    earnings = Account.objects.get(kind=Account.Kind.EARNINGS, user=owner, listing=listing)
+    with transaction.atomic():
+        wallet = account_lock_with_peer(debit=(buyer.pk, Account.Kind.WALLET, None),
+                                        credit=(owner.pk, Account.Kind.EARNINGS, listing.pk))
+    assert _fields(wallet) == _fields(Account.objects.get(user=buyer, kind=Account.Kind.WALLET, listing=None))
+    assert wallet.credit_id == earnings.pk and wallet.balance < 1000
+    # the other way round: the peer's listing is NULL (IS NOT DISTINCT FROM), the locked one's is not
+    account_get(user_id=buyer.pk, kind=Account.Kind.WALLET, listing_id=None)
+    with transaction.atomic():
+        found = account_lock_with_peer(debit=(owner.pk, Account.Kind.EARNINGS, listing.pk),
+                                       credit=(buyer.pk, Account.Kind.WALLET, None))
+    assert found.pk == earnings.pk and found.credit_id == wallet.pk
+    with transaction.atomic():
+        assert account_lock_with_peer(debit=(owner.pk, Account.Kind.WALLET, listing.pk),
+                                      credit=(buyer.pk, Account.Kind.WALLET, None)) is None
