@@ -77,24 +77,21 @@ def listing_search(*, user, text: str = "", kind: str = "", max_price=None, min_
     return qs.order_by(*SORTS.get(sort, SORTS["newest"]))
 
 
-#: a dataset's fields that no read of a listing through its dataset needs (its columns' summaries, texts)
-_DATASET_TEXTS = ("dataset__columns", "dataset__description", "dataset__failure", "dataset__source", "dataset__licence")
-
-
 def listing_get(*, user, listing_id, with_owner: bool = True) -> Listing:
     """A listing ``user`` may see; ``with_owner=False`` leaves its owner's row and its dataset's
     columns and texts out of the query (a quote needs the listing and its dataset's relation only).
     An open listing (most) is found without the test of who the user is; a closed one, only if the
     user owns or holds it (``visibility.listings``)."""
-
-    def shaped(listings):
-        if with_owner:
-            return listings
-        return listings.select_related(None).select_related("dataset").defer(*_DATASET_TEXTS)
-
-    listing = visibility.one(shaped(visibility.open_listings()).filter(pk=listing_id))
+    if with_owner:
+        listing = visibility.one(visibility.open_listings().filter(pk=listing_id))
+    else:
+        listing = visibility.open_listing(listing_id)
     if listing is None and getattr(user, "is_authenticated", False):
-        listing = visibility.one(shaped(visibility.listings(user)).filter(pk=listing_id))
+        listings = visibility.listings(user)
+        if not with_owner:
+            texts = (f"dataset__{name}" for name in visibility.DATASET_TEXTS)
+            listings = listings.select_related(None).select_related("dataset").defer(*texts)
+        listing = visibility.one(listings.filter(pk=listing_id))
     if listing is None:
         raise NotFound("no such listing")
     return listing

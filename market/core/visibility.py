@@ -11,6 +11,8 @@ other ``Model.objects`` in a selector or an API view.
 
 from __future__ import annotations
 
+import functools
+
 from django.db.models import QuerySet
 
 
@@ -309,3 +311,83 @@ def one(queryset: QuerySet):
     Unlike ``first()``, no ``ORDER BY`` is added: there is at most one row to order, and compiling
     the ordering was a fifth of the CPU of reading a purchase (``bench/load/phases.py``)."""
     return next(iter(queryset[:1]), None)
+
+
+# --------------------------------------------------------------------------
+# the reads every purchase makes, as SQL written once (``market.core.reads``): each states the
+# filter of the queryset above it stands for, and runs that queryset where it is not PostgreSQL
+
+#: a dataset's fields that no read of a listing through its dataset needs (its columns' summaries, texts)
+DATASET_TEXTS = ("columns", "description", "failure", "source", "licence")
+
+
+@functools.cache
+def _open_listing_read():
+    from market.catalog.models import Dataset, Listing
+
+    from .reads import Prepared
+
+    def fallback(pk):
+        listing = one(open_listings().select_related(None).select_related("dataset")
+                      .defer(*(f"dataset__{name}" for name in DATASET_TEXTS)).filter(pk=pk))
+        return None if listing is None else (listing, listing.dataset)
+
+    return Prepared(
+        select=[(Listing, "l", ("answer",)), (Dataset, "d", DATASET_TEXTS)],
+        sql=f'FROM "{Listing._meta.db_table}" l JOIN "{Dataset._meta.db_table}" d ON d."id" = l."dataset_id" '
+            'WHERE l."id" = %s AND l."is_open"',
+        fallback=fallback,
+    )
+
+
+def open_listing(pk):
+    """The open listing ``pk`` (one of :func:`open_listings`, which everyone may see) with its dataset,
+    without the dataset's columns and texts, or None."""
+    found = _open_listing_read().one((pk,))
+    if found is None:
+        return None
+    listing, dataset = found
+    listing.dataset = dataset
+    return listing
+
+
+@functools.cache
+def _purchase_read():
+    from market.catalog.models import Listing
+    from market.trading.models import Purchase
+    from releases.models import Release
+
+    from .reads import Prepared
+
+    def fallback(pk, user_id):
+        purchase = one(Purchase.objects.select_related("release__listing").defer("release__listing__answer")
+                       .filter(pk=pk, buyer_id=user_id))
+        if purchase is None:
+            return None
+        release = getattr(purchase, "release", None)
+        return purchase, release, release.listing if release is not None else None
+
+    return Prepared(
+        select=[(Purchase, "p", ()), (Release, "r", ()), (Listing, "l", ("answer",))],
+        sql=f'FROM "{Purchase._meta.db_table}" p LEFT JOIN "{Release._meta.db_table}" r ON r."purchase_id" = p."id" '
+            f'LEFT JOIN "{Listing._meta.db_table}" l ON l."id" = r."listing_id" WHERE p."id" = %s AND p."buyer_id" = %s',
+        fallback=fallback,
+    )
+
+
+def purchase_with_release(user, pk):
+    """The purchase ``pk`` if it is one of ``user``'s (:func:`purchases`), with its release (None before
+    it is released) and the release's listing (without its sealed true answer); None otherwise."""
+    if not _authenticated(user):
+        return None
+    found = _purchase_read().one((pk, user.pk))
+    if found is None:
+        return None
+    purchase, release, listing = found
+    if release is not None:
+        release.listing = listing
+        purchase.listing = listing
+    type(purchase)._meta.get_field("release").set_cached_value(purchase, release)
+    if release is not None:
+        type(release)._meta.get_field("purchase").set_cached_value(release, purchase)
+    return purchase

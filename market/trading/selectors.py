@@ -35,7 +35,7 @@ def purchase_get(*, user, purchase_id) -> "Purchase":  # noqa: F821
         purchase_id = uuid.UUID(str(purchase_id))
     except ValueError:  # not a UUID: no such purchase (a database error is not hidden as a 404)
         raise NotFound("no such purchase") from None
-    purchase = visibility.one(_with_release(visibility.purchases(user)).filter(pk=purchase_id))
+    purchase = visibility.purchase_with_release(user, purchase_id)
     if purchase is None:
         raise NotFound("no such purchase")
     return purchase
