@@ -172,50 +172,45 @@ def retrying(work: Callable[[], T], *, attempts: int = 5, base_delay: float = 0.
 # --------------------------------------------------------------------------
 # row-locking reads written once
 #
-# Row-locking reads whose SQL is written once per process, for the locks every purchase takes.
-#
-# Django compiles a queryset's SQL anew on every evaluation; for the few row locks a purchase takes
-# (its holding, the buyer's wallet) that compilation cost more CPU than the statement itself
-# (``bench/load/phases.py``: 0.44 ms against 0.15 ms for a holding). :class:`LockedRows` states such
-# a read once: the model's columns, a ``WHERE`` clause with ``%s`` parameters and the lock's mode; it
-# runs as that SQL, and its rows become model instances as Django's own reads make them
-# (``Model.from_db``), so nothing downstream can tell the difference.
-#
-# Only on PostgreSQL, whose driver returns every column as the field's own Python type (Decimal,
-# aware datetimes, UUIDs). On SQLite (the embedded default), where Django converts what the driver
-# returns (decimals, datetimes) field by field, the caller's queryset runs instead (``fallback``):
-# there a write transaction has the database to itself, and speed is not the point.
+# The row locks every purchase and release takes (a holding, the buyer's wallet, a listing's noise
+# path) are reads whose SQL is written once per process (``market.core.reads.Prepared``: Django
+# compiles a queryset's SQL on every evaluation, which cost more CPU than the statement itself,
+# 0.44 ms against 0.15 ms for a holding in ``bench/load/phases.py``). The lock clause is
+# PostgreSQL's; elsewhere the queryset each stands for runs (``fallback``), as Django's
+# ``select_for_update()`` leaves the clause out on SQLite, where a write transaction already has
+# the database to itself.
 
 MODES = {"update": "FOR UPDATE", "no key update": "FOR NO KEY UPDATE", "share": "FOR SHARE"}
 
 
 class LockedRows:
     """``LockedRows(Holding, where='t."buyer_id" = %s AND t."listing_id" = %s', fallback=...)``;
-    ``.one(params)``: the row as a model instance, or None. ``extra``: more selected expressions,
-    each ``(sql, attribute)``, set on the instance (e.g. a subquery's value). The table's alias is
-    ``t``."""
+    ``.one(params)``: the locked row as a model instance, or None. The locked table's alias is
+    ``t``. ``extra``: more selected expressions, each ``(sql, attribute)``, set on the instance (their
+    parameters come first). ``joined``: rows read beside it, not locked, each ``(model, alias,
+    excluded fields, "JOIN ... ON ...")``: ``.one`` then gives the tuple of instances."""
 
-    def __init__(self, model, *, where: str, fallback, mode: str = "update", extra: tuple = ()):
-        fields = model._meta.concrete_fields
-        self.model = model
+    def __init__(self, model, *, where: str, fallback, mode: str = "update", extra: tuple = (), joined: tuple = ()):
+        from .reads import Prepared
+
+        joins = " ".join(join for *_, join in joined)
         self.fallback = fallback
-        self.names = [f.attname for f in fields]
         self.extra = [attribute for _, attribute in extra]
-        table = model._meta.db_table
-        columns = ", ".join([f't."{f.column}"' for f in fields] + [sql for sql, _ in extra])
-        self.sql = f'SELECT {columns} FROM "{table}" t WHERE {where} {MODES[mode]} OF t'
+        self.parts = 1 + len(joined)
+        self.read = Prepared(
+            select=[(model, "t", ()), *[(m, alias, excluded) for m, alias, excluded, _ in joined]],
+            extra=[sql for sql, _ in extra],
+            sql=f'FROM "{model._meta.db_table}" t {joins} WHERE {where} {MODES[mode]} OF t',
+            fallback=fallback,
+        )
 
     def one(self, params):
         """The row (locked), or None; elsewhere than PostgreSQL, ``fallback(*params)``."""
         if connection.vendor != "postgresql":
             return self.fallback(*params)
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, list(params))
-            row = cursor.fetchone()
-        if row is None:
+        found = self.read.one(params)
+        if found is None:
             return None
-        width = len(self.names)
-        instance = self.model.from_db(connection.alias, self.names, row[:width])
-        for attribute, value in zip(self.extra, row[width:]):
-            setattr(instance, attribute, value)
-        return instance
+        for attribute, value in zip(self.extra, found[self.parts] if self.extra else ()):
+            setattr(found[0], attribute, value)
+        return found[0] if self.parts == 1 else found[:self.parts]

@@ -55,12 +55,15 @@ class _Part:
 class Prepared:
     """``Prepared(select=[(Purchase, "p", ()), (Release, "r", ())], sql='FROM ... WHERE p."id" = %s',
     fallback=lambda pk: ...)``; ``.one(params)``: a tuple of instances (None where a left join found
-    nothing), or None when there is no row. ``exclude``: fields not read (left deferred)."""
+    nothing), or None when there is no row. ``exclude``: fields not read (left deferred). ``extra``:
+    more selected expressions; their values come last in the tuple, as one tuple."""
 
-    def __init__(self, *, select: list[tuple], sql: str, fallback):
+    def __init__(self, *, select: list[tuple], sql: str, fallback, extra: list[str] = ()):
         self.parts = [_Part(model, alias, exclude) for model, alias, exclude in select]
         self.fallback = fallback
-        self.sql = "SELECT " + ", ".join(c for part in self.parts for c in part.columns()) + " " + sql
+        self.extra = len(extra)
+        columns = [c for part in self.parts for c in part.columns()] + list(extra)
+        self.sql = "SELECT " + ", ".join(columns) + " " + sql
 
     def one(self, params):
         if connection.vendor != "postgresql":
@@ -74,4 +77,6 @@ class Prepared:
         for part in self.parts:
             out.append(part.make(row[start:start + len(part.names)]))
             start += len(part.names)
+        if self.extra:  # the extra expressions' values, on the first instance, by the caller's names
+            out.append(row[start:])
         return tuple(out)

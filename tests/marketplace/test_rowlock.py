@@ -53,3 +53,27 @@ def test_a_holding_and_a_wallet_with_its_peer_read_as_django_reads_them(
     with transaction.atomic():
         assert account_lock_with_peer(debit=(owner.pk, Account.Kind.WALLET, listing.pk),
                                       credit=(buyer.pk, Account.Kind.WALLET, None)) is None
+
+
+def test_a_path_is_locked_with_its_listing_and_dataset_as_django_reads_them(
+    make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    from releases.locks import path_lock
+    from releases.models import NoisePath
+
+    from market.catalog.models import Listing
+
+    listing = make_listing()
+    fund(buyer, 1000)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    with transaction.atomic():
+        with django_assert_num_queries(1):
+            path = path_lock(listing_id=listing.pk)
+            listed, dataset = path.listing, path.listing.dataset
+    assert _fields(path) == _fields(NoisePath.objects.get(listing=listing))
+    assert _fields(listed) == _fields(Listing.objects.get(pk=listing.pk))
+    assert _fields(dataset) == _fields(listing.dataset)
+    with pytest.raises(NoisePath.DoesNotExist):
+        with transaction.atomic():
+            path_lock(listing_id=listing.pk + 1000)
