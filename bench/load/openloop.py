@@ -40,7 +40,7 @@ class OpenLoop:
 
     def backlog(self, now: float) -> int:
         with self.lock:
-            return sum(1 for a in self.arrivals if a.scheduled <= now and a.done is None)
+            return sum(1 for a in self.arrivals if a.scheduled <= now and (a.done is None or a.done > now))
 
 
 def dispatcher(loop: OpenLoop, work: queue.Queue, stop: threading.Event, seed: int | None = None) -> None:

@@ -82,7 +82,7 @@ def verdicts(runs: dict, comparison: dict, buyers: int) -> list[dict]:
         where = "buyers over the listings" if mode == "spread" else "buyers on one listing"
         shown = "-" if r is None else (f"{c['product_cpu_ms']['total']:.1f}/{c['baseline_cpu_ms']['total']:.1f} ms"
                                        f" = {r:.0%} (aim {CPU_AIM:.0%})")
-        rows.append(_verdict(f"CPU per purchase over the baseline's, closed loop ({buyers} {where})",
+        rows.append(_verdict(f"CPU per purchase over the baseline's, closed loop, {mode} ({buyers} {where})",
                              f"<= {CPU_RATIO:.0%}", r, shown, None if r is None else r <= CPU_RATIO))
     for rate, bound in OPEN_P99_MS.items():
         run = runs.get(f"product open {rate:g}/s")
