@@ -9,6 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.stamp import stamp
+
 from . import ROOT
 from . import __doc__ as OVERVIEW
 from .machine import machine
@@ -99,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
 def run(args) -> int:
     logdir = Path(tempfile.mkdtemp(prefix="gradual-load-"))
     started = time.time()
-    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "logs": str(logdir)}
+    report: dict = {"logs": str(logdir)}
     report["config"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     runs: dict[str, dict] = {}
 
@@ -127,11 +129,12 @@ def run(args) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, old_term)
-    report["machine"] = machine(args)
+    stamped = stamp("load")  # as every bench's JSON: the date (UTC) and the machine, for docs/performance.md
+    report["bench"], report["date"] = stamped["bench"], stamped["date"]
+    report["machine"] = {**stamped["machine"], **machine(args)}
     report["runs"] = runs
     report["comparison"] = compare(runs)
     report["targets"] = verdicts(runs, report["comparison"], args.buyers)
-    report["bench"] = "load"
     report["wall_s"] = round(time.time() - started, 1)
     print_report(report, args)
     if args.json:
