@@ -331,8 +331,7 @@ def load(d: dict) -> str:
         "Open loop (backlog: arrivals scheduled and not yet released as the window ended):",
         table(["run", "offered", "achieved", "backlog at the end", "arrival → release p50", "p99",
                "CPU per purchase"], opened),
-        "Targets (issue 32)" + (f": the product missed {len(missed)} of {len(verdicts)} in this run (an honest "
-                                f"figure: the work to meet them is under way)" if missed else ": all met in this run") + ".",
+        "Targets (issue 32)" + (f": the product missed {len(missed)} of {len(verdicts)} in this run" if missed else ": all met in this run") + ".",
         table(["target", "wanted", "measured", "verdict"], verdicts, align="lrrl"),
     ])
 

@@ -35,6 +35,7 @@ out["repeat"] = buy(buyer, {"listing": listing, "epsilon": "0.2501"}, HTTP_IDEMP
 out["quote_after"] = quote("0.5").json()
 second = buy(buyer, {"listing": listing, "epsilon": "0.5"})
 out["second"] = (second.status_code, second.json()["price"])
+second_id = second.json()["id"]
 out["read"] = buyer.get(f"/api/v1/purchases/{first.json()['id']}/", HTTP_PREFER="wait=1").status_code
 out["level"] = buyer.get(f"/api/v1/listings/{listing}/").json()["your_level"]
 out["wallet"] = str(Wallet.objects.get(buyer_id=me["id"]).balance)
@@ -61,6 +62,15 @@ with connection.cursor() as cursor:
         cursor.execute(sql)
         out["invariants"][name] = cursor.fetchone()[0]
 out["purchases"] = Purchase.objects.count()
+# the checks see a tampered row: a wallet a cent off, a purchase left queued without its release
+Wallet.objects.filter(buyer_id=me["id"]).update(balance="0.51")
+Release.objects.filter(purchase_id=second_id).delete()
+Purchase.objects.filter(pk=second_id).update(status="queued")
+with connection.cursor() as cursor:
+    out["tampered"] = {}
+    for name, sql, _ in CHECKS:
+        cursor.execute(sql)
+        out["tampered"][name] = cursor.fetchone()[0]
 json.dump(out, sys.stdout)
 """
 
@@ -92,3 +102,7 @@ def test_the_baseline_quotes_buys_releases_and_refuses_what_it_must(tmp_path):
     assert out["ping"] == 200
     assert out["invariants"] == {name: 0 for name in out["invariants"]} and len(out["invariants"]) == 7
     assert out["purchases"] == 2
+    assert {k: v for k, v in out["tampered"].items() if v} == {
+        "every wallet is its funds less its purchases": 1,
+        "holdings: released <= purchased <= ceiling, matching the purchases and releases": 1,
+        "nothing left in flight": 1}
