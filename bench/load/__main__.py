@@ -9,15 +9,29 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.stamp import stamp
+
 from . import ROOT
 from . import __doc__ as OVERVIEW
-from .baseline_run import run_baseline
 from .machine import machine
-from .product_run import run_product
 from .report import print_report, write_json
+from .runs import run as run_one
 from .targets import compare, exit_status, verdicts
 
-PLAN = [("baseline", "spread"), ("baseline", "hot"), ("product", "spread"), ("product", "hot")]
+
+def plan(args) -> list[tuple[str, str, float | None]]:
+    """(kind, mode, rate) of every run, in order: each mode's baseline just before the product."""
+    modes: list[tuple[str, float | None]] = []
+    if not args.no_closed:
+        modes += [("spread", None)] + ([] if args.no_hot else [("hot", None)])
+    if not args.no_open:
+        modes += [("open", r) for r in args.rates]
+    kinds = ["product"] if args.no_baseline else ["baseline", "product"]
+    return [(kind, mode, rate) for mode, rate in modes for kind in kinds]
+
+
+def run_name(kind: str, mode: str, rate: float | None) -> str:
+    return f"{kind} {mode}" + (f" {rate:g}/s" if rate else "")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,6 +48,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hot-step-max", default="0.1", help="largest step up in the hot run")
     p.add_argument("--no-baseline", action="store_true", help="leave out the baseline's runs")
     p.add_argument("--no-hot", action="store_true", help="leave out the hot runs (all buyers on one listing)")
+    p.add_argument("--no-closed", action="store_true", help="leave out the closed-loop runs (spread and hot)")
+    p.add_argument("--no-open", action="store_true", help="leave out the open-loop runs")
+    p.add_argument("--rates", type=lambda v: [float(x) for x in v.split(",") if x], default=[20.0, 40.0],
+                   help="open loop: purchases per second offered, one run each (comma-separated)")
+    p.add_argument("--open-buyers", type=int, default=100,
+                   help="open loop: buyers (threads, each with its own token and connection) taking the arrivals")
     p.add_argument("--wait", type=float, default=5,
                    help="send Prefer: wait=N on the purchase POST and GETs (RFC 7240); 0: do not send it")
     p.add_argument("--poll", type=float, default=0.1,
@@ -81,10 +101,8 @@ def parser() -> argparse.ArgumentParser:
 def run(args) -> int:
     logdir = Path(tempfile.mkdtemp(prefix="gradual-load-"))
     started = time.time()
-    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "logs": str(logdir)}
+    report: dict = {"logs": str(logdir)}
     report["config"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    plan = [(kind, mode) for kind, mode in PLAN
-            if not (kind == "baseline" and args.no_baseline) and not (mode == "hot" and args.no_hot)]
     runs: dict[str, dict] = {}
 
     def on_term(signum, frame):
@@ -93,15 +111,13 @@ def run(args) -> int:
     old_term = signal.signal(signal.SIGTERM, on_term)
     print(f"logs: {logdir}", flush=True)
     try:
-        for kind, mode in plan:
-            name = f"{kind} {mode}"
+        for kind, mode, rate in plan(args):
+            name = run_name(kind, mode, rate)
             print(f"\n-- {name}", flush=True)
-            folder = logdir / name.replace(" ", "-")
+            folder = logdir / name.replace(" ", "-").replace("/", "")
             folder.mkdir()
-            if kind == "baseline":
-                runs[name] = run_baseline(args, mode=mode, logdir=folder)
-            else:
-                runs[name] = run_product(args, mode=mode, logdir=folder, phases=args.phases if mode == "spread" else 0)
+            phases = args.phases if (kind, mode) == ("product", "spread") else 0
+            runs[name] = run_one(args, kind=kind, mode=mode, logdir=folder, phases=phases, rate=rate)
     except KeyboardInterrupt:
         print("interrupted: everything stopped", file=sys.stderr, flush=True)
         return 130
@@ -113,7 +129,9 @@ def run(args) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, old_term)
-    report["machine"] = machine(args)
+    stamped = stamp("load")  # as every bench's JSON: the date (UTC) and the machine, for docs/performance.md
+    report["bench"], report["date"] = stamped["bench"], stamped["date"]
+    report["machine"] = {**stamped["machine"], **machine(args)}
     report["runs"] = runs
     report["comparison"] = compare(runs)
     report["targets"] = verdicts(runs, report["comparison"], args.buyers)
@@ -132,6 +150,8 @@ def main(argv=None) -> int:
     for db in (args.db, args.baseline_db):
         if db in ("test", "test_test", "postgres"):
             p.error(f"--db {db} is not a throw-away database")
+    if any(r <= 0 for r in args.rates):
+        p.error("--rates: every rate must be positive")
     if args.db == args.baseline_db:
         p.error("--db and --baseline-db must differ")
     return run(args)

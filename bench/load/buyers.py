@@ -1,13 +1,14 @@
 """What one buyer does, over and over until told to stop, and what it writes down.
 
-* :func:`product_buyer`: steps up its level on a listing by a random increment until the
+* :class:`Stepper` / :func:`product_buyer`: steps up its level on a listing by a random increment until the
   ceiling, then moves to another listing. Each step is a quote (``GET listings/{id}/quote/``), a
   purchase (``POST purchases/`` with an Idempotency-Key) and then waiting for the release:
   with ``Prefer: wait=N`` (RFC 7240) on the POST and on each ``GET purchases/{id}/``. A server
   that honours it says so (``Preference-Applied: wait=N``) and answers once the purchase is
   final or the wait is over: the next GET follows at once. A server that ignores it is polled
   every ``--poll`` seconds.
-* :func:`baseline_buyer`: ``POST debit/`` on its budget row, again and again.
+  The baseline (``bench/load/baseline``) answers the same requests at the same paths: its buyers
+  are these. ``bench.load.openloop`` drives the same steps at scheduled arrivals.
 * :func:`canary`: one purchase through the whole pipeline before the load (the setup is ready).
 """
 
@@ -66,65 +67,92 @@ def _timed(log_rows: list, client: Client, method: str, path: str, body=None, he
     return start, reply
 
 
-def product_buyer(*, port: int, token: str, listings: list[dict], step_min: float, step_max: float, args,
-                  stop: threading.Event, log: BuyerLog) -> None:
-    rng = random.Random(os.urandom(16))
-    client = Client(port, token)
-    ceilings = {l["id"]: Decimal(l["ceiling"]) for l in listings}
-    held = {l["id"]: Decimal(0) for l in listings}
-    current = rng.choice(list(held))
-    prefer = {"Prefer": f"wait={args.wait:g}"} if args.wait else {}
+class Done(Exception):
+    """This buyer can buy no more: every ceiling reached, or out of credits."""
+
+
+class Stepper:
+    """One buyer's state: its connection, the levels it holds; :meth:`step` is one purchase."""
+
+    def __init__(self, *, port: int, token: str, listings: list[dict], step_min: float, step_max: float, args,
+                 log: BuyerLog):
+        self.rng = random.Random(os.urandom(16))
+        self.client = Client(port, token)
+        self.ceilings = {l["id"]: Decimal(l["ceiling"]) for l in listings}
+        self.held = {l["id"]: Decimal(0) for l in listings}
+        self.current = self.rng.choice(list(self.held))
+        self.step_min, self.step_max, self.args, self.log = step_min, step_max, args, log
+        self.prefer = {"Prefer": f"wait={args.wait:g}"} if args.wait else {}
+
+    def step(self) -> str | None:
+        """A quote, a purchase and waiting for its release: the final status (``released``, ``failed``,
+        ``timeout``), or None when the step was refused. :class:`Done` when nothing is left to buy."""
+        log, client, held, args = self.log, self.client, self.held, self.args
+        if held[self.current] >= self.ceilings[self.current]:
+            left = [lid for lid in held if held[lid] < self.ceilings[lid]]
+            if not left:
+                log.exhausted = True
+                raise Done
+            self.current = self.rng.choice(left)
+        current = self.current
+        step = Decimal(self.rng.uniform(self.step_min, self.step_max))
+        level = min(self.ceilings[current], (held[current] + step).quantize(LEVEL))
+        _, quote = _timed(log.quotes, client, "GET", f"{API}/listings/{current}/quote/?epsilon={level}")
+        if quote.status != 200:
+            log.error("quote", quote.status, quote.data)
+            held[current] = _resync(client, current, held[current], log)
+            time.sleep(args.poll)
+            return None
+        start, bought = _timed(log.posts, client, "POST", f"{API}/purchases/",
+                               {"listing": current, "epsilon": str(level)},
+                               {"Idempotency-Key": uuid.uuid4().hex, **self.prefer})
+        if bought.status not in (200, 201, 202):
+            log.error("purchase", bought.status, bought.data)
+            if bought.status == 402:  # out of credits: this buyer is done
+                raise Done
+            held[current] = _resync(client, current, held[current], log)
+            time.sleep(args.poll)
+            return None
+        if bought.status == 200:
+            log.errors["purchase 200 (idempotent repeat)"] += 1
+        held[current] = level
+        pid = bought.data["id"]
+        log.purchases.append((pid, current, str(level), quote.data["price"], bought.data["price"], bought.status))
+        final, seen = bought.data.get("status"), bought
+        while final not in ("released", "failed"):
+            if time.time() - start > args.release_timeout:
+                final = "timeout"
+                log.errors["release timeout"] += 1
+                break
+            if not wait_applied(seen.headers):
+                time.sleep(args.poll)  # the server did not wait for us: poll
+            _, seen = _timed(log.polls, client, "GET", f"{API}/purchases/{pid}/", None, self.prefer)
+            if seen.status != 200:
+                log.error("poll", seen.status, seen.data)
+                continue
+            final = seen.data["status"]
+        log.releases.append((start, time.time() - start, final, pid))
+        if final == "failed":
+            log.error("release failed", "", seen.data.get("failure_reason"))
+        return final
+
+    def close(self) -> None:
+        self.log.reconnects = self.client.reconnects
+        self.client.close()
+
+
+def product_buyer(*, stop: threading.Event, **stepper) -> None:
+    """Steps, one after the other, until ``stop`` (closed loop)."""
+    buyer = Stepper(**stepper)
     try:
         while not stop.is_set():
-            if held[current] >= ceilings[current]:
-                left = [lid for lid in held if held[lid] < ceilings[lid]]
-                if not left:
-                    log.exhausted = True
-                    return
-                current = rng.choice(left)
-            level = min(ceilings[current], (held[current] + Decimal(rng.uniform(step_min, step_max))).quantize(LEVEL))
-            _, quote = _timed(log.quotes, client, "GET", f"{API}/listings/{current}/quote/?epsilon={level}")
-            if quote.status != 200:
-                log.error("quote", quote.status, quote.data)
-                held[current] = _resync(client, current, held[current], log)
-                time.sleep(args.poll)
-                continue
-            start, bought = _timed(log.posts, client, "POST", f"{API}/purchases/",
-                                   {"listing": current, "epsilon": str(level)},
-                                   {"Idempotency-Key": uuid.uuid4().hex, **prefer})
-            if bought.status not in (200, 201, 202):
-                log.error("purchase", bought.status, bought.data)
-                if bought.status == 402:  # out of credits: this buyer is done
-                    return
-                held[current] = _resync(client, current, held[current], log)
-                time.sleep(args.poll)
-                continue
-            if bought.status == 200:
-                log.errors["purchase 200 (idempotent repeat)"] += 1
-            held[current] = level
-            pid = bought.data["id"]
-            log.purchases.append((pid, current, str(level), quote.data["price"], bought.data["price"], bought.status))
-            final, seen = bought.data.get("status"), bought
-            while final not in ("released", "failed"):
-                if time.time() - start > args.release_timeout:
-                    final = "timeout"
-                    log.errors["release timeout"] += 1
-                    break
-                if not wait_applied(seen.headers):
-                    time.sleep(args.poll)  # the server did not wait for us: poll
-                _, seen = _timed(log.polls, client, "GET", f"{API}/purchases/{pid}/", None, prefer)
-                if seen.status != 200:
-                    log.error("poll", seen.status, seen.data)
-                    continue
-                final = seen.data["status"]
-            log.releases.append((start, time.time() - start, final, pid))
-            if final == "failed":
-                log.error("release failed", "", seen.data.get("failure_reason"))
+            buyer.step()
+    except Done:
+        pass
     except Exception as exc:  # a dead buyer is an error to report, never a silent hole in the figures
-        log.error("exception", type(exc).__name__, repr(exc))
+        buyer.log.error("exception", type(exc).__name__, repr(exc))
     finally:
-        log.reconnects = client.reconnects
-        client.close()
+        buyer.close()
 
 
 def _resync(client: Client, listing_id: int, guess: Decimal, log: BuyerLog) -> Decimal:
@@ -136,26 +164,6 @@ def _resync(client: Client, listing_id: int, guess: Decimal, log: BuyerLog) -> D
     except Exception:
         pass
     return guess
-
-
-def baseline_buyer(*, port: int, token: str, budget: int, step_min: float, step_max: float,
-                   stop: threading.Event, log: BuyerLog) -> None:
-    """Debit ``budget`` by a random amount in [step_min, step_max], again and again."""
-    rng = random.Random(os.urandom(16))
-    client = Client(port, token)
-    try:
-        while not stop.is_set():
-            amount = Decimal(rng.uniform(step_min, step_max)).quantize(LEVEL)
-            _, reply = _timed(log.posts, client, "POST", "/debit/", {"budget": budget, "amount": str(amount)})
-            if reply.status != 200:
-                log.error("debit", reply.status, reply.data)
-                continue
-            log.purchases.append((reply.data["id"], budget, str(amount)))
-    except Exception as exc:
-        log.error("exception", type(exc).__name__, repr(exc))
-    finally:
-        log.reconnects = client.reconnects
-        client.close()
 
 
 def canary(port: int, token: str, listing_id: int, timeout: float = 90.0) -> float:

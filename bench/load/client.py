@@ -48,9 +48,8 @@ class Client:
                     data = {"raw": raw[:200].decode(errors="replace")}
                 return Reply(resp.status, data, {k.lower(): v for k, v in resp.getheaders()})
             except (http.client.HTTPException, ConnectionError, socket.timeout, OSError):
-                # a kept-alive connection the server closed: the product's requests are safe to repeat
-                # (GETs, and POSTs carry an Idempotency-Key); a baseline debit repeated after a lost
-                # answer shows in its invariants as a row stored but never answered
+                # a kept-alive connection the server closed: the requests are safe to repeat (GETs, and
+                # POSTs carry an Idempotency-Key, which the product and the baseline both honour)
                 self.conn.close()
                 self.conn = None
                 self.reconnects += 1

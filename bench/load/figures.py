@@ -57,20 +57,6 @@ def product_figures(logs, t0: float, t1: float, *, wait: float) -> dict:
     }
 
 
-def baseline_figures(logs, t0: float, t1: float) -> dict:
-    """The baseline's answered requests in the measured window [t0, t1), and their latency."""
-    posts = _inside(logs, "posts", t0, t1)
-    window = t1 - t0
-    answered = [r for r in posts if r[2] == 200]
-    return {
-        "window_s": round(window, 2),
-        "requests": len(answered),
-        "requests_per_s": round(len(answered) / window, 2),
-        "latency_ms": {"request": pct([r[1] for r in answered])},
-        **buyer_troubles(logs),
-    }
-
-
 def buyer_troubles(logs) -> dict:
     """Errors by kind (with a sample message each), reconnects, buyers that ran out of steps."""
     errors: Counter = Counter()
@@ -95,11 +81,25 @@ def cpu_figures(cpu: dict, count: int, unit: str) -> dict:
     }
 
 
-def db_latency(conn, t0: float, t1: float) -> dict:
-    """Purchase row to release row, from the product's stored timestamps (no polling in it)."""
+#: the process groups CPU per purchase is reported by: web (gunicorn and its workers), worker (Celery and
+#: its pool), db (PostgreSQL's backends serving this run's database)
+GROUPS = {"web": "gunicorn", "worker": "celery", "db": "postgres: our backends"}
+
+
+def cpu_per_purchase(cpu: dict) -> dict:
+    """CPU ms per purchase of the run's own processes by group, and their total (from :func:`cpu_figures`)."""
+    parts = cpu["by_part"]
+    out = {g: parts.get(part, {}).get("cpu_ms_per_purchase", 0.0) for g, part in GROUPS.items()}
+    out["total"] = round(sum(out.values()), 2)
+    return out
+
+
+def db_latency(conn, t0: float, t1: float, releases: str = "releases_release", purchases: str = "trading_purchase",
+               fk: str = "purchase_id") -> dict:
+    """Purchase row to release row, from the stored timestamps (no polling in it)."""
     rows = conn.execute(
-        "SELECT extract(epoch FROM r.created_at - p.created_at) FROM releases_release r "
-        "JOIN trading_purchase p ON p.id = r.purchase_id "
+        f"SELECT extract(epoch FROM r.created_at - p.created_at) FROM {releases} r "  # noqa: S608 (our table names)
+        f"JOIN {purchases} p ON p.id = r.{fk} "
         "WHERE p.created_at >= to_timestamp(%s) AND p.created_at < to_timestamp(%s)", (t0, t1)
     ).fetchall()
     return pct([float(r[0]) for r in rows])

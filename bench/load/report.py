@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-RUNS = ["baseline spread", "product spread", "baseline hot", "product hot"]
 LATENCIES = {"quote": "quote GET", "purchase_post": "purchase POST", "poll": "poll GET",
              "purchase_to_release_client": "purchase -> release (buyer sees)",
-             "purchase_to_release_db": "purchase -> release (stored rows)",
-             "request": "debit POST"}
+             "purchase_to_release_db": "purchase -> release (stored rows)"}
 
 
 def _ms(v) -> str:
@@ -24,8 +22,9 @@ def format_header(report: dict, args) -> str:
         f"machine: {m.get('cpu')}, {m.get('cores')} cores, Python {m.get('python')}, PostgreSQL {m.get('postgresql')}, "
         f"Redis {m.get('redis_server', '?')}, Django {m.get('Django')}, DRF {m.get('djangorestframework')}, "
         f"gunicorn {m.get('gunicorn')}, celery {m.get('celery')}",
-        f"setup: gunicorn {args.workers} gthread workers x {args.threads} threads (product and baseline), "
-        f"Celery {args.pool} x {args.celery}{nice}, {args.buyers} buyers, {args.listings} listings, "
+        f"setup: gunicorn {args.workers} gthread workers x {args.threads} threads, Celery {args.pool} x "
+        f"{args.celery}{nice} (product and baseline), {args.buyers} buyers (closed loop), {args.open_buyers} "
+        f"(open loop at {', '.join(f'{r:g}' for r in args.rates)}/s), {args.listings} listings, "
         f"{args.warmup:g} s warm-up + {args.seconds:g} s measured per run, Prefer: wait={args.wait:g} "
         f"(else a poll every {args.poll * 1e3:g} ms), synchronous_commit={args.synchronous_commit}"
         f"{', PROFILED' if args.profile else ''}",
@@ -45,18 +44,24 @@ def format_run(name: str, run: dict) -> str:
     """One run in detail: rates, latencies, errors, CPU, PostgreSQL sessions, invariants."""
     f = run["figures"]
     lines = [f"\n== {name} (logs: {run.get('logs')})"]
-    if run["kind"] == "product":
-        pw = f["prefer_wait"]
-        lines.append(
-            f"  measured {f['window_s']:g} s: {f['purchases']} purchases = {f['purchases_per_s']:.1f}/s "
-            f"(released {f['releases_completed_in_window_per_s']:.1f}/s), quotes {f['quotes_per_s']:.1f}/s, "
-            f"{f['http_requests_per_s']:.0f} HTTP requests/s ({f['polls_per_purchase']:.1f} GETs per purchase)")
-        lines.append(f"  Prefer: wait={pw['sent']:g} honoured on {pw['post']['honoured']} of {pw['post']['of']} "
-                     f"purchase POSTs and {pw['get']['honoured']} of {pw['get']['of']} GETs")
-        unit = "purchase"
-    else:
-        lines.append(f"  measured {f['window_s']:g} s: {f['requests']} requests = {f['requests_per_s']:.1f}/s")
-        unit = "request"
+    pw = f["prefer_wait"]
+    lines.append(
+        f"  measured {f['window_s']:g} s: {f['purchases']} purchases = {f['purchases_per_s']:.1f}/s "
+        f"(released {f['releases_completed_in_window_per_s']:.1f}/s), quotes {f['quotes_per_s']:.1f}/s, "
+        f"{f['http_requests_per_s']:.0f} HTTP requests/s ({f['polls_per_purchase']:.1f} GETs per purchase)")
+    lines.append(f"  Prefer: wait={pw['sent']:g} honoured on {pw['post']['honoured']} of {pw['post']['of']} "
+                 f"purchase POSTs and {pw['get']['honoured']} of {pw['get']['of']} GETs")
+    c = f["cpu_ms_per_purchase"]
+    lines.append(f"  CPU per purchase: {c['total']:.1f} ms = web {c['web']:.1f} + worker {c['worker']:.1f} "
+                 f"+ database {c['db']:.1f}")
+    if "open_loop" in f:
+        o = f["open_loop"]
+        lat = o["latency_from_arrival_ms"]
+        lines.append(f"  open loop at {o['rate_offered_nominal']:g}/s: offered {o['offered_per_s']:.1f}/s, achieved "
+                     f"{o['achieved_per_s']:.1f}/s, backlog {o['backlog_at_end']} at the end (max {o['max_backlog']}), "
+                     f"{o['abandoned_at_stop']} unfinished; from arrival p50 {_ms(lat['p50'])} p95 {_ms(lat['p95'])} "
+                     f"p99 {_ms(lat['p99'])} ms; not released: {o['not_released'] or 'none'}")
+    unit = "purchase"
     lines += format_latencies(f["latency_ms"])
     lines.append(f"  errors: {f['errors'] or 'none'}" + (f"; samples: {f['error_samples']}" if f["error_samples"] else "")
                  + f"; reconnects {f['reconnects']}")
@@ -155,41 +160,52 @@ def format_phases(run: dict, cores: int) -> str:
 
 
 def format_side_by_side(runs: dict, comparison: dict) -> str:
-    """The runs in columns: rate, latencies, errors, invariants; then the ratios."""
-    names = [n for n in RUNS if n in runs]
-    head = f"{'':<40}" + "".join(f"{n:>17}" for n in names)
+    """The runs in columns: rate, CPU per purchase, latencies, errors, invariants; then the ratios."""
+    names = list(runs)
+    width = max([17] + [len(n) + 2 for n in names])
+    head = f"{'':<36}" + "".join(f"{n:>{width}}" for n in names)
 
     def row(label: str, cell) -> str:
-        return f"{label:<40}" + "".join(f"{cell(runs[n]):>17}" for n in names)
+        return f"{label:<36}" + "".join(f"{cell(runs[n]):>{width}}" for n in names)
 
-    def rate(run):
-        f = run["figures"]
-        return f"{f['purchases_per_s']:.1f} purch/s" if run["kind"] == "product" else f"{f['requests_per_s']:.1f} req/s"
-
-    def latency(key_product, key_baseline, q):
+    def fig(*path, fmt="{:.1f}"):
         def cell(run):
-            key = key_product if run["kind"] == "product" else key_baseline
-            return _ms(run["figures"]["latency_ms"].get(key, {}).get(q)) if key else "-"
+            v = run["figures"]
+            for k in path:
+                v = v.get(k) if isinstance(v, dict) else None
+            return "-" if v is None else fmt.format(v)
         return cell
 
-    lines = ["\nside by side", head, row("rate", rate)]
+    lines = ["\nside by side", head, row("purchases/s", fig("purchases_per_s"))]
+    for part in ("total", "web", "worker", "db"):
+        lines.append(row(f"CPU ms per purchase: {part}", fig("cpu_ms_per_purchase", part)))
     for q in ("p50", "p95", "p99"):
-        lines.append(row(f"request / purchase POST {q} (ms)", latency("purchase_post", "request", q)))
+        lines.append(row(f"purchase POST {q} (ms)", fig("latency_ms", "purchase_post", q)))
     for q in ("p50", "p95", "p99"):
-        lines.append(row(f"purchase -> release {q} (ms)", latency("purchase_to_release_client", None, q)))
+        lines.append(row(f"purchase -> release {q} (ms)", fig("latency_ms", "purchase_to_release_client", q)))
+    lines.append(row("open: achieved/s", fig("open_loop", "achieved_per_s")))
+    lines.append(row("open: backlog at end", fig("open_loop", "backlog_at_end", fmt="{}")))
+    for q in ("p50", "p99"):
+        lines.append(row(f"open: arrival -> release {q} (ms)", fig("open_loop", "latency_from_arrival_ms", q)))
     lines.append(row("errors", lambda run: str(sum(run["figures"]["errors"].values()))))
     lines.append(row("invariants", lambda run: "pass" if all(v["ok"] for v in run.get("invariants", {}).values())
                      else "FAIL"))
-    for mode, c in comparison.items():
-        if c["ratio"] is not None:
-            lines.append(f"product / baseline, {mode}: {c['product_purchases_per_s']:.1f} purchases/s over "
-                         f"{c['baseline_requests_per_s']:.1f} requests/s = {c['ratio']:.1%}")
+    for mode in ("spread", "hot"):
+        c = comparison.get(mode)
+        if c and c["ratio"] is not None:
+            lines.append(f"product / baseline, {mode}: {c['product_purchases_per_s']:.1f} over "
+                         f"{c['baseline_purchases_per_s']:.1f} purchases/s = {c['ratio']:.1%}; CPU per purchase "
+                         f"{c['product_cpu_ms']['total']:.1f} over {c['baseline_cpu_ms']['total']:.1f} ms = "
+                         f"{c['cpu_ratio']:.1%}")
     return "\n".join(lines)
 
 
 def format_targets(rows: list[dict]) -> str:
-    lines = [f"\n{'target':<78}{'wanted':>10}{'measured':>12}{'':>3}verdict"]
-    lines += [f"{r['target']:<78}{r['wanted']:>10}{r['shown']:>12}{'':>3}{r['verdict']}" for r in rows]
+    wt = max(len(r["target"]) for r in rows) + 2
+    ww = max(len(r["wanted"]) for r in rows) + 2
+    wm = max([len("measured")] + [len(r["shown"]) for r in rows]) + 2
+    lines = [f"\n{'target':<{wt}}{'wanted':>{ww}}{'measured':>{wm}}   verdict"]
+    lines += [f"{r['target']:<{wt}}{r['wanted']:>{ww}}{r['shown']:>{wm}}   {r['verdict']}" for r in rows]
     return "\n".join(lines)
 
 

@@ -2,9 +2,9 @@
 
 :class:`ProductServices` serves ``market.wsgi`` with a Celery worker beside
 it; :class:`BaselineServices` serves the baseline project
-(``bench/load/baseline``). Both run gunicorn through :meth:`Services.gunicorn_command`,
+(``bench/load/baseline``) with its own Celery worker. Both run gunicorn through :meth:`Services.gunicorn_command`,
 so the two are served by the same worker class, workers, threads and
-timeouts, with ``DJANGO_ENV=production``.
+timeouts, with ``DJANGO_ENV=production``, and Celery through :meth:`Services.celery_command`.
 """
 
 from __future__ import annotations
@@ -51,9 +51,13 @@ class Services:
     settings = ""
     wsgi = ""
     health_path = ""
+    celery_app = ""
+    queues = ""
 
     def __init__(self, args, logdir: Path, *, db: str):
         self.args = args
+        # the product and the baseline share --redis-db: their runs never overlap, and it is flushed before each
+        self.redis_url = f"redis://{args.redis_host}:{args.redis_port}/{args.redis_db}"
         self.logdir = logdir
         self.db = db
         self.port = args.port or free_port()
@@ -71,6 +75,7 @@ class Services:
             DJANGO_SECRET_KEY=self.secret_key,
             DJANGO_ALLOWED_HOSTS="127.0.0.1",
             DATABASE_URL=self.db_url,
+            REDIS_URL=self.redis_url,
             LOG_LEVEL=self.args.log_level,
             PYTHONPATH=str(ROOT),
             PYTHONUNBUFFERED="1",
@@ -111,8 +116,17 @@ class Services:
         with self.admin_conn() as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.db)))
 
+    def flush_redis(self) -> None:
+        import redis
+
+        redis.Redis.from_url(self.redis_url).flushdb()
+
     def cleanup(self) -> None:
-        """After the run: the database dropped (unless ``--keep-db``)."""
+        """After the run: Redis flushed, the database dropped (unless ``--keep-db``)."""
+        try:
+            self.flush_redis()
+        except Exception:
+            pass
         if not self.args.keep_db:
             try:
                 self.drop_database()
@@ -153,6 +167,19 @@ class Services:
 
     def start_gunicorn(self) -> None:
         self.start("gunicorn", self.gunicorn_command(), nice=self.args.nice_web)
+
+    def start_celery(self) -> None:
+        self.start("celery", self.celery_command(), nice=self.args.nice_celery)
+
+    def celery_command(self) -> list[str]:
+        """The release worker, the same pool, concurrency and options for the product and the baseline."""
+        a = self.args
+        return [
+            str(VENV_BIN / "celery"), "-A", self.celery_app, "worker",
+            "--pool", a.pool, "--concurrency", str(a.celery), "--queues", self.queues,
+            "--loglevel", a.log_level, "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "--hostname", f"load-{os.getpid()}@%h",
+        ]
 
     def check_alive(self) -> None:
         for name, proc in self.procs.items():
@@ -207,10 +234,11 @@ class ProductServices(Services):
     settings = "market.settings"
     wsgi = "market.wsgi:application"
     health_path = "/api/v1/listings/?page_size=1"
+    celery_app = "market.celery:app"
+    queues = "celery"  # the default queue only, as in production (docs/operations.md)
 
     def __init__(self, args, logdir: Path):
         super().__init__(args, logdir, db=args.db)
-        self.redis_url = f"redis://{args.redis_host}:{args.redis_port}/{args.redis_db}"
         self.profile_dir = logdir / "profile"
         self.profile_dir.mkdir(parents=True, exist_ok=True)
 
@@ -219,7 +247,6 @@ class ProductServices(Services):
         env = super().env()
         env.update(
             DJANGO_SECURE_SSL_REDIRECT="0",  # plain HTTP on 127.0.0.1: no TLS proxy in front here
-            REDIS_URL=self.redis_url,
             THROTTLE_USER=rate,
             THROTTLE_ANON=rate,
             THROTTLE_PURCHASES=rate,
@@ -231,19 +258,8 @@ class ProductServices(Services):
             env["LOAD_PROFILE_TIMER"] = self.args.profile_timer
         return env
 
-    def flush_redis(self) -> None:
-        import redis
 
-        redis.Redis.from_url(self.redis_url).flushdb()
-
-    def cleanup(self) -> None:
-        try:
-            self.flush_redis()
-        except Exception:
-            pass
-        super().cleanup()
-
-    def prepare(self, *, listings: int, ceiling: str, seed_file: Path) -> dict:
+    def prepare(self, *, listings: int, ceiling: str, buyers: int, seed_file: Path) -> dict:
         """A fresh database, migrated and seeded (``bench.load.seed``); Redis flushed."""
         import json
 
@@ -251,7 +267,7 @@ class ProductServices(Services):
         self.reset_database()
         self.flush_redis()
         self.run("migrate", [str(PYTHON), "manage.py", "migrate", "--noinput"])
-        self.run("seed", [str(PYTHON), "-m", "bench.load.seed", "--buyers", str(a.buyers), "--listings",
+        self.run("seed", [str(PYTHON), "-m", "bench.load.seed", "--buyers", str(buyers), "--listings",
                           str(listings), "--ceiling", str(ceiling), "--price", str(a.price), "--out", str(seed_file)])
         self.flush_redis()  # nothing the seed step sent to the broker is left for the worker
         return json.loads(seed_file.read_text())
@@ -260,18 +276,9 @@ class ProductServices(Services):
         config = ROOT / "bench" / "load" / "gunicorn_profile.py" if self.args.profile else None
         self.start("gunicorn", self.gunicorn_command(config), nice=self.args.nice_web)
 
-    def start_celery(self) -> None:
-        """The release worker: the default queue only, as in production (docs/operations.md)."""
-        a = self.args
-        cmd = [
-            str(VENV_BIN / "celery"), "-A", "market.celery:app", "worker",
-            "--pool", a.pool, "--concurrency", str(a.celery), "--queues", "celery",
-            "--loglevel", a.log_level, "--without-gossip", "--without-mingle", "--without-heartbeat",
-            "--hostname", f"load-{os.getpid()}@%h",
-        ]
-        if a.profile:
-            cmd += ["--include", "bench.load.celery_profile"]
-        self.start("celery", cmd, nice=a.nice_celery)
+    def celery_command(self) -> list[str]:
+        return super().celery_command() + (["--include", "bench.load.celery_profile"] if self.args.profile else [])
+
 
     def start_ingest(self) -> None:
         """The ingest worker (uploaded datasets), as in production: the ``ingest`` queue, one
@@ -288,20 +295,25 @@ class ProductServices(Services):
 
 
 class BaselineServices(Services):
-    """The baseline project (``bench/load/baseline``): its database and gunicorn; no Redis, no Celery."""
+    """The baseline project (``bench/load/baseline``): its database, gunicorn and its Celery worker
+    (queue ``releases``) on the same Redis database."""
 
     settings = "bench.load.baseline.settings"
     wsgi = "bench.load.baseline.wsgi:application"
     health_path = "/ping/"
+    celery_app = "bench.load.baseline.celery_app:app"
+    queues = "releases"
 
     def __init__(self, args, logdir: Path):
         super().__init__(args, logdir, db=args.baseline_db)
 
-    def prepare(self, *, budgets: int, seed_file: Path) -> dict:
-        """A fresh database with the baseline's tables, its buyers and budget rows."""
+    def prepare(self, *, listings: int, ceiling: str, buyers: int, seed_file: Path) -> dict:
+        """A fresh database with the baseline's tables, its listings and buyers; Redis flushed."""
         import json
 
+        a = self.args
         self.reset_database()
-        self.run("seed", [str(PYTHON), "-m", "bench.load.baseline.seed", "--buyers", str(self.args.buyers),
-                          "--budgets", str(budgets), "--out", str(seed_file)])
+        self.flush_redis()
+        self.run("seed", [str(PYTHON), "-m", "bench.load.baseline.seed", "--buyers", str(buyers), "--listings",
+                          str(listings), "--ceiling", str(ceiling), "--price", str(a.price), "--out", str(seed_file)])
         return json.loads(seed_file.read_text())

@@ -27,9 +27,11 @@ class Window:
 
 
 def drive(*, services, conn, buyers: list[Callable[[], None]], args, stop: threading.Event,
-          at_start: Callable[[], None] | None = None, at_end: Callable[[], None] | None = None) -> Window:
+          at_start: Callable[[], None] | None = None, at_end: Callable[[], None] | None = None,
+          tick: Callable[[], None] | None = None) -> Window:
     """Run ``buyers`` (each a callable looping until ``stop``) for ``--warmup`` + ``--seconds``;
-    ``at_start`` and ``at_end`` are called as the measured window opens and closes."""
+    ``at_start`` and ``at_end`` are called as the measured window opens and closes, ``tick`` about
+    once a second in it."""
     db_pids = lambda: [r[0] for r in conn.execute(  # noqa: E731
         "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")]
     meter = CpuMeter(services.procs, db_pids)
@@ -55,6 +57,8 @@ def drive(*, services, conn, buyers: list[Callable[[], None]], args, stop: threa
         while time.time() < t1:
             time.sleep(min(1.0, max(0.0, t1 - time.time())))
             services.check_alive()
+            if tick:
+                tick()
         sampler.active.clear()
         if at_end:
             at_end()

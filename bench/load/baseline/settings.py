@@ -1,7 +1,8 @@
 """Settings of the baseline project: production-like, and the product's database settings.
 
-``DATABASE_URL`` (PostgreSQL in the bench; SQLite works for a test), ``DJANGO_SECRET_KEY``,
-``DJANGO_ALLOWED_HOSTS``, ``DB_LOCK_TIMEOUT_MS`` as in ``market/settings.py``.
+``DATABASE_URL`` (PostgreSQL in the bench; SQLite works for a test), ``REDIS_URL`` (Celery's broker and
+the waits; without it tasks run eagerly, for a test), ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``,
+``DB_LOCK_TIMEOUT_MS`` as in ``market/settings.py``; Celery acknowledges late, prefetches one, as the product.
 """
 
 import os
@@ -38,6 +39,17 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,  # django.contrib.auth is not installed
 }
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ROUTES = {"baseline.release": {"queue": "releases"}}
+WAIT_MAX = 10.0  # seconds a Prefer: wait may hold a request
 
 LOGGING = {
     "version": 1,

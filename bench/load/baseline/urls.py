@@ -1,8 +1,11 @@
 from django.urls import path
 
-from .views import DebitView, ping
+from .views import ListingView, PurchasesView, PurchaseView, QuoteView, ping
 
 urlpatterns = [
-    path("debit/", DebitView.as_view()),
+    path("api/v1/listings/<int:pk>/quote/", QuoteView.as_view()),
+    path("api/v1/listings/<int:pk>/", ListingView.as_view()),
+    path("api/v1/purchases/", PurchasesView.as_view()),
+    path("api/v1/purchases/<int:pk>/", PurchaseView.as_view()),
     path("ping/", ping),
 ]
