@@ -39,7 +39,7 @@ from .reading import (
 )
 from .scan import PROBE_ROWS, Scan
 from .sql import MISSING_MARKERS, _connect
-from .summaries import TOP_CATEGORIES, described, summarize
+from .summaries import TOP_CATEGORIES, aggregates_sql, described, summarize
 
 __all__ = [
     "FORMULA_STARTS", "MAX_NAME_LENGTH", "MISSING_MARKERS", "RESERVED_NAMES", "TOP_CATEGORIES", "IngestError",
@@ -97,7 +97,8 @@ def _scan(batches, schema, *, raw_path, typed_path, line_offset, tmpdir, limits:
           raw_source: str | None = None) -> list[dict]:
     con = _connect(tmpdir, limits)
     try:
-        scan = Scan(con, schema, raw_path=raw_path, typed_path=typed_path, batch_bytes=limits.batch_bytes)
+        scan = Scan(con, schema, raw_path=raw_path, typed_path=typed_path, batch_bytes=limits.batch_bytes,
+                    summaries=aggregates_sql)
         try:
             for batch in batches:
                 scan.add(batch)
@@ -108,7 +109,7 @@ def _scan(batches, schema, *, raw_path, typed_path, line_offset, tmpdir, limits:
         columns = described(scan.columns, line_offset=line_offset)
         if not held:  # a cell past the first rows misfit the type chosen: the typed file from the raw one
             write_typed(raw_source or raw_path, typed_path, columns, tmpdir=tmpdir, limits=limits)
-        summarize(con, typed_path, columns, scan.columns)
+        summarize(con, typed_path, columns, scan.columns, scan.aggregates if held else None)
         return columns
     finally:
         con.close()

@@ -11,7 +11,9 @@ import codecs
 import csv
 import io
 import os
+import queue
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -89,14 +91,10 @@ def _encoding(path: str) -> str:
     IngestError for NUL bytes anywhere (binary garbage)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     utf8 = True
-    line = 1
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
-            nul = chunk.find(b"\x00")
-            if nul >= 0:
-                at = line + chunk.count(b"\n", 0, nul)
-                raise IngestError([f"line {at}: the file contains NUL bytes: it is binary, not CSV text"])
-            line += chunk.count(b"\n")
+            if b"\x00" in chunk:
+                raise IngestError([f"line {_nul_line(path)}: the file contains NUL bytes: it is binary, not CSV text"])
             if utf8:
                 try:
                     decoder.decode(chunk)
@@ -108,6 +106,55 @@ def _encoding(path: str) -> str:
             except UnicodeDecodeError:
                 utf8 = False
     return "utf-8" if utf8 else "latin-1"
+
+
+def _nul_line(path: str) -> int:
+    """The line of the first NUL byte (read again, only after one was found)."""
+    line = 1
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            nul = chunk.find(b"\x00")
+            if nul >= 0:
+                return line + chunk.count(b"\n", 0, nul)
+            line += chunk.count(b"\n")
+    return line
+
+
+def _ahead(batches: Iterator[pa.RecordBatch], depth: int = 2) -> Iterator[pa.RecordBatch]:
+    """``batches`` read on a thread of their own, ``depth`` ahead of the one given (the CSV parser works
+    while the batch before is classified); what reading raises is raised here."""
+    done = object()
+    ahead: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ahead.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False  # the reader below stopped
+
+    def read():
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+            put(done)
+        except BaseException as exc:  # given to the reader below
+            put(exc)
+
+    thread = threading.Thread(target=read, name="ingest-read", daemon=True)
+    thread.start()
+    try:
+        while (item := ahead.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _sniff(text: str) -> tuple[str, str]:
@@ -190,10 +237,13 @@ _GROUP_BYTES = 64 << 20
 class GroupWriter:
     """Writes a Parquet file in row groups of about ``_GROUP_ROWS`` rows, or fewer past ``group_bytes``
     (batches come small; a row group each is slow to write and to read). The raw file is written
-    ``plain`` (no dictionaries or statistics: its cells are mostly distinct text nothing filters on)."""
+    without dictionaries or statistics (its cells are mostly distinct text nothing filters on); a
+    typed file with statistics, and dictionaries for the ``dictionary`` columns."""
 
-    def __init__(self, path: str, schema: pa.Schema, group_bytes: int = _GROUP_BYTES, *, plain: bool = True):
-        options = {"use_dictionary": False, "write_statistics": False} if plain else {}
+    def __init__(self, path: str, schema: pa.Schema, group_bytes: int = _GROUP_BYTES, *,
+                 dictionary: list[str] | None = None):
+        options = {"use_dictionary": dictionary, "write_statistics": True} if dictionary is not None else {
+            "use_dictionary": False, "write_statistics": False}
         self.out = pq.ParquetWriter(path, schema, compression="zstd", **options)
         self.pending: list[pa.RecordBatch] = []
         self.rows = self.bytes = 0
@@ -385,7 +435,7 @@ def _open_csv(path, *, max_rows, max_columns, report, limits: Limits) -> Reader:
                 raw.seek(0)
             stream = pacsv.open_csv(io.BufferedReader(counting, 1 << 20), read_options=read, parse_options=parse,
                                     convert_options=convert)
-            for batch in stream:
+            for batch in _ahead(stream):
                 if ragged:
                     break
                 reader.rows += batch.num_rows

@@ -20,6 +20,9 @@ cell not fit its column's chosen type, the typed file is written again from the 
 from __future__ import annotations
 
 import os
+import queue
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sql
-from .reading import GroupWriter
+from .reading import GroupWriter, IngestError
 
 #: Rows read before the typed file's types are chosen.
 PROBE_ROWS = 1 << 16
@@ -42,6 +45,8 @@ _TRUTHS = pa.array(["true", "yes"])
 _NULL_TEXT = pa.scalar(None, pa.string())
 _TYPES = {"integer": pa.int64(), "decimal": pa.float64(), "boolean": pa.bool_(), "date": pa.date32(),
           "datetime": pa.timestamp("us"), "categorical": pa.string()}
+#: Writes handed to the writing thread and not yet done, at most (each holds a batch).
+_WRITES_AHEAD = 2
 #: A column whose present cells all fit boolean has at most this many different texts (the cases of true, yes, ...).
 _BOOLEAN_TEXTS = 2**4 + 2**5 + 2**3 + 2**2
 
@@ -78,6 +83,16 @@ class Cells:
     n: pa.Array | None
     t: pa.Array | None
     counts: list[int]
+    whole: pa.Array | None = None  # the numbers as integers, when all are whole
+    # the general way: ``v``, ``m``, ``n``, ``t`` are of the batch's distinct texts (and a last one, null, for
+    # the null cells), ``index`` says each cell's, ``flags`` and ``entries`` are each distinct text's flags and cells
+    index: pa.Array | None = None
+    flags: np.ndarray | None = None
+    entries: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.v) if self.index is None else len(self.index)
 
 
 class Scan:
@@ -85,18 +100,34 @@ class Scan:
     ``typed_path``); :meth:`finish` closes them and returns the columns."""
 
     def __init__(self, con, schema: pa.Schema, *, raw_path: str | None, typed_path: str | None,
-                 batch_bytes: int):
+                 batch_bytes: int, summaries=None):
         self.con, self.names = con, list(schema.names)
         self.columns = [Column(n) for n in self.names]
         self.raw = GroupWriter(raw_path, schema, batch_bytes) if raw_path else None
         self.typed_path, self.batch_bytes = typed_path, batch_bytes
         self.typed: GroupWriter | None = None
+        # ``summaries(names, kinds, source)``: a query of the typed batches computed while they are written
+        self.summaries, self.aggregating, self.aggregates = summaries, None, None
         self.kinds: list[str] | None = None  # the typed file's types, once chosen
         self.speculation_held = typed_path is not None
         self.probe: list[list[Cells]] = []
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = self.pending_bytes = 0
+        # the Parquet files are compressed and written by a thread of their own, beside the classifying
+        self.writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-write")
+        self.writes: deque = deque()
+
+    def _write(self, fn, *args) -> None:
+        """``fn(*args)`` on the writing thread, in order; waits for the oldest write past :data:`_WRITES_AHEAD`
+        (so the batches held stay few), and raises what a finished write raised."""
+        self.writes.append(self.writing.submit(fn, *args))
+        while len(self.writes) > _WRITES_AHEAD:
+            self.writes.popleft().result()
+
+    def _drain(self) -> None:
+        while self.writes:
+            self.writes.popleft().result()
 
     # ------------------------------------------------------------------ batches
 
@@ -113,8 +144,7 @@ class Scan:
         table = pa.Table.from_batches(self.pending)
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
         if self.raw:
-            for batch in table.to_batches():
-                self.raw.write(batch)
+            self._write(_write_table, self.raw, table)
         arrays = [table.column(i).combine_chunks() for i in range(table.num_columns)]
         del table
         read = self._read(arrays)
@@ -126,43 +156,59 @@ class Scan:
         offset, read, general = self.rows, [None] * len(arrays), {}
         for i, array in enumerate(arrays):
             column = self.columns[i]
+            cells = _plain_numbers(array, whole=column.way == "whole") if column.way in ("whole", "number") else None
+            if cells is not None:  # numbers as written: nothing to trim, nothing missing
+                column.way, read[i] = "whole" if cells.whole is not None else "number", cells
+                self._count(column, cells, offset)
+                continue
+            if column.way == "general":  # a text column stays with the general way
+                general[i] = array
+                continue
             v = pc.utf8_trim(array, " ")
             m = pc.or_(pc.is_null(v), pc.is_in(v, value_set=_MARKERS))  # (is_in says false of a null)
-            for way in (("date", "number") if column.way == "date" else ("number", "date")):
+            # the way that worked for the column's last batch first
+            ways = ("date", "number") if column.way == "date" else ("number", "date")
+            for way in ways:
                 cells = (_numbers if way == "number" else _dates)(v, m)
-                if cells is not None:
-                    column.way, read[i] = way, cells
+                if cells is not None:  # (numbers with a cell missing or spaced: not read as written next time)
+                    column.way, read[i] = "spaced" if way == "number" else way, cells
                     self._count(column, cells, offset)
                     break
             else:
-                column.way, general[i] = "general", v
+                column.way, general[i] = "general", array
         if general:
-            for i, cells, flags, markers in _general(self.con, general):
+            for i, cells, markers in _general(self.con, general):
                 read[i] = cells
                 self.columns[i].markers |= markers
-                self._count(self.columns[i], cells, offset, flags)
+                self._count(self.columns[i], cells, offset)
         return read
 
-    def _count(self, column: Column, cells: Cells, offset: int, flags: np.ndarray | None = None) -> None:
-        column.cells += len(cells.v)
+    def _count(self, column: Column, cells: Cells, offset: int) -> None:
+        column.cells += cells.rows
         for j, count in enumerate(cells.counts):
             column.counts[j] += count
-        if flags is None and cells.counts[_MISSING_BIT]:
+        if cells.index is None and cells.counts[_MISSING_BIT]:
             column.markers |= _marker_bits(cells)
         needed = [j for j, count in enumerate(cells.counts) if count and j not in column.first]
         if needed:
-            if flags is None:  # the number or date way: flags follow from missing and (numbers) the integer check
-                flags = _fast_flags(cells)
+            index = None if cells.index is None else np.asarray(cells.index)
+            # the flags of each cell: of its distinct text (the general way), or from missing and the integer check
+            flags = _fast_flags(cells) if index is None else cells.flags[index]
             for j in needed:
                 at = int(np.argmax((flags >> j) & 1))
-                column.first[j] = (offset + at, cells.v[at].as_py() or "")
+                text = cells.v[at if index is None else int(index[at])].as_py()
+                column.first[j] = (offset + at, text or "")
         if column.booleans is not None:
             if column.counts[_CHECKED.index("boolean")]:
                 column.booleans = None  # not boolean: its texts are not needed
-            else:
+            elif cells.index is None:
                 present = pc.filter(cells.v, pc.invert(cells.m))
                 for entry in pc.value_counts(present).to_pylist():
                     column.booleans[entry["values"]] = column.booleans.get(entry["values"], 0) + entry["counts"]
+            else:
+                for text, missing, count in zip(cells.v.to_pylist(), cells.m.to_pylist(), cells.entries.tolist()):
+                    if count and not missing:
+                        column.booleans[text] = column.booleans.get(text, 0) + count
 
     # ------------------------------------------------------------------ the typed file
 
@@ -178,7 +224,11 @@ class Scan:
     def _choose(self) -> None:
         self.kinds = [c.kind() for c in self.columns]
         schema = pa.schema([(n, _TYPES[k]) for n, k in zip(self.names, self.kinds)])
-        self.typed, self.typed_schema = GroupWriter(self.typed_path, schema, self.batch_bytes, plain=False), schema
+        texts = [n for n, k in zip(self.names, self.kinds) if k == "categorical"]  # dictionaries for text alone
+        self.typed = GroupWriter(self.typed_path, schema, self.batch_bytes, dictionary=texts)
+        self.typed_schema = schema
+        if self.summaries is not None:
+            self.aggregating = Aggregating(self.con, schema, self.summaries(self.names, self.kinds, "_ingest_typed"))
         probe, self.probe = self.probe, []
         for read in probe:
             self._write_typed(read)
@@ -191,34 +241,105 @@ class Scan:
             array = _typed(kind, cells)
             if array is None:  # a cell misfits the type chosen: the file is written again at the end
                 self.speculation_held = False
+                self._stop_aggregating()
+                self._drain()
                 self.typed.close(complete=False)
                 os.remove(self.typed_path)
                 self.typed = None
                 return
             arrays.append(array)
-        self.typed.write(pa.record_batch(arrays, schema=self.typed_schema))
+        batch = pa.record_batch(arrays, schema=self.typed_schema)
+        self._write(self.typed.write, batch)
+        if self.aggregating is not None:
+            self.aggregating.add(batch)
 
     def finish(self) -> bool:
         """Close the files; True when the typed file was written with the columns' final types."""
         self._flush()
+        if self.speculation_held and self.kinds is None:
+            self._choose()
+        self._drain()
+        self.writing.shutdown()
         if self.raw:
             self.raw.close()
-        if not self.speculation_held:
-            return False
-        if self.kinds is None:
-            self._choose()
-        if self.typed is None:
+        if not self.speculation_held or self.typed is None:
             return False
         self.typed.close()
         if self.kinds != [c.kind() for c in self.columns]:
+            self._stop_aggregating()
             os.remove(self.typed_path)
             return False
+        if self.aggregating is not None:
+            self.aggregates = self.aggregating.result()
         return True
 
+    def _stop_aggregating(self) -> None:
+        if self.aggregating is not None:
+            self.aggregating.abandon()
+            self.aggregating = None
+
     def abort(self) -> None:
+        self._stop_aggregating()
+        self.writing.shutdown(cancel_futures=True)
         for writer in (self.raw, self.typed):
             if writer is not None:
                 writer.close(complete=False)
+
+
+class Aggregating:
+    """A DuckDB query (``query``, over ``_ingest_typed``) reading the typed batches as they are
+    written, on a thread of its own (a cursor of ``con``): the summaries cost no pass of their own."""
+
+    def __init__(self, con, schema: pa.Schema, query: str):
+        self.queue: queue.Queue = queue.Queue(maxsize=_WRITES_AHEAD)
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-summaries")
+        self.done = self.thread.submit(self._run, con.cursor(), pa.RecordBatchReader.from_batches(schema, self._batches()),
+                                       query)
+
+    def _batches(self):
+        while (batch := self.queue.get()) is not None:
+            yield batch
+
+    @staticmethod
+    def _run(cursor, stream, query: str):
+        try:
+            cursor.register("_ingest_typed", stream)
+            return cursor.execute(query).fetchone()
+        finally:
+            cursor.close()
+
+    def add(self, batch) -> None:
+        self._put(batch)
+
+    def _put(self, item) -> None:
+        while not self.done.done():  # (a query that failed reads no more)
+            try:
+                self.queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def result(self) -> tuple:
+        self._put(None)
+        try:
+            return self.done.result()
+        except Exception as exc:
+            raise IngestError([f"the file's summaries could not be computed ({str(exc)[:200]})"]) from None
+        finally:
+            self.thread.shutdown()
+
+    def abandon(self) -> None:
+        self._put(None)
+        try:
+            self.done.result()
+        except Exception:
+            pass
+        self.thread.shutdown()
+
+
+def _write_table(writer: GroupWriter, table: pa.Table) -> None:
+    for batch in table.to_batches():
+        writer.write(batch)
 
 
 # --------------------------------------------------------------------------- the ways of reading a column
@@ -228,38 +349,82 @@ def _present(m: pa.Array) -> int:
     return len(m) - (pc.sum(m).as_py() or 0)
 
 
+def _plain_numbers(text: pa.Array, *, whole: bool) -> Cells | None:
+    """Every cell a finite number as written (no space around it, none missing: a missing-value
+    marker is never a finite number), else None. With ``whole``, whole numbers are tried first (read
+    as integers, 3 times quicker; Arrow reads 0x10 as 16, DuckDB does not: such cells are not)."""
+    if text.null_count:
+        return None
+    none = pa.array(np.zeros(len(text), dtype=bool))
+    if whole and not pc.any(pc.or_(pc.starts_with(text, "0x"), pc.starts_with(text, "0X"))).as_py():
+        try:
+            integers = pc.cast(text, pa.int64())
+        except pa.ArrowInvalid:
+            integers = None
+        if integers is not None and _exact(integers):
+            return _number_cells(text, none, integers.cast(pa.float64()), integers)
+    try:
+        n = pc.cast(text, pa.float64())
+    except pa.ArrowInvalid:
+        return None
+    if not pc.all(pc.is_finite(n)).as_py():
+        return None
+    return _number_cells(text, none, n)
+
+
 def _numbers(v: pa.Array, m: pa.Array) -> Cells | None:
     """Every present cell a finite number (Arrow's parse), else None."""
+    missing = pc.any(m).as_py()
     try:
-        n = pc.cast(pc.if_else(m, _NULL_TEXT, v), pa.float64())
+        n = pc.cast(pc.if_else(m, _NULL_TEXT, v) if missing else v, pa.float64())
     except pa.ArrowInvalid:
         return None
     if n.null_count < len(n) and not pc.all(pc.is_finite(n)).as_py():
         return None  # inf, nan: the general way says what they are
+    return _number_cells(v, m, n)
+
+
+def _number_cells(v: pa.Array, m: pa.Array, n: pa.Array, whole: pa.Array | None = None) -> Cells:
+    """The cells of numbers ``n`` (``whole``: the same as integers, when they are known to be whole)."""
     present = _present(m)
-    whole = pc.and_(pc.less_equal(pc.abs(n), float(sql._INTEGER_LIMIT)), pc.equal(n, pc.floor(n)))
     counts = [0] * sql._FLAGS
-    counts[_CHECKED.index("integer")] = present - (pc.sum(whole).as_py() or 0)
+    if whole is None:
+        fits = pc.and_(pc.less_equal(pc.abs(n), float(sql._INTEGER_LIMIT)), pc.equal(n, pc.floor(n)))
+        bad = present - (pc.sum(fits).as_py() or 0)
+        counts[_CHECKED.index("integer")] = bad
+        if not bad:
+            whole = n.cast(pa.int64())
     for kind in ("boolean", "date", "datetime"):
         counts[_CHECKED.index(kind)] = present
     counts[_MISSING_BIT] = len(m) - present
-    return Cells(v, m, n, None, counts)
+    return Cells(v, m, n, None, counts, whole)
+
+
+def _exact(integers: pa.Array) -> bool:
+    """Every integer exact in a double (at most 2**53 from 0)."""
+    low, high = pc.min_max(integers).values()
+    return not low.is_valid or max(-low.as_py(), high.as_py()) <= sql._INTEGER_LIMIT
 
 
 def _dates(v: pa.Array, m: pa.Array) -> Cells | None:
-    """Every present cell a date written YYYY-MM-DD, else None."""
+    """Every present cell a date written YYYY-MM-DD (parsed, and written back the same), else None;
+    checked on the distinct texts (a column of dates repeats them)."""
     text = pc.if_else(m, _NULL_TEXT, v)
-    if text.null_count == len(text) or not pc.all(pc.equal(pc.binary_length(text), 10)).as_py():
+    if text.null_count == len(text):
         return None
-    stamps = pc.strptime(text, format="%Y-%m-%d", unit="s", error_is_null=True)
-    if stamps.null_count != text.null_count or not pc.all(pc.equal(pc.strftime(stamps, format="%Y-%m-%d"), text)).as_py():
+    encoded = pc.dictionary_encode(text)
+    texts = encoded.dictionary
+    if not pc.all(pc.equal(pc.binary_length(texts), 10)).as_py():
+        return None
+    stamps = pc.strptime(texts, format="%Y-%m-%d", unit="s", error_is_null=True)
+    if stamps.null_count or not pc.all(pc.equal(pc.strftime(stamps, format="%Y-%m-%d"), texts)).as_py():
         return None
     present = _present(m)
     counts = [0] * sql._FLAGS
     for kind in ("integer", "decimal", "boolean"):
         counts[_CHECKED.index(kind)] = present
     counts[_MISSING_BIT] = len(m) - present
-    return Cells(v, m, None, stamps.cast(pa.timestamp("us")), counts)
+    return Cells(v, m, None, pc.take(stamps.cast(pa.timestamp("us")), encoded.indices), counts)
 
 
 def _fast_flags(cells: Cells) -> np.ndarray:
@@ -284,14 +449,14 @@ def _marker_bits(cells: Cells) -> int:
     return bits
 
 
-def _general(con, trimmed: dict[int, pa.Array]):
-    """The cells of the columns ``trimmed`` (index: trimmed texts) read by DuckDB: their distinct texts
-    classified in one query, taken back per cell. Yields ``(index, Cells, flags, markers)``: the flags of
-    each cell, and the markers of its missing cells as bits (:func:`.sql._flags_sql`)."""
-    encoded = {i: pc.dictionary_encode(v) for i, v in trimmed.items()}
-    ids = np.concatenate([np.full(len(e.dictionary), i, dtype=np.int32) for i, e in encoded.items()])
-    texts = pa.concat_arrays([e.dictionary for e in encoded.values()])
-    table = pa.table({"c": ids, "v0": texts})
+def _general(con, arrays: dict[int, pa.Array]):
+    """The cells of the columns ``arrays`` (index: text as written) read by DuckDB: their distinct texts
+    trimmed and classified in one query (:func:`.sql._flags_sql`), for all the columns at once. Yields
+    ``(index, Cells, markers)``, the markers of the missing cells as bits."""
+    encoded = {i: pc.dictionary_encode(a) for i, a in arrays.items()}
+    trimmed = {i: pc.utf8_trim(e.dictionary, " ") for i, e in encoded.items()}
+    ids = np.concatenate([np.full(len(t), i, dtype=np.int32) for i, t in trimmed.items()])
+    table = pa.table({"c": ids, "v0": pa.concat_arrays(list(trimmed.values()))})
     con.register("_ingest_texts", table)
     try:
         query = (f"SELECT {sql._flags_sql(0)}, n0, t0 FROM "
@@ -303,31 +468,34 @@ def _general(con, trimmed: dict[int, pa.Array]):
         con.unregister("_ingest_texts")
     f_all = np.asarray(found.column("f0").combine_chunks(), dtype=np.int64)
     k_all = np.asarray(pc.fill_null(found.column("k0"), 0).combine_chunks(), dtype=np.int64)
-    n_all, t_all = found.column("n0").combine_chunks(), found.column("t0").combine_chunks()
+    n_all, t_all = found.column("n0").combine_chunks(), found.column("t0").combine_chunks().cast(pa.timestamp("us"))
     start = 0
-    for i, e in encoded.items():
-        size = len(e.dictionary)
-        f_u, k_u = f_all[start:start + size], k_all[start:start + size]
-        n_u, t_u = n_all.slice(start, size), t_all.slice(start, size)
+    for i, texts in trimmed.items():
+        size, indices = len(texts), encoded[i].indices
+        part = slice(start, start + size)
         start += size
-        # a null cell (a Parquet file's null) is missing, marker bit 0: an extra entry at the end
-        f_ext = np.append(f_u, sql._MISSING_FLAG)
-        k_ext = np.append(k_u, 1)
-        index = np.asarray(pc.fill_null(e.indices, size), dtype=np.int64)
-        flags = f_ext[index]
-        used = np.bincount(index, minlength=size + 1) > 0
-        counts = [int(np.count_nonzero((flags >> j) & 1)) for j in range(sql._FLAGS)]
-        m = pa.array((flags & sql._MISSING_FLAG) != 0)
-        n = pc.take(n_u, e.indices)
-        t = pc.take(t_u, e.indices).cast(pa.timestamp("us"))
-        v = trimmed[i]
-        yield i, Cells(v, m, n, t, counts), flags, int(np.bitwise_or.reduce(k_ext[used]))
+        # a null cell (a Parquet file's null) is missing, marker bit 0: the extra entry at the end
+        flags = np.append(f_all[part], sql._MISSING_FLAG)
+        index = pc.fill_null(indices, size) if indices.null_count else indices
+        entries = np.bincount(np.asarray(index), minlength=size + 1)
+        counts = [int(entries[(flags >> j) & 1 == 1].sum()) for j in range(sql._FLAGS)]
+        markers = int(np.bitwise_or.reduce(np.append(k_all[part], 1)[entries > 0]))
+        cells = Cells(
+            pa.concat_arrays([texts, pa.nulls(1, pa.string())]), pa.array((flags & sql._MISSING_FLAG) != 0),
+            pa.concat_arrays([n_all.slice(part.start, size), pa.nulls(1, pa.float64())]),
+            pa.concat_arrays([t_all.slice(part.start, size), pa.nulls(1, pa.timestamp("us"))]),
+            counts, index=index, flags=flags, entries=entries,
+        )
+        yield i, cells, markers
 
 
 def _typed(kind: str, cells: Cells) -> pa.Array | None:
     """The batch's column as ``kind`` (missing as null), or None when a present cell does not fit it."""
     if kind != "categorical" and cells.counts[_CHECKED.index(kind)]:
         return None
+    if cells.index is not None:  # each distinct text typed, then taken per cell
+        entries = Cells(cells.v, cells.m, cells.n, cells.t, [0] * sql._FLAGS)
+        return pc.take(_typed(kind, entries), cells.index)
     m = cells.m
     if kind == "categorical":
         return pc.if_else(m, _NULL_TEXT, cells.v)
@@ -336,6 +504,8 @@ def _typed(kind: str, cells: Cells) -> pa.Array | None:
     if kind in ("integer", "decimal"):
         if cells.n is None:
             return pa.nulls(len(m), _TYPES[kind]) if cells.counts[_MISSING_BIT] == len(m) else None
+        if kind == "integer" and cells.whole is not None:
+            return cells.whole  # (null where missing: a missing cell is no number)
         n = pc.if_else(m, pa.scalar(None, pa.float64()), cells.n)
         return n.cast(pa.int64()) if kind == "integer" else n
     if cells.t is None:

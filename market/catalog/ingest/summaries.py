@@ -62,21 +62,28 @@ _READING = {"integer": "CAST({c} AS DOUBLE)", "decimal": "{c}", "date": "CAST({c
             "datetime": "{c}", "categorical": "{c}"}
 
 
-def summarize(con, typed_path: str, columns: list[dict], found: list[Column]) -> None:
-    """Add ``min``, ``max``, ``distinct``, ``categories`` and ``distinct_exact`` to ``columns`` (the
-    typed file's columns, all kept), from the typed file; a boolean column's from its texts counted
-    while reading (``found``)."""
-    source = f"read_parquet({_lit(typed_path)})"
+def aggregates_sql(names: list[str], kinds: list[str], source: str) -> str:
+    """The query of each column's min, max and approximate distinct count (three values a column, NULL
+    for a boolean's) over ``source``, a typed file or a stream of typed batches."""
     aggregates = []
-    for column in columns:
-        reading = _READING.get(column["inferred"])
-        if reading is None:  # boolean
+    for name, kind in zip(names, kinds):
+        reading = _READING.get(kind)
+        if reading is None:  # boolean: from its texts
             aggregates += ["NULL", "NULL", "NULL"]
             continue
-        c = reading.format(c=_ident(column["name"]))
-        plain = _ident(column["name"])
-        aggregates += [f"min({plain})", f"max({plain})", f"approx_count_distinct({c})"]
-    row = con.execute(f"SELECT {', '.join(aggregates)} FROM {source}").fetchone()
+        plain = _ident(name)
+        aggregates += [f"min({plain})", f"max({plain})", f"approx_count_distinct({reading.format(c=plain)})"]
+    return f"SELECT {', '.join(aggregates)} FROM {source}"
+
+
+def summarize(con, typed_path: str, columns: list[dict], found: list[Column], row: tuple | None = None) -> None:
+    """Add ``min``, ``max``, ``distinct``, ``categories`` and ``distinct_exact`` to ``columns`` (the
+    typed file's columns, all kept), from the typed file (``row``: :func:`aggregates_sql`'s, when
+    computed while it was written); a boolean column's from its texts counted while reading (``found``)."""
+    source = f"read_parquet({_lit(typed_path)})"
+    if row is None:
+        row = con.execute(aggregates_sql([c["name"] for c in columns], [c["inferred"] for c in columns],
+                                         source)).fetchone()
     for i, column in enumerate(columns):
         low, high, distinct = row[3 * i:3 * i + 3]
         kind = column["inferred"]
