@@ -31,6 +31,9 @@ def _connect(tmpdir: str | None = None, limits: Limits | None = None) -> duckdb.
     con = duckdb.connect(config={
         "threads": limits.threads, "memory_limit": f"{limits.duckdb_memory // bounded.MiB}MB",
         "enable_external_access": True,
+        # its allocator gives memory back after each query past a batch's worth (it would keep up to 128 MB:
+        # many short queries, one a batch, held it all)
+        "allocator_flush_threshold": f"{limits.batch_bytes // bounded.MiB}MB",
     })
     if tmpdir:
         con.execute(f"SET temp_directory = {_lit(tmpdir)}")
