@@ -109,7 +109,6 @@ def _arrow_memory():
     previous = pa.default_memory_pool()
     try:
         pool = pa.jemalloc_memory_pool()
-        pa.jemalloc_set_decay_ms(0)  # freed pages go back at once (the threads free into arenas of their own)
     except NotImplementedError:
         pool = pa.system_memory_pool()
     pa.set_memory_pool(pool)

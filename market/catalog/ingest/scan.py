@@ -116,6 +116,7 @@ class Scan:
         self.pending_rows = self.pending_bytes = 0
         # the Parquet files are compressed and written by a thread of their own, beside the classifying
         self.writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-write")
+        self.classifying = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-classify")
         self.writes: deque = deque()
 
     def _write(self, fn, *args) -> None:
@@ -153,34 +154,26 @@ class Scan:
             self._type(read)
 
     def _read(self, arrays: list[pa.Array]) -> list[Cells]:
-        offset, read, general = self.rows, [None] * len(arrays), {}
-        for i, array in enumerate(arrays):
-            column = self.columns[i]
-            cells = _plain_numbers(array, whole=column.way == "whole") if column.way in ("whole", "number") else None
-            if cells is not None:  # numbers as written: nothing to trim, nothing missing
-                column.way, read[i] = "whole" if cells.whole is not None else "number", cells
-                self._count(column, cells, offset)
-                continue
-            if column.way == "general":  # a text column stays with the general way
-                general[i] = array
-                continue
-            v = pc.utf8_trim(array, " ")
-            m = pc.or_(pc.is_null(v), pc.is_in(v, value_set=_MARKERS))  # (is_in says false of a null)
-            # the way that worked for the column's last batch first
-            ways = ("date", "number") if column.way == "date" else ("number", "date")
-            for way in ways:
-                cells = (_numbers if way == "number" else _dates)(v, m)
-                if cells is not None:  # (numbers with a cell missing or spaced: not read as written next time)
-                    column.way, read[i] = "spaced" if way == "number" else way, cells
-                    self._count(column, cells, offset)
-                    break
-            else:
-                column.way, general[i] = "general", array
-        if general:
-            for i, cells, markers in _general(self.con, general):
-                read[i] = cells
-                self.columns[i].markers |= markers
-                self._count(self.columns[i], cells, offset)
+        """Each column of a batch read: the columns that may take a fast way by the classifying threads,
+        meanwhile the text columns by DuckDB (both give the GIL up while they work)."""
+        offset, read = self.rows, [None] * len(arrays)
+        fast = {i: self.classifying.submit(_fast, self.columns[i].way, array)
+                for i, array in enumerate(arrays) if self.columns[i].way != "general"}
+        general = {i: array for i, array in enumerate(arrays) if i not in fast}
+        for rest in (general, None):
+            if rest is None:  # the columns no fast way could read (they stay with the general way)
+                rest = {i: arrays[i] for i, cells in enumerate(read) if cells is None}
+            if rest:
+                for i, cells, markers in _general(self.con, rest):
+                    self.columns[i].way, read[i] = "general", cells
+                    self.columns[i].markers |= markers
+                    self._count(self.columns[i], cells, offset)
+            for i, future in list(fast.items()):
+                cells, way = future.result()
+                del fast[i]
+                if cells is not None:
+                    self.columns[i].way, read[i] = way, cells
+                    self._count(self.columns[i], cells, offset)
         return read
 
     def _count(self, column: Column, cells: Cells, offset: int) -> None:
@@ -260,6 +253,7 @@ class Scan:
             self._choose()
         self._drain()
         self.writing.shutdown()
+        self.classifying.shutdown()
         if self.raw:
             self.raw.close()
         if not self.speculation_held or self.typed is None:
@@ -280,6 +274,7 @@ class Scan:
 
     def abort(self) -> None:
         self._stop_aggregating()
+        self.classifying.shutdown(cancel_futures=True)
         self.writing.shutdown(cancel_futures=True)
         for writer in (self.raw, self.typed):
             if writer is not None:
@@ -343,6 +338,22 @@ def _write_table(writer: GroupWriter, table: pa.Table) -> None:
 
 
 # --------------------------------------------------------------------------- the ways of reading a column
+
+
+def _fast(way: str, array: pa.Array) -> tuple[Cells | None, str]:
+    """A batch's column read a fast way (the one that worked for its last batch first), with the way to try
+    first next time; ``(None, "general")`` when none can read it."""
+    if way in ("whole", "number"):
+        cells = _plain_numbers(array, whole=way == "whole")
+        if cells is not None:  # numbers as written: nothing to trim, nothing missing
+            return cells, "whole" if cells.whole is not None else "number"
+    v = pc.utf8_trim(array, " ")
+    m = pc.or_(pc.is_null(v), pc.is_in(v, value_set=_MARKERS))  # (is_in says false of a null)
+    for kind in (("date", "number") if way == "date" else ("number", "date")):
+        cells = (_numbers if kind == "number" else _dates)(v, m)
+        if cells is not None:  # (numbers with a cell missing or spaced: not tried as written next time)
+            return cells, "spaced" if kind == "number" else kind
+    return None, "general"
 
 
 def _present(m: pa.Array) -> int:
