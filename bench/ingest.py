@@ -142,10 +142,10 @@ def main() -> None:
         figures = {"rows": args.rows, "bytes": size, "repeat": args.repeat, "load_before": os.getloadavg()[0]}
         runs: dict[str, list[dict]] = {"gradual": [], "duckdb": [], "pandas": []}
         for _ in range(args.repeat):  # interleaved: a burst of load elsewhere falls on all of them alike
-            for which in runs:
+            for which, results in runs.items():
                 out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", which, path],
                                      capture_output=True, text=True, check=True)
-                runs[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         for which, results in runs.items():
             result = min(results, key=lambda r: r["seconds"])  # the least disturbed run
             result["runs_seconds"] = [round(r["seconds"], 3) for r in results]

@@ -77,7 +77,7 @@ def _flags_by_sql(raw: str) -> dict[str, dict]:
 
 
 def test_every_cell_is_read_as_the_sql_reads_it(upload):
-    found, raw, typed, reference = upload
+    found, raw, _, _ = upload
     truth = _flags_by_sql(raw)
     for column in found.columns:
         expected = truth[column["name"]]
@@ -104,7 +104,7 @@ def test_every_cell_is_read_as_the_sql_reads_it(upload):
 
 
 def test_the_typed_file_of_the_pass_is_the_one_written_from_the_raw_file(upload):
-    found, raw, typed, reference = upload
+    _, _, typed, reference = upload
     ours, theirs = pq.read_table(typed), pq.read_table(reference)
     assert ours.schema == theirs.schema
     for name in ours.column_names:
@@ -112,7 +112,7 @@ def test_the_typed_file_of_the_pass_is_the_one_written_from_the_raw_file(upload)
 
 
 def test_summaries_and_the_steps_agree(upload, tmp_path):
-    found, raw, typed, reference = upload
+    found, raw, typed, _ = upload
     again = ingest.infer(raw, tmpdir=str(tmp_path))
     assert again == found.columns
     by_name = {c["name"]: c for c in found.columns}
@@ -138,7 +138,7 @@ def test_parquet_nulls_and_a_type_that_changes_late(tmp_path):
     raw, typed, reference = (str(tmp_path / n) for n in ("raw.parquet", "typed.parquet", "reference.parquet"))
     found = ingest.read_upload(str(path), raw, max_rows=10**7, max_columns=10, typed_path=typed)
     columns = {c["name"]: c for c in found.columns}
-    assert [columns[n]["type"] for n in "n late s".split()] == ["integer", "decimal", "categorical"]
+    assert [columns[n]["type"] for n in ("n", "late", "s")] == ["integer", "decimal", "categorical"]
     assert columns["n"]["markers"] == ["null"] and columns["s"]["markers"] == ["NA", "null"]
     assert columns["late"]["fits"]["integer"]["line"] == ingest.PROBE_ROWS + 2  # a Parquet row is line 1
     ingest.write_typed(raw, reference, found.columns)

@@ -36,7 +36,15 @@ import pyarrow.parquet as pq
 
 from .columns import check_columns, markers_text, write_typed
 from .reading import (
-    FORMULA_STARTS, MAX_NAME_LENGTH, RESERVED_NAMES, GroupWriter, IngestError, Limits, Progress, Upload, detect_format,
+    FORMULA_STARTS,
+    MAX_NAME_LENGTH,
+    RESERVED_NAMES,
+    GroupWriter,
+    IngestError,
+    Limits,
+    Progress,
+    Upload,
+    detect_format,
     open_upload,
 )
 from .scan import PROBE_ROWS, Scan
