@@ -64,11 +64,13 @@ _READING = {"integer": "CAST({c} AS DOUBLE)", "decimal": "{c}", "date": "CAST({c
 
 def aggregates_sql(names: list[str], kinds: list[str], source: str) -> str:
     """The query of each column's min, max and approximate distinct count (three values a column, NULL
-    for a boolean's) over ``source``, a typed file or a stream of typed batches."""
+    for a boolean's and a text's) over ``source``, a typed file or a stream of typed batches. (A text
+    column's distinct count is that of its categories when they are few, as they mostly are: it is
+    estimated afterwards when they are not, :func:`summarize`.)"""
     aggregates = []
     for name, kind in zip(names, kinds):
         reading = _READING.get(kind)
-        if reading is None:  # boolean: from its texts
+        if reading is None or kind == "categorical":  # boolean: from its texts
             aggregates += ["NULL", "NULL", "NULL"]
             continue
         plain = _ident(name)
@@ -105,6 +107,8 @@ def summarize(con, typed_path: str, columns: list[dict], found: list[Column], ro
             if len(rows) < TOP_CATEGORIES:
                 column["distinct"], column["distinct_exact"] = len(rows), True  # every category is in the list
                 continue
+            if kind == "categorical":
+                column["distinct"] = con.execute(f"SELECT approx_count_distinct({name}) FROM {source}").fetchone()[0]
         distinct = column["distinct"]
         column["distinct_exact"] = distinct is not None and distinct <= 10 * TOP_CATEGORIES  # else an estimate
         if column["distinct_exact"] and kind != "boolean":  # few: count them exactly
