@@ -164,3 +164,20 @@ def test_the_fast_ways_refuse_what_only_one_reader_takes():
     assert scan._plain_numbers(pa.array(["1", "inf"]), whole=False) is None
     assert scan._dates(pa.array(["2024-02-30"]), pa.array([False])) is None
     assert scan._dates(pa.array(["2024-02-29"]), pa.array([False])) is not None
+
+
+def test_a_file_whose_latin1_bytes_come_late_is_read_as_latin1_throughout(tmp_path):
+    """The first 64 KB decide UTF-8; Arrow checks the rest as it parses, and a file with other bytes further
+    on is read again, all of it as Latin-1 (as when the whole file was decoded first)."""
+    head = "city,n\n" + "".join(f"Oslo,{k}\n" for k in range(20_000))  # about 180 KB of ASCII
+    path = tmp_path / "upload.csv"
+    path.write_bytes(head.encode() + "Zürich,1\nGenève,2\n".encode("latin-1"))
+    found = ingest.read_upload(str(path), str(tmp_path / "raw.parquet"), max_rows=10**7, max_columns=10,
+                               typed_path=str(tmp_path / "typed.parquet"))
+    assert found.encoding == "latin-1" and found.rows == 20_002
+    assert pq.read_table(tmp_path / "typed.parquet").column("city").to_pylist()[-2:] == ["Zürich", "Genève"]
+    assert {c["name"]: c["type"] for c in found.columns} == {"city": "categorical", "n": "integer"}
+    nul = tmp_path / "nul.csv"
+    nul.write_bytes(head.encode() + b"a\x00b,3\n")
+    with pytest.raises(ingest.IngestError, match="line 20002: the file contains NUL bytes"):
+        ingest.read_upload(str(nul), str(tmp_path / "raw2.parquet"), max_rows=10**7, max_columns=10)

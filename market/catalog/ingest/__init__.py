@@ -42,6 +42,7 @@ from .reading import (
     GroupWriter,
     IngestError,
     Limits,
+    NotUtf8,
     Progress,
     Upload,
     detect_format,
@@ -77,18 +78,24 @@ def read_upload(
                             batch_rows=batch_rows, limits=limits, typed_path=typed_path, tmpdir=tmpdir)
 
 
-def _read_upload(path, raw_path, *, max_rows, max_columns, progress, batch_rows, limits, typed_path, tmpdir) -> Upload:
+def _read_upload(path, raw_path, *, max_rows, max_columns, progress, batch_rows, limits, typed_path, tmpdir,
+                 encoding=None) -> Upload:
     reader = open_upload(path, max_rows=max_rows, max_columns=max_columns, progress=progress,
-                         batch_rows=batch_rows, limits=limits)
+                         batch_rows=batch_rows, limits=limits, encoding=encoding)
     try:
         if typed_path is None:
-            with GroupWriter(raw_path, reader.schema, limits.batch_bytes) as out:
+            with GroupWriter(raw_path, reader.schema, limits.batch_bytes) as out:  # (the raw file alone)
                 for batch in reader.batches:
                     out.write(batch)
             return reader.upload()
         columns = _scan(reader.batches, reader.schema, raw_path=raw_path, typed_path=typed_path,
                         line_offset=2 if reader.format == "csv" else 1, tmpdir=tmpdir, limits=limits)
         return reader.upload(columns)
+    except NotUtf8:  # bytes past the first 64 KB are not UTF-8: the whole file is Latin-1 text
+        reader.close()
+        return _read_upload(path, raw_path, max_rows=max_rows, max_columns=max_columns, progress=progress,
+                            batch_rows=batch_rows, limits=limits, typed_path=typed_path, tmpdir=tmpdir,
+                            encoding="latin-1")
     finally:
         reader.close()
 

@@ -87,25 +87,24 @@ def detect_format(path: str) -> str:
 
 
 def _encoding(path: str) -> str:
-    """``"utf-8"`` when every byte decodes as UTF-8 (streamed), else ``"latin-1"``;
+    """``"utf-8"`` when the file's first 64 KB decode as UTF-8 (the rest is checked by Arrow as it is
+    parsed: :class:`NotUtf8` then, and the file is read again as Latin-1), else ``"latin-1"``;
     IngestError for NUL bytes anywhere (binary garbage)."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    utf8 = True
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             if b"\x00" in chunk:
                 raise IngestError([f"line {_nul_line(path)}: the file contains NUL bytes: it is binary, not CSV text"])
-            if utf8:
-                try:
-                    decoder.decode(chunk)
-                except UnicodeDecodeError:
-                    utf8 = False
-        if utf8:
-            try:
-                decoder.decode(b"", final=True)
-            except UnicodeDecodeError:
-                utf8 = False
-    return "utf-8" if utf8 else "latin-1"
+    with open(path, "rb") as f:
+        head = f.read(64 * 1024)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)  # (a character cut at the end is not an error)
+    except UnicodeDecodeError:
+        return "latin-1"
+    return "utf-8"
+
+
+class NotUtf8(Exception):
+    """A file read as UTF-8 holds bytes that are not: it is read again as Latin-1."""
 
 
 def _nul_line(path: str) -> int:
@@ -307,10 +306,11 @@ class Reader:
 
 def open_upload(
     path: str, *, max_rows: int, max_columns: int, progress: Progress | None = None, batch_rows: int = 65_536,
-    limits: Limits | None = None,
+    limits: Limits | None = None, encoding: str | None = None,
 ) -> Reader:
     """The upload at ``path`` opened for reading (its whole-file checks done: format, size, header);
-    a gzip-compressed file is expanded beside ``path`` first (removed by :meth:`Reader.close`)."""
+    a gzip-compressed file is expanded beside ``path`` first (removed by :meth:`Reader.close`).
+    ``encoding``: a CSV file's, when known (else found: :class:`NotUtf8` may be raised while reading)."""
     limits = limits or Limits()
     kind = detect_format(path)
     report = progress or (lambda rows, percent: None)
@@ -322,7 +322,8 @@ def open_upload(
                 raise IngestError([problem])
             if detect_format(expanded) != "csv":
                 raise IngestError(["the gzip file holds something other than CSV text: compress only a CSV file"])
-            reader = _open_csv(expanded, max_rows=max_rows, max_columns=max_columns, report=report, limits=limits)
+            reader = _open_csv(expanded, max_rows=max_rows, max_columns=max_columns, report=report, limits=limits,
+                               encoding=encoding)
         except BaseException:
             if os.path.exists(expanded):
                 os.remove(expanded)
@@ -332,7 +333,7 @@ def open_upload(
     if kind == "parquet":
         return _open_parquet(path, max_rows=max_rows, max_columns=max_columns, report=report, batch_rows=batch_rows,
                              limits=limits)
-    return _open_csv(path, max_rows=max_rows, max_columns=max_columns, report=report, limits=limits)
+    return _open_csv(path, max_rows=max_rows, max_columns=max_columns, report=report, limits=limits, encoding=encoding)
 
 
 def _open_parquet(path, *, max_rows, max_columns, report, batch_rows, limits: Limits) -> Reader:
@@ -390,11 +391,11 @@ def _open_parquet(path, *, max_rows, max_columns, report, batch_rows, limits: Li
     return reader
 
 
-def _open_csv(path, *, max_rows, max_columns, report, limits: Limits) -> Reader:
+def _open_csv(path, *, max_rows, max_columns, report, limits: Limits, encoding: str | None = None) -> Reader:
     size = max(os.path.getsize(path), 1)
     if size > limits.uncompressed:  # (a CSV upload is at most UPLOAD_MAX_BYTES, a gzip one expands to at most this)
         raise IngestError([f"the file is {bounded.size(size)}; the limit is {bounded.size(limits.uncompressed)}"])
-    encoding = _encoding(path)
+    encoding = encoding or _encoding(path)
     with open(path, "rb") as f:
         head = f.read(64 * 1024)
     if head.startswith(_BOM):
@@ -445,6 +446,8 @@ def _open_csv(path, *, max_rows, max_columns, report, limits: Limits) -> Reader:
                 report(reader.rows, min(99.0, 100.0 * counting.count / size))
         except pa.ArrowException as exc:
             message = str(exc).split("\n")[0][:200]
+            if encoding == "utf-8" and "invalid UTF8" in message:
+                raise NotUtf8() from None
             raise IngestError([f"the file is not valid CSV ({message}); check its quotes"]) from None
         finally:
             raw.close()
