@@ -35,7 +35,7 @@ from .reading import GroupWriter, IngestError
 #: Rows read before the typed file's types are chosen.
 PROBE_ROWS = 1 << 16
 #: Rows classified at once (batches are put together up to this, or up to the memory budget's batch).
-BATCH_ROWS = 1 << 16
+BATCH_ROWS = 1 << 15
 
 _CHECKED = sql._CHECKED
 _FORMULA_BIT = len(_CHECKED)  # the flag bits' indices (sql._FORMULA, sql._MISSING_FLAG)
