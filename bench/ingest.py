@@ -8,14 +8,19 @@ cells, 4 categorical, 1 date, 1 boolean), then times, each in a fresh process
 (so peak RSS is its own):
 
 * ``gradual``: what the processing task does after decrypting the upload
-  (``market.catalog.ingest``: stream the CSV into the raw text Parquet, infer
-  types and summaries with DuckDB, write the typed Parquet);
+  (``market.catalog.ingest.read_upload``: one pass over the CSV writing the raw text Parquet,
+  classifying the cells and writing the typed Parquet, then the summaries from the typed file);
 * ``duckdb``: the baseline ``COPY (SELECT * FROM read_csv(file)) TO 'out.parquet'`` (DuckDB's own
   sniffing and type detection, its default threads and memory; no checks, no summaries);
 * ``pandas``: the baseline ``pandas.read_csv`` + ``DataFrame.to_parquet`` (inference
   by pandas, the whole table in memory).
 
-The ratio gradual / duckdb (wall time) is reported: the target is at most 2.
+Each is run ``--repeat`` times (3), interleaved, and the quickest run of each kept (the machine may
+be shared). The ratio gradual / duckdb (wall time) is reported: the target is at most 2, and the
+bench exits with status 1 when it is missed (after writing the figures). Both use the machine's
+cores as they come: DuckDB its default threads; gradual DuckDB's ``INGEST_THREADS`` (1) for its
+queries, with the CSV parsed, the files written and the summaries computed on threads beside the
+classifying (so up to about two cores).
 
 The storage's sealing (encryption) is not included: see tests/security for its speed.
 """
@@ -34,6 +39,9 @@ import time
 import numpy as np
 
 from bench.stamp import write_json
+
+#: The most gradual / duckdb (wall time) may be.
+TARGET = 2.0
 
 
 def make_csv(path: str, rows: int, seed: int = 12) -> int:
@@ -67,16 +75,11 @@ def run_gradual(path: str) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         raw, typed = os.path.join(tmp, "raw.parquet"), os.path.join(tmp, "typed.parquet")
-        t0 = time.perf_counter()
-        found = ingest.read_upload(path, raw, max_rows=10**8, max_columns=100)
-        t1 = time.perf_counter()
-        columns = ingest.infer(raw, tmpdir=tmp)
-        t2 = time.perf_counter()
-        ingest.write_typed(raw, typed, columns, tmpdir=tmp)
-        t3 = time.perf_counter()
-        types = sorted({c["type"] for c in columns})
-    return {"rows": found.rows, "seconds": t3 - t0, "read": t1 - t0, "infer": t2 - t1, "typed": t3 - t2,
-            "types": types}
+        t0, c0 = time.perf_counter(), time.process_time()
+        found = ingest.read_upload(path, raw, max_rows=10**8, max_columns=100, typed_path=typed, tmpdir=tmp)
+        t1, c1 = time.perf_counter(), time.process_time()
+        types = sorted({c["type"] for c in found.columns})
+    return {"rows": found.rows, "seconds": t1 - t0, "cpu_seconds": c1 - c0, "types": types}
 
 
 def run_duckdb(path: str) -> dict:
@@ -84,24 +87,24 @@ def run_duckdb(path: str) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.parquet")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         con = duckdb.connect()
         con.execute("COPY (SELECT * FROM read_csv(?)) TO '" + out.replace("'", "''") + "' (FORMAT parquet)", [path])
         rows = con.execute("SELECT count(*) FROM read_parquet(?)", [out]).fetchone()[0]
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         con.close()
-    return {"rows": rows, "seconds": t1 - t0}
+    return {"rows": rows, "seconds": t1 - t0, "cpu_seconds": c1 - c0}
 
 
 def run_pandas(path: str) -> dict:
     import pandas as pd
 
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         frame = pd.read_csv(path)
         frame.to_parquet(os.path.join(tmp, "out.parquet"))
-        t1 = time.perf_counter()
-    return {"rows": len(frame), "seconds": t1 - t0}
+        t1, c1 = time.perf_counter(), time.process_time()
+    return {"rows": len(frame), "seconds": t1 - t0, "cpu_seconds": c1 - c0}
 
 
 def _peak_rss_mb() -> float:
@@ -117,9 +120,7 @@ def _peak_rss_mb() -> float:
 def _child(which: str, path: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
     result = {"gradual": run_gradual, "duckdb": run_duckdb, "pandas": run_pandas}[which](path)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    result["peak_rss_mb"] = _peak_rss_mb()
-    result["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # all threads: less sensitive to other load
+    result["peak_rss_mb"] = _peak_rss_mb()  # (cpu_seconds: of the timed work, all threads; imports left out)
     print(json.dumps(result))
 
 
@@ -127,6 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each (interleaved; the quickest is kept)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -137,23 +139,34 @@ def main() -> None:
         t0 = time.perf_counter()
         size = make_csv(path, args.rows)
         print(f"generated {args.rows:,} rows x 20 columns, {size / 2**20:.1f} MB in {time.perf_counter() - t0:.1f} s")
-        figures = {"rows": args.rows, "bytes": size, "load_before": os.getloadavg()[0]}
-        for which in ("gradual", "duckdb", "pandas"):
-            out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", which, path],
-                                 capture_output=True, text=True, check=True)
-            result = json.loads(out.stdout.strip().splitlines()[-1])
+        figures = {"rows": args.rows, "bytes": size, "repeat": args.repeat, "load_before": os.getloadavg()[0]}
+        runs: dict[str, list[dict]] = {"gradual": [], "duckdb": [], "pandas": []}
+        for _ in range(args.repeat):  # interleaved: a burst of load elsewhere falls on all of them alike
+            for which, results in runs.items():
+                out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", which, path],
+                                     capture_output=True, text=True, check=True)
+                results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        for which, results in runs.items():
+            result = min(results, key=lambda r: r["seconds"])  # the least disturbed run
+            result["runs_seconds"] = [round(r["seconds"], 3) for r in results]
+            result["peak_rss_mb"] = max(r["peak_rss_mb"] for r in results)
             figures[which] = result
-            extra = (f" (read {result['read']:.1f} s, infer {result['infer']:.1f} s, typed {result['typed']:.1f} s)"
-                     if which == "gradual" else "")
-            print(f"{which:8s} {result['seconds']:6.1f} s  {args.rows / result['seconds']:>10,.0f} rows/s  "
-                  f"peak RSS {result['peak_rss_mb']:,.0f} MB  CPU {result['cpu_seconds']:.1f} s{extra}")
+            extra = f" (types {', '.join(result['types'])})" if which == "gradual" else ""
+            print(f"{which:8s} {result['seconds']:6.2f} s  {args.rows / result['seconds']:>10,.0f} rows/s  "
+                  f"peak RSS {result['peak_rss_mb']:,.0f} MB  CPU {result['cpu_seconds']:.1f} s  "
+                  f"(runs {', '.join(f'{x:.2f}' for x in result['runs_seconds'])} s){extra}")
         figures["ratio_duckdb"] = figures["gradual"]["seconds"] / figures["duckdb"]["seconds"]
-        print(f"gradual / duckdb {figures['ratio_duckdb']:.2f} (target: at most 2)")
+        figures["ratio_duckdb_cpu"] = figures["gradual"]["cpu_seconds"] / figures["duckdb"]["cpu_seconds"]
+        print(f"gradual / duckdb {figures['ratio_duckdb']:.2f} wall (target: at most {TARGET:g}), "
+              f"{figures['ratio_duckdb_cpu']:.2f} CPU")
         figures["load_after"] = os.getloadavg()[0]
         print(f"load average (1 min) {figures['load_before']:.1f} before, {figures['load_after']:.1f} after, "
               f"on {os.cpu_count()} CPUs")
     if args.json:
         write_json(args.json, "ingest", figures)
+    if figures["ratio_duckdb"] > TARGET:
+        print(f"missed: gradual takes more than {TARGET}x DuckDB's time", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -80,10 +80,10 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
     """Read a processing dataset's files (the task's body; idempotent: a dataset that is not
     processing, or whose job has moved on from ``job``, is left alone).
 
-    A fresh upload is decrypted to a private temporary file, read in batches
-    into the raw text Parquet (``progress`` says how far), its columns
-    inferred and the typed Parquet written; both are sealed into storage and
-    the upload deleted. After a change of columns only the typed file is
+    A fresh upload is decrypted to a private temporary file and read in one
+    pass, in batches, into the raw text Parquet, its columns inferred and the
+    typed Parquet written (``progress`` says how far); both are sealed into
+    storage and the upload deleted. After a change of columns only the typed file is
     rebuilt. Whole-file problems make it ``failed`` with the reasons, and so does a
     run past the task's soft time limit (``INGEST_TIME_LIMIT``).
     """
@@ -110,19 +110,18 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
                 else:  # made from a resumable upload: its parts joined (and stored as the upload) here
                     chunks.upload_join(dataset=dataset, path=upload)
                 _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
-                found = ingest.read_upload(
+                found = ingest.read_upload(  # one pass: the raw file, the columns inferred and the typed file
                     upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
                     progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY), limits=limits,
+                    typed_path=typed, tmpdir=tmp,
                 )
                 os.remove(upload)
-                _progress(dataset.pk, job, phase="inferring", rows=found.rows, percent=100)
-                columns = ingest.infer(raw, line_offset=2 if found.format == "csv" else 1, tmpdir=tmp, limits=limits)
-                row_count, fmt = found.rows, found.format
+                columns, row_count, fmt = found.columns, found.rows, found.format
             else:
                 files.unseal_to(dataset.raw_file, raw)
                 columns, row_count, fmt = dataset.columns, dataset.row_count, dataset.format
-            _progress(dataset.pk, job, phase="typing", rows=row_count, percent=100)
-            ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
+                _progress(dataset.pk, job, phase="typing", rows=row_count, percent=100)
+                ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
             if fresh:
                 new_files.append(files.seal_path(raw, files.new_name(dataset.public_id, "raw")))
             new_files.append(files.seal_path(typed, files.new_name(dataset.public_id, "typed")))
