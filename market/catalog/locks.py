@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
 from market.core import visibility
-from market.core.locks import Rank, taken
+from market.core.locks import LockedRows, Rank, taken
 
 from .models import Dataset, Listing, UploadSession
 
@@ -50,20 +49,24 @@ def listing_share_lock(*, listing_id: int) -> Listing | None:
     at once, while an owner's change to the ceiling or to ``is_open`` waits for them. None if
     there is no open listing of that id. One statement."""
     taken(Rank.LISTING, f"listing {listing_id}")
-    if connection.vendor != "postgresql":
-        # SQLite: IMMEDIATE transactions already serialise every writer
-        return (
-            Listing.objects.defer("answer").annotate(dataset_owner_id=F("dataset__owner_id"))
-            .filter(pk=listing_id, is_open=True).first()
-        )
-    # Django's select_for_update() cannot say FOR SHARE: the row is read and share-locked in one statement
-    columns = ", ".join(f'l."{f.column}"' for f in Listing._meta.concrete_fields if f.attname != "answer")
-    found = Listing.objects.raw(
-        f'SELECT {columns}, d."owner_id" AS dataset_owner_id FROM "catalog_listing" l '
-        'JOIN "catalog_dataset" d ON d."id" = l."dataset_id" WHERE l."id" = %s AND l."is_open" FOR SHARE OF l',
-        [listing_id],
+    return _OPEN_LISTING_SHARED.one((listing_id,))
+
+
+def _open_listing_with_owner(listing_id):
+    # SQLite: IMMEDIATE transactions already serialise every writer
+    return (
+        Listing.objects.defer("answer").annotate(dataset_owner_id=F("dataset__owner_id"))
+        .filter(pk=listing_id, is_open=True).first()
     )
-    return next(iter(found), None)
+
+
+#: an open listing, share-locked (Django's select_for_update() cannot say FOR SHARE), without its
+#: true answer, with its owner's id beside it; its SQL written once
+_OPEN_LISTING_SHARED = LockedRows(
+    Listing, where='t."id" = %s AND t."is_open"', mode="share", exclude=("answer",),
+    extra=((f'(SELECT d."owner_id" FROM "{Dataset._meta.db_table}" d WHERE d."id" = t."dataset_id")', "dataset_owner_id"),),
+    fallback=_open_listing_with_owner,
+)
 
 
 def owned_listings_lock(*, owner) -> list[int]:

@@ -188,9 +188,11 @@ class LockedRows:
     ``.one(params)``: the locked row as a model instance, or None. The locked table's alias is
     ``t``. ``extra``: more selected expressions, each ``(sql, attribute)``, set on the instance (their
     parameters come first). ``joined``: rows read beside it, not locked, each ``(model, alias,
-    excluded fields, "JOIN ... ON ...")``: ``.one`` then gives the tuple of instances."""
+    excluded fields, "JOIN ... ON ...")``: ``.one`` then gives the tuple of instances. ``exclude``:
+    the locked row's fields not read (left deferred)."""
 
-    def __init__(self, model, *, where: str, fallback, mode: str = "update", extra: tuple = (), joined: tuple = ()):
+    def __init__(self, model, *, where: str, fallback, mode: str = "update", extra: tuple = (), joined: tuple = (),
+                 exclude: tuple = ()):
         from .reads import Prepared
 
         joins = " ".join(join for *_, join in joined)
@@ -198,7 +200,7 @@ class LockedRows:
         self.extra = [attribute for _, attribute in extra]
         self.parts = 1 + len(joined)
         self.read = Prepared(
-            select=[(model, "t", ()), *[(m, alias, excluded) for m, alias, excluded, _ in joined]],
+            select=[(model, "t", exclude), *[(m, alias, excluded) for m, alias, excluded, _ in joined]],
             extra=[sql for sql, _ in extra],
             sql=f'FROM "{model._meta.db_table}" t {joins} WHERE {where} {MODES[mode]} OF t',
             fallback=fallback,

@@ -391,3 +391,25 @@ def purchase_with_release(user, pk):
     if release is not None:
         type(release)._meta.get_field("purchase").set_cached_value(release, purchase)
     return purchase
+
+
+@functools.cache
+def _holding_read():
+    from market.trading.models import Holding
+
+    from .reads import Prepared
+
+    return Prepared(
+        select=[(Holding, "h", ())],
+        sql=f'FROM "{Holding._meta.db_table}" h WHERE h."buyer_id" = %s AND h."listing_id" = %s',
+        fallback=lambda user_id, listing_id: (one(Holding.objects.filter(buyer_id=user_id, listing_id=listing_id)),),
+    )
+
+
+def holding(user, listing_id):
+    """``user``'s holding on the listing (one of :func:`holdings`), without its listing; None if
+    they hold nothing there (or are not signed in)."""
+    if not _authenticated(user):
+        return None
+    found = _holding_read().one((user.pk, listing_id))
+    return None if found is None else found[0]

@@ -35,7 +35,7 @@ from market.catalog.models import Listing
 from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
 from market.catalog.selectors import listing_plan
-from market.core import queueing
+from market.core import queueing, visibility
 from market.core.cache import Unavailable, shared
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
 from market.core.locks import released, retrying
@@ -134,7 +134,7 @@ def purchase_quote(*, buyer, listing: Listing, epsilon=None, target=None, record
     if (epsilon is None) == (target is None):
         raise InvalidInput("give either epsilon or target, not both",
                            fields={"target": ["Give either epsilon or target, not both."]})
-    holding = Holding.objects.filter(buyer=buyer, listing=listing).first() if buyer.is_authenticated else None
+    holding = visibility.holding(buyer, listing.pk)
     current = holding.purchased if holding else Decimal(0)
     if listing.release_mechanism.sells_records:
         curves = accuracy.microdata_curves(listing.microdata())

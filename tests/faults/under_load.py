@@ -188,7 +188,7 @@ class Run:
         self.bomb = parquet_bomb(c.bomb_rows, c.bomb_width)
         report["bomb"] = {"bytes": self.bomb.stat().st_size, "rows": c.bomb_rows, "width": c.bomb_width}
         stack.start_redis()
-        self.seed = stack.prepare(listings=c.listings, ceiling=c.ceiling, seed_file=stack.logdir / "seed.json")
+        self.seed = stack.prepare(listings=c.listings, ceiling=c.ceiling, buyers=c.buyers, seed_file=stack.logdir / "seed.json")
         stack.start_gunicorn()
         stack.start_release_worker()
         if stack.start_ingest_worker() is None:

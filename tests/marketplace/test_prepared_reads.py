@@ -14,7 +14,7 @@ from market.accounts.models import User
 from market.api.serializers.readings import PurchaseSerializer
 from market.catalog.models import Listing
 from market.core import visibility
-from market.trading.models import Purchase
+from market.trading.models import Holding, Purchase
 from market.trading.services import purchase_create
 from releases.models import Release
 
@@ -58,6 +58,8 @@ def test_the_prepared_reads_give_what_the_querysets_give(fund, eager_celery, dja
         orm = Purchase.objects.select_related("release__listing").get(pk=made.pk)
         assert written == JSONRenderer().render(PurchaseSerializer(orm).data), listing.title
         assert json.loads(written)["release"]["values"]
+        assert _fields(visibility.holding(buyer, listing.pk)) == _fields(Holding.objects.get(buyer=buyer, listing=listing))
+        assert visibility.holding(other, listing.pk) is None and visibility.holding(None, listing.pk) is None
         assert visibility.purchase_with_release(other, made.pk) is None  # another buyer's: nothing
         assert visibility.purchase_with_release(None, made.pk) is None
 

@@ -77,3 +77,20 @@ def test_a_path_is_locked_with_its_listing_and_dataset_as_django_reads_them(
     with pytest.raises(NoisePath.DoesNotExist):
         with transaction.atomic():
             path_lock(listing_id=listing.pk + 1000)
+
+
+def test_an_open_listing_is_share_locked_with_its_owner_as_django_reads_it(make_listing, owner, django_assert_num_queries):
+    from market.catalog.locks import listing_share_lock
+    from market.catalog.models import Listing
+    from market.catalog.services import listing_close
+
+    listing = make_listing()
+    with transaction.atomic():
+        with django_assert_num_queries(1):
+            found = listing_share_lock(listing_id=listing.pk)
+            assert found.dataset_owner_id == owner.pk
+    assert found.get_deferred_fields() == {"answer"}
+    assert _fields(found) == _fields(Listing.objects.defer("answer").get(pk=listing.pk))
+    listing_close(owner=owner, listing_id=listing.pk)
+    with transaction.atomic():
+        assert listing_share_lock(listing_id=listing.pk) is None  # closed: no open listing of that id
