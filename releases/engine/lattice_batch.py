@@ -1,0 +1,231 @@
+"""The lattice path's exact samplers for many coordinates at once, in integer numpy.
+
+Each function makes, for a whole vector of coordinates, the decisions that the scalar
+samplers of :mod:`releases.engine.lattice_coins` make for one, so that its law is theirs
+exactly; only the order in which the bits are read differs (a seeded source gives other
+values). Loops run over rounds on the coordinates still undecided, never over coordinates,
+and the rare coordinate whose uniform falls inside a bracket is finished by a scalar
+function that reads more bits of the same uniform. Every decision is a comparison of
+integers:
+
+* ``Bernoulli(num/den)`` (:func:`ratio`): ``U < num/den`` for a uniform ``U`` whose first
+  32 bits ``w`` are known: yes if ``(w + 1) den <= num 2^32``, no if ``w den >= num 2^32``,
+  and otherwise (probability below ``2^-32``) :func:`~releases.engine.lattice_coins._ratio_finish`;
+* a uniform integer below ``n < 2^31`` (:func:`below`): Lemire's multiply-and-reject on a
+  32-bit uniform ``w``: ``w n = 2^32 U + low``, refused when ``low < 2^32 mod n`` (every ``U``
+  then has exactly ``floor(2^32 / n)`` accepted ``w``);
+* ``Bernoulli(e^{-num/den})`` (:func:`bern_exp`): Canonne, Kamath and Steinke's Algorithm 1, its
+  coins ``Bernoulli(num / (den k))`` drawn two or four columns ``k`` at a time;
+* a constant of the levels (:func:`flips`): a 64-bit uniform against the coin's 64-bit bracket;
+* geometrics (:func:`geometric`) and discrete Laplace draws (:func:`dlap`), as
+  :func:`~releases.engine.lattice_coins._geometric` and
+  :func:`~releases.engine.lattice_coins._dlap` draw them: from ratio 1/2 up, by comparing one
+  uniform with the brackets of ``e^{-j s/t}`` (the count of ``Bernoulli(e^{-s/t})`` successes
+  before a failure, which has the same law), below it by CKS Algorithm 2 with its rejection
+  run as trials, several per coordinate at once (the first accepted trial is the draw).
+
+Bounds: ``den``, ``t`` below :data:`LIMIT` (every product below stays inside an int64);
+callers leave larger ones to the scalar samplers. This module never imports Django.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import lattice_coins as coins
+from .lattice_vector import units as _units_table
+from .lattice_vector import words
+
+__all__ = ["LIMIT", "halves", "ratio", "below", "bern_exp", "flips", "units", "first_accepted", "geometric", "dlap", "signs"]
+
+#: Denominators and bounds handled here are below this (``2^32 * 8 LIMIT < 2^63``).
+LIMIT = 1 << 28
+_TWO32 = 1 << 32
+_LOW = np.int64(_TWO32 - 1)
+#: CKS Algorithm 1's coins ``k`` are drawn here up to this one, and then by the scalar sampler.
+_MAX_K = 8
+
+
+def halves(src, n: int) -> np.ndarray:
+    """``n`` uniform 32-bit integers (int64): the two halves of ``ceil(n/2)`` words."""
+    return words(src, (n + 1) // 2).view(np.uint32)[:n].astype(np.int64)
+
+
+def ratio(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``Bernoulli(num/den)`` for each pair (``0 <= num <= den < 2^31``)."""
+    w = halves(src, num.size)
+    top = num << 32
+    yes = (w + 1) * den <= top
+    open_ = ~yes & (w * den < top)
+    if open_.any():
+        for i in np.flatnonzero(open_).tolist():
+            yes[i] = coins._ratio_finish(src, int(w[i]), 32, int(num[i]), int(den[i]))
+    return yes
+
+
+def below(src, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(u, ok)``: one trial of a uniform integer below each ``n`` (``1 <= n < 2^31``): ``u`` is
+    uniform on ``[0, n)`` where ``ok``; a trial with ``ok`` false is refused."""
+    x = halves(src, n.size) * n
+    return x >> 32, (x & _LOW) >= (_TWO32 % n)
+
+
+def bern_exp_small(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den < LIMIT`` (CKS Algorithm 1): for
+    ``k = 1, 2, ...`` a coin ``Bernoulli(num / (den k))``; the first that fails ends it, heads iff
+    its ``k`` is odd. Two columns ``k`` for every coordinate, then four for those still going."""
+    heads = np.empty(num.size, dtype=bool)
+    todo = np.arange(num.size)
+    k, cols = 1, 2
+    while todo.size:
+        if k > _MAX_K:
+            for i in todo.tolist():
+                heads[i] = coins._bern_exp_small(src, int(num[i]), int(den[i]), k)
+            break
+        ks = np.arange(k, k + cols, dtype=np.int64)
+        go = ratio(src, np.repeat(num[todo], cols), (den[todo][:, None] * ks).reshape(-1)).reshape(-1, cols)
+        ended = ~go.all(axis=1)
+        first = np.argmin(go, axis=1)  # the first coin that failed
+        heads[todo[ended]] = (first[ended] + k) % 2 == 1
+        todo = todo[~ended]
+        k, cols = k + cols, 4
+    return heads
+
+
+def units(src, n: int) -> np.ndarray:
+    """``n`` draws of ``V`` with ``P(V >= j) = e^{-j}`` (:func:`~releases.engine.lattice_coins._units`)."""
+    return _units_table(src, n, coins._unit_brackets(), lambda u, j: coins._units_from(src, u, j))
+
+
+def bern_exp(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``Bernoulli(e^{-num/den})`` for ``num >= 0``, ``0 < den < LIMIT`` (as
+    :func:`~releases.engine.lattice_coins._bern_exp`: ``e^{-whole}`` by :func:`units`, the rest by
+    :func:`bern_exp_small`)."""
+    whole = np.where(num > den, (num - 1) // den, 0)
+    heads = bern_exp_small(src, num - whole * den, den)
+    big = np.flatnonzero(whole > 0)
+    if big.size:
+        heads[big] &= units(src, big.size) >= whole[big]
+    return heads
+
+
+def flips(src, table: list, which: np.ndarray) -> np.ndarray:
+    """For each coordinate, a flip of the constant coin ``table[which[i]]`` (a
+    :class:`~releases.engine.lattice_coins._Coin`): a 64-bit uniform against its 64-bit bracket,
+    finished by the coin itself in the rare case the uniform lies inside it."""
+    pairs = [c.brackets64() for c in table]
+    lo = np.array([min(p[0], _TWO32 * _TWO32 - 1) for p in pairs], dtype=np.uint64)[which]
+    hi = np.array([min(p[1], _TWO32 * _TWO32 - 1) for p in pairs], dtype=np.uint64)[which]
+    w = words(src, which.size)
+    yes = w < lo
+    open_ = ~yes & (w < hi)
+    capped = np.array([p[1] >= _TWO32 * _TWO32 for p in pairs], dtype=bool)[which]
+    open_ |= ~yes & capped  # a bracket reaching 2^64: no 64-bit word is above it
+    if open_.any():
+        for i in np.flatnonzero(open_).tolist():
+            yes[i] = table[int(which[i])].finish(src, int(w[i]), 64)
+    return yes
+
+
+def signs(src, n: int) -> np.ndarray:
+    """``n`` fair bits as booleans."""
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    return np.unpackbits(words(src, -(-n // 64)).view(np.uint8))[:n].astype(bool)
+
+
+def _count(src, s: int, t: int, n: int) -> np.ndarray:
+    """``n`` geometrics of ratio ``e^{-s/t}``: the number of ``j >= 1`` with ``U < e^{-j s/t}``, one
+    uniform each, against the level's brackets (:func:`~releases.engine.lattice_coins._power_brackets`)."""
+    if s == t == 1:
+        return units(src, n)
+    return _units_table(src, n, coins._power_brackets(s, t), lambda u, j: coins._units_from(src, u, j, s, t))
+
+
+def _by_level(s: np.ndarray, t: np.ndarray):
+    """The coordinates of each distinct level ``(s, t)``: ``(s, t, indices)`` triples."""
+    key = (s << 28) | t
+    if key.size and (key == key[0]).all():
+        yield int(s[0]), int(t[0]), np.arange(key.size)
+        return
+    distinct, inverse = np.unique(key, return_inverse=True)
+    for g, k in enumerate(distinct.tolist()):
+        yield k >> 28, k & (LIMIT - 1), np.flatnonzero(inverse == g)
+
+
+def first_accepted(m: int, trial) -> np.ndarray:
+    """For each of ``m`` coordinates, the value of its first accepted trial of a rejection loop.
+
+    ``trial(rows)`` runs one independent trial for each entry of ``rows`` (coordinates, each
+    possibly several times) and returns ``(accepted, value)``. Two trials per coordinate are run
+    at once, four for those that need another round; the first accepted (in the order of
+    ``rows``) is the coordinate's: the law of the scalar loop that tries until one is accepted.
+    """
+    out = np.empty(m, dtype=np.int64)
+    todo = np.arange(m)
+    per = 2
+    while todo.size:
+        accepted, value = trial(np.repeat(todo, per))
+        accepted = accepted.reshape(-1, per)
+        has = accepted.any(axis=1)
+        first = np.argmax(accepted, axis=1)[has]
+        out[todo[has]] = value.reshape(-1, per)[has, first]
+        todo = todo[~has]
+        per = 4
+    return out
+
+
+def _trials(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """CKS Algorithm 2's geometric for ratios ``s/t`` below 1/2 (``t > 1``): ``U`` uniform below
+    ``t``, kept with probability ``e^{-U/t}`` (the trials of :func:`first_accepted`), then
+    ``floor((U + t V) / s)``, ``V`` from :func:`units`."""
+
+    def trial(rows):
+        tt = t[rows]
+        u, ok = below(src, tt)
+        ok[ok] = bern_exp_small(src, u[ok], tt[ok])
+        return ok, u
+
+    u = first_accepted(s.size, trial)
+    return (u + t * units(src, s.size)) // s
+
+
+def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` for each coordinate
+    (``0 < s, t < LIMIT``)."""
+    out = np.empty(s.size, dtype=np.int64)
+    counted = (2 * s >= t) | (t == 1)
+    at = np.flatnonzero(counted)
+    if at.size:
+        for si, ti, idx in _by_level(s[at], t[at]):
+            out[at[idx]] = units(src, idx.size) // si if ti == 1 else _count(src, si, ti, idx.size)
+    rest = np.flatnonzero(~counted)
+    if rest.size:
+        out[rest] = _trials(src, s[rest], t[rest])
+    return out
+
+
+def dlap(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``DLap(e^{-s/t})`` for each coordinate (``0 < s, t < LIMIT``), as
+    :func:`~releases.engine.lattice_coins._dlap`: from level 1/2 up, 0 by the constant coin
+    ``(1 - alpha)/(1 + alpha)``, else ``1 +`` a geometric with an even sign; below it, a geometric
+    and a sign, "-0" refused and drawn again."""
+    out = np.zeros(s.size, dtype=np.int64)
+    high = 2 * s >= t
+    at = np.flatnonzero(high)
+    if at.size:
+        table, which = [], np.empty(at.size, dtype=np.int64)
+        for g, (si, ti, idx) in enumerate(_by_level(s[at], t[at])):
+            table.append(coins._zero(si, ti))
+            which[idx] = g
+        moves = at[~flips(src, table, which)]
+        y = 1 + geometric(src, s[moves], t[moves])
+        out[moves] = np.where(signs(src, moves.size), -y, y)
+    todo = np.flatnonzero(~high)
+    while todo.size:
+        y = geometric(src, s[todo], t[todo])
+        negative = signs(src, todo.size)
+        refused = negative & (y == 0)
+        out[todo] = np.where(negative, -y, y)
+        todo = todo[refused]
+    return out
