@@ -51,15 +51,21 @@ def halves(src, n: int) -> np.ndarray:
     return words(src, (n + 1) // 2).view(np.uint32)[:n].astype(np.int64)
 
 
+def quarters(src, n: int) -> np.ndarray:
+    """``n`` uniform 16-bit integers (int64): the four quarters of ``ceil(n/4)`` words."""
+    return words(src, (n + 3) // 4).view(np.uint16)[:n].astype(np.int64)
+
+
 def ratio(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``Bernoulli(num/den)`` for each pair (``0 <= num <= den < 2^31``)."""
-    w = halves(src, num.size)
-    top = num << 32
+    """``Bernoulli(num/den)`` for each pair (``0 <= num <= den < 2^31``), from the first 16 bits of
+    each uniform (more only when they fall on the boundary: probability below ``2^-16``)."""
+    w = quarters(src, num.size)
+    top = num << 16
     yes = (w + 1) * den <= top
     open_ = ~yes & (w * den < top)
     if open_.any():
         for i in np.flatnonzero(open_).tolist():
-            yes[i] = coins._ratio_finish(src, int(w[i]), 32, int(num[i]), int(den[i]))
+            yes[i] = coins._ratio_finish(src, int(w[i]), 16, int(num[i]), int(den[i]))
     return yes
 
 
@@ -111,19 +117,15 @@ def bern_exp(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def flips(src, table: list, which: np.ndarray) -> np.ndarray:
     """For each coordinate, a flip of the constant coin ``table[which[i]]`` (a
-    :class:`~releases.engine.lattice_coins._Coin`): a 64-bit uniform against its 64-bit bracket,
+    :class:`~releases.engine.lattice_coins._Coin`): a 32-bit uniform against its 32-bit bracket,
     finished by the coin itself in the rare case the uniform lies inside it."""
-    pairs = [c.brackets64() for c in table]
-    lo = np.array([min(p[0], _TWO32 * _TWO32 - 1) for p in pairs], dtype=np.uint64)[which]
-    hi = np.array([min(p[1], _TWO32 * _TWO32 - 1) for p in pairs], dtype=np.uint64)[which]
-    w = words(src, which.size)
-    yes = w < lo
-    open_ = ~yes & (w < hi)
-    capped = np.array([p[1] >= _TWO32 * _TWO32 for p in pairs], dtype=bool)[which]
-    open_ |= ~yes & capped  # a bracket reaching 2^64: no 64-bit word is above it
+    pairs = np.array([c.brackets(32) for c in table], dtype=np.int64)[which]
+    w = halves(src, which.size)
+    yes = w < pairs[:, 0]
+    open_ = ~yes & (w < pairs[:, 1])
     if open_.any():
         for i in np.flatnonzero(open_).tolist():
-            yes[i] = table[int(which[i])].finish(src, int(w[i]), 64)
+            yes[i] = table[int(which[i])].finish(src, int(w[i]), 32)
     return yes
 
 
@@ -175,57 +177,53 @@ def first_accepted(m: int, trial) -> np.ndarray:
     return out
 
 
-def _trials(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """CKS Algorithm 2's geometric for ratios ``s/t`` below 1/2 (``t > 1``): ``U`` uniform below
-    ``t``, kept with probability ``e^{-U/t}`` (the trials of :func:`first_accepted`), then
-    ``floor((U + t V) / s)``, ``V`` from :func:`units`."""
-
-    def trial(rows):
-        tt = t[rows]
-        u, ok = below(src, tt)
-        ok[ok] = bern_exp_small(src, u[ok], tt[ok])
-        return ok, u
-
-    u = first_accepted(s.size, trial)
-    return (u + t * units(src, s.size)) // s
+def _by_digits(src, s: int, t: int, n: int) -> np.ndarray:
+    """``n`` geometrics of ratio ``e^{-s/t}`` from their binary digits
+    (:func:`~releases.engine.lattice_coins._digits`): the digits below ``L``, each a constant coin
+    flipped with a 16-bit uniform against its 16-bit bracket (finished exactly by the coin in the
+    rare case the uniform lies on it), and above them a geometric of ratio ``e^{-2^L s/t}`` by
+    :func:`_count`."""
+    size, table = coins._digits(s, t)
+    top = _count(src, s << size, t, n) << size
+    if not size:
+        return top
+    pairs = np.array([c.brackets(16) for c in table], dtype=np.int64)
+    w = quarters(src, n * size).reshape(n, size)
+    ones = w < pairs[:, 0]
+    open_ = ~ones & (w < pairs[:, 1])
+    if open_.any():
+        for r, i in zip(*np.nonzero(open_)):
+            ones[r, i] = table[int(i)].finish(src, int(w[r, i]), 16)
+    return top + (ones.astype(np.int64) << np.arange(size, dtype=np.int64)).sum(axis=1)
 
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` for each coordinate
     (``0 < s, t < LIMIT``)."""
     out = np.empty(s.size, dtype=np.int64)
-    counted = (2 * s >= t) | (t == 1)
-    at = np.flatnonzero(counted)
-    if at.size:
-        for si, ti, idx in _by_level(s[at], t[at]):
-            out[at[idx]] = units(src, idx.size) // si if ti == 1 else _count(src, si, ti, idx.size)
-    rest = np.flatnonzero(~counted)
-    if rest.size:
-        out[rest] = _trials(src, s[rest], t[rest])
+    for si, ti, idx in _by_level(s, t):
+        if ti == 1:
+            out[idx] = units(src, idx.size) // si
+        elif 2 * si >= ti:
+            out[idx] = _count(src, si, ti, idx.size)
+        else:
+            out[idx] = _by_digits(src, si, ti, idx.size)
     return out
 
 
 def dlap(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """``DLap(e^{-s/t})`` for each coordinate (``0 < s, t < LIMIT``), as
-    :func:`~releases.engine.lattice_coins._dlap`: from level 1/2 up, 0 by the constant coin
-    ``(1 - alpha)/(1 + alpha)``, else ``1 +`` a geometric with an even sign; below it, a geometric
-    and a sign, "-0" refused and drawn again."""
+    """``DLap(e^{-s/t})`` for each coordinate (``0 < s, t < LIMIT``): 0 by the constant coin
+    ``P(V = 0) = (1 - alpha)/(1 + alpha)`` (:func:`~releases.engine.lattice_coins._zero`), else
+    ``1 +`` a geometric of ratio ``alpha`` with an even sign: the law of
+    :func:`~releases.engine.lattice_coins._dlap` (which draws levels below 1/2 by CKS Algorithm 2,
+    a geometric and a sign with "-0" refused: the same law, ``P(k)`` proportional to
+    ``alpha^|k|``)."""
     out = np.zeros(s.size, dtype=np.int64)
-    high = 2 * s >= t
-    at = np.flatnonzero(high)
-    if at.size:
-        table, which = [], np.empty(at.size, dtype=np.int64)
-        for g, (si, ti, idx) in enumerate(_by_level(s[at], t[at])):
-            table.append(coins._zero(si, ti))
-            which[idx] = g
-        moves = at[~flips(src, table, which)]
-        y = 1 + geometric(src, s[moves], t[moves])
-        out[moves] = np.where(signs(src, moves.size), -y, y)
-    todo = np.flatnonzero(~high)
-    while todo.size:
-        y = geometric(src, s[todo], t[todo])
-        negative = signs(src, todo.size)
-        refused = negative & (y == 0)
-        out[todo] = np.where(negative, -y, y)
-        todo = todo[refused]
+    table, which = [], np.empty(s.size, dtype=np.int64)
+    for g, (si, ti, idx) in enumerate(_by_level(s, t)):
+        table.append(coins._zero(si, ti))
+        which[idx] = g
+    moves = np.flatnonzero(~flips(src, table, which))
+    y = 1 + geometric(src, s[moves], t[moves])
+    out[moves] = np.where(signs(src, moves.size), -y, y)
     return out

@@ -146,11 +146,15 @@ class _Coin:
         self.lo = None
         self.pair = None
 
-    def brackets64(self) -> tuple[int, int]:
-        """``(lo, hi)`` with ``lo <= p 2^64 <= hi``: what the batched flips compare 64-bit words with."""
-        pair = self.pair
+    def brackets(self, bits: int) -> tuple[int, int]:
+        """``(lo, hi)`` with ``lo <= p 2^bits <= hi``: what the batched flips compare ``bits``-bit
+        uniforms with (kept, one pair per ``bits``)."""
+        pairs = self.pair
+        if pairs is None:
+            pairs = self.pair = {}
+        pair = pairs.get(bits)
         if pair is None:
-            pair = self.pair = self.bounds(64 + 16).scaled(64)
+            pair = pairs[bits] = self.bounds(bits + 16).scaled(bits)
         return pair
 
     def finish(self, rng, u: int, bits: int) -> bool:
@@ -335,6 +339,28 @@ def _dlap(rng, s: int, t: int) -> int:
         if negative and y == 0:
             continue
         return -y if negative else y
+
+
+@lru_cache(maxsize=1024)
+def _digits(s: int, t: int) -> tuple[int, list[_Coin]]:
+    """``(L, coins)`` for a geometric of ratio ``alpha = e^{-s/t}``: ``L`` the fewest binary digits
+    with ``2^L s/t >= 1/2``, and for each digit ``i < L`` the coin ``Bernoulli(alpha^{2^i} /
+    (1 + alpha^{2^i}))``.
+
+    ``P(G = g)`` is proportional to ``alpha^g``, the product over the binary digits ``b_i`` of
+    ``g`` of ``alpha^{b_i 2^i}``: so the digits below ``L`` are independent, digit ``i`` is 1
+    with that probability, and ``floor(G / 2^L)`` is independent of them, a geometric of ratio
+    ``alpha^{2^L} = e^{-2^L s/t}``. Constants of the level."""
+    eb = exact_bounds
+    size = max(0, (t - 1) // (2 * s)).bit_length()  # the fewest L with 2^(L+1) s >= t
+    out = []
+    for i in range(size):
+        def bounds(bits, x=s << i):
+            power = eb.exp_neg(x, t, bits)
+            return eb.div(power, eb.add(eb.exact(1, 1, bits), power, bits), bits)
+
+        out.append(_Coin(bounds))
+    return size, out
 
 
 @lru_cache(maxsize=4096)
