@@ -464,74 +464,62 @@ def _relax_rows(src, x: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray
     stay[at] = lattice_batch.flips(src, c.ratio2, c.which[at])
     y = x.copy()
     move = np.flatnonzero(~stay)
-    near = move[n[move] < c.cap[move]]
-    far = move[n[move] >= c.cap[move]]
-    if near.size:
-        y[near] = _moves_near(src, n, c, near)
-    if far.size:
-        y[far] = _moves_far(src, n, c, far)
-    y[move] = np.where(x[move] >= 0, y[move], -y[move])
+    if move.size:
+        y[move] = _moves(src, n, c, move)
+        y[move] = np.where(x[move] >= 0, y[move], -y[move])
     out[rows] = y
     return out
 
 
-def _moves_near(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
-    """:func:`_move_near` for the coordinates ``rows`` (``n < cap``), its rounds as trials."""
+def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
+    """The move of :func:`_relax1` from ``V_lo = n`` for the coordinates ``rows``: its rejection
+    loop (:func:`_move_near` where ``n < cap``, :func:`_move_far` beyond) run as rounds of trials
+    (:func:`lattice_batch.first_accepted`), each trial the same proposal and coins as one round
+    of the scalar loop. In a round the coins of every kind are drawn together: one call for the
+    uniforms, one for the constant coins (``tail``, ``wide``), one for the geometrics, one for
+    the ``Bernoulli(e^{-gamma})`` coins.
+
+    Near (``n < cap``): ``z`` uniform below ``2^8 (n+1) + 2 tails``; inside (``z < 2^8 (n+1)``)
+    ``y = floor(z / 2^8)`` kept with ``r^y``; below it, kept with ``tail``, ``y = -1 - G``; above,
+    kept with ``tail`` and ``r^n``, ``y = n + 1 + G`` (``G`` geometric of ratio ``q``).
+    Far: ``z`` uniform below ``span + tails``; ``z < span``: kept with ``wide``, ``y`` geometric
+    of ratio ``r``, kept if ``y <= n`` or with ``a^{2 (y - n)}``; otherwise kept with ``tail``,
+    ``y = -1 - G``."""
+    groups = len(c.tail)
+    coins = c.tail + c.wide
 
     def trial(at):
         r = rows[at]
-        nn, tails = n[r], c.tails[r]
+        nn, tails, span = n[r], c.tails[r], c.span[r]
+        near = nn < c.cap[r]
         inside = (nn + 1) << _UNIT_BITS
-        z, ok = lattice_batch.below(src, inside + 2 * tails)
-        y = z >> _UNIT_BITS
-        kept = ok & (z < inside)
-        i = np.flatnonzero(kept)
-        kept[i] = lattice_batch.bern_exp(src, c.gn[r[i]] * y[i], c.gd[r[i]])
-        side = np.flatnonzero(ok & (z >= inside))
-        if side.size:
-            rs = r[side]
-            keep = lattice_batch.flips(src, c.tail, c.which[rs])
-            up = z[side] >= inside[side] + tails[side]
-            u = np.flatnonzero(keep & up)
-            keep[u] = lattice_batch.bern_exp(src, c.gn[rs[u]] * nn[side[u]], c.gd[rs[u]])
-            k = np.flatnonzero(keep)
-            g = lattice_batch.geometric(src, c.bn[rs[k]], c.bd[rs[k]])
-            y[side[k]] = np.where(up[k], nn[side[k]] + 1 + g, -1 - g)
-            kept[side] = keep
-        return kept, y
-
-    return lattice_batch.first_accepted(rows.size, trial)
-
-
-def _moves_far(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
-    """:func:`_move_far` for the coordinates ``rows`` (``n >= cap``), its rounds as trials."""
-
-    def trial(at):
-        r = rows[at]
-        nn = n[r]
-        z, ok = lattice_batch.below(src, c.span[r] + c.tails[r])
-        y = np.zeros(r.size, dtype=np.int64)
-        kept = np.zeros(r.size, dtype=bool)
-        inner = np.flatnonzero(ok & (z < c.span[r]))
-        if inner.size:
-            ri = r[inner]
-            keep = lattice_batch.flips(src, c.wide, c.which[ri])
-            k = np.flatnonzero(keep)
-            g = lattice_batch.geometric(src, c.gn[ri[k]], c.gd[ri[k]])
-            over = g - nn[inner[k]]
-            a = np.flatnonzero(over > 0)
-            fine = np.ones(k.size, dtype=bool)
-            fine[a] = lattice_batch.bern_exp(src, 2 * c.ln[ri[k[a]]] * over[a], c.ld[ri[k[a]]])
-            keep[k] = fine
-            y[inner[k]] = g
-            kept[inner] = keep
-        outer = np.flatnonzero(ok & (z >= c.span[r]))
-        if outer.size:
-            ro = r[outer]
-            keep = lattice_batch.flips(src, c.tail, c.which[ro])
-            k = np.flatnonzero(keep)
-            y[outer[k]] = -1 - lattice_batch.geometric(src, c.bn[ro[k]], c.bd[ro[k]])
-            kept[outer] = keep
+        z, ok = lattice_batch.below(src, np.where(near, inside + 2 * tails, span + tails))
+        y = np.where(near, z >> _UNIT_BITS, 0)
+        near_in = ok & near & (z < inside)
+        near_up = ok & near & (z >= inside + tails)
+        far_in = ok & ~near & (z < span)
+        f = np.flatnonzero(ok & ~near_in)
+        heads = np.zeros(r.size, dtype=bool)
+        heads[f] = lattice_batch.flips(src, coins, c.which[r[f]] + groups * far_in[f])
+        # the geometrics: ratio q for the tails (near sides, far outside), ratio r inside far
+        g_at = np.flatnonzero(heads)
+        far_g = far_in[g_at]
+        g = lattice_batch.geometric(src, np.where(far_g, c.gn[r[g_at]], c.bn[r[g_at]]),
+                                    np.where(far_g, c.gd[r[g_at]], c.bd[r[g_at]]))
+        geo = np.zeros(r.size, dtype=np.int64)
+        geo[g_at] = g
+        over = geo - nn
+        # the Bernoulli(e^{-gamma}) coins: r^y inside near, r^n above near, a^{2(y-n)} above far
+        need_in, need_up, need_far = near_in, near_up & heads, far_in & heads & (over > 0)
+        e_at = np.flatnonzero(need_in | need_up | need_far)
+        mult = np.where(need_in, y, np.where(need_up, nn, over))[e_at]
+        far_e = need_far[e_at]
+        num = np.where(far_e, 2 * c.ln[r[e_at]], c.gn[r[e_at]]) * mult
+        den = np.where(far_e, c.ld[r[e_at]], c.gd[r[e_at]])
+        coin = np.ones(r.size, dtype=bool)
+        coin[e_at] = lattice_batch.bern_exp(src, num, den)
+        kept = (near_in & coin) | (heads & coin)
+        y = np.where(near_in, y, np.where(far_in, geo, np.where(near_up, nn + 1 + geo, -1 - geo)))
         return kept, y
 
     return lattice_batch.first_accepted(rows.size, trial)

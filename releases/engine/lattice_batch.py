@@ -42,8 +42,8 @@ __all__ = ["LIMIT", "halves", "ratio", "below", "bern_exp", "flips", "units", "f
 LIMIT = 1 << 28
 _TWO32 = 1 << 32
 _LOW = np.int64(_TWO32 - 1)
-#: CKS Algorithm 1's coins ``k`` are drawn here up to this one, and then by the scalar sampler.
-_MAX_K = 8
+#: The coins ``k`` of CKS Algorithm 1 drawn at once (:func:`bern_exp_small`).
+_KS = np.arange(1, 5, dtype=np.int64)
 
 
 def halves(src, n: int) -> np.ndarray:
@@ -79,22 +79,15 @@ def below(src, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def bern_exp_small(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den < LIMIT`` (CKS Algorithm 1): for
     ``k = 1, 2, ...`` a coin ``Bernoulli(num / (den k))``; the first that fails ends it, heads iff
-    its ``k`` is odd. Two columns ``k`` for every coordinate, then four for those still going."""
-    heads = np.empty(num.size, dtype=bool)
-    todo = np.arange(num.size)
-    k, cols = 1, 2
-    while todo.size:
-        if k > _MAX_K:
-            for i in todo.tolist():
-                heads[i] = coins._bern_exp_small(src, int(num[i]), int(den[i]), k)
-            break
-        ks = np.arange(k, k + cols, dtype=np.int64)
-        go = ratio(src, np.repeat(num[todo], cols), (den[todo][:, None] * ks).reshape(-1)).reshape(-1, cols)
-        ended = ~go.all(axis=1)
-        first = np.argmin(go, axis=1)  # the first coin that failed
-        heads[todo[ended]] = (first[ended] + k) % 2 == 1
-        todo = todo[~ended]
-        k, cols = k + cols, 4
+    its ``k`` is odd. Four columns ``k`` for every coordinate at once (all four go on with
+    probability at most 1/24); the few still going are finished one at a time from coin 5."""
+    cols = 4
+    go = ratio(src, np.repeat(num, cols), (den[:, None] * _KS).reshape(-1)).reshape(-1, cols)
+    heads = np.argmin(go, axis=1) % 2 == 0  # the first coin that failed is coin 1 or 3
+    going = go[:, -1] & go.all(axis=1)
+    if going.any():
+        for i in np.flatnonzero(going).tolist():
+            heads[i] = coins._bern_exp_small(src, int(num[i]), int(den[i]), cols + 1)
     return heads
 
 

@@ -49,10 +49,10 @@ class _Bits:
         self.words: list[int] = []  # later 64-bit words, last first
         self.batch = np.empty(0, dtype=np.uint64)  # words for the batched draws (lattice_vector) ...
         self.used = 0  # ... of which the first ``used`` are handed out
-        self.grow = 1 << 9  # the size of the next block of words: 4 KiB, doubling up to 64 KiB
+        self.grow = 1 << 10  # the size of the next block of words: 8 KiB, doubling up to 64 KiB
 
     def u64(self, n: int) -> np.ndarray:
-        """The next ``n`` 64-bit words for the batched draws, from a block of their own (4 KiB at
+        """The next ``n`` 64-bit words for the batched draws, from a block of their own (8 KiB at
         first, each next block twice as large up to 64 KiB, so that a small call reads little;
         words left in a block too short are dropped, never reused). The operating system's
         generator is read with ``os.urandom`` directly: the same bytes its ``getrandbits`` reads."""
