@@ -30,10 +30,11 @@ callers leave larger ones to the scalar samplers. This module never imports Djan
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import lattice_coins as coins
-from .lattice_vector import units as _units_table
 from .lattice_vector import words
 
 __all__ = ["LIMIT", "halves", "ratio", "below", "bern_exp", "flips", "units", "first_accepted", "geometric", "dlap", "signs"]
@@ -93,7 +94,7 @@ def bern_exp_small(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def units(src, n: int) -> np.ndarray:
     """``n`` draws of ``V`` with ``P(V >= j) = e^{-j}`` (:func:`~releases.engine.lattice_coins._units`)."""
-    return _units_table(src, n, coins._unit_brackets(), lambda u, j: coins._units_from(src, u, j))
+    return _count(src, 1, 1, n)
 
 
 def bern_exp(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -129,12 +130,31 @@ def signs(src, n: int) -> np.ndarray:
     return np.unpackbits(words(src, -(-n // 64)).view(np.uint8))[:n].astype(bool)
 
 
+@lru_cache(maxsize=256)
+def _count_table(s: int, t: int, source) -> tuple[np.ndarray, np.ndarray]:
+    """The brackets of ``e^{-j s/t}`` (:func:`~releases.engine.lattice_coins._power_brackets`, or
+    ``_unit_brackets`` for ``s = t = 1``: ``source``, part of the key) as arrays: the lower ends ascending (``lo_J .. lo_1``),
+    and the upper ends ``hi_1 .. hi_J`` then 0 (past the table)."""
+    brackets = source() if s == t == 1 else source(s, t)
+    lo = np.array([b[0] for b in brackets[1:]][::-1], dtype=np.uint64)
+    hi = np.array([b[1] for b in brackets[1:]] + [0], dtype=np.uint64)
+    return lo, hi
+
+
 def _count(src, s: int, t: int, n: int) -> np.ndarray:
     """``n`` geometrics of ratio ``e^{-s/t}``: the number of ``j >= 1`` with ``U < e^{-j s/t}``, one
-    uniform each, against the level's brackets (:func:`~releases.engine.lattice_coins._power_brackets`)."""
-    if s == t == 1:
-        return units(src, n)
-    return _units_table(src, n, coins._power_brackets(s, t), lambda u, j: coins._units_from(src, u, j, s, t))
+    uniform ``U`` each, whose first 64 bits ``u`` are compared with the level's 64-bit brackets:
+    ``c = #{j: u < lo_j}``, decided when ``u >= hi_{c+1}``; the rare ``u`` inside a bracket are
+    finished by :func:`~releases.engine.lattice_coins._units_from` (more bits of the same ``U``)."""
+    lo, hi = _count_table(s, t, coins._unit_brackets if s == t == 1 else coins._power_brackets)
+    u = words(src, n)
+    c = lo.size - np.searchsorted(lo, u, side="right")
+    out = c.astype(np.int64)
+    open_ = (u < hi[c]) | (c == lo.size)
+    if open_.any():
+        for i in np.flatnonzero(open_).tolist():
+            out[i] = coins._units_from(src, int(u[i]), int(c[i]) + 1, s, t)
+    return out
 
 
 def _by_level(s: np.ndarray, t: np.ndarray):
@@ -170,24 +190,38 @@ def first_accepted(m: int, trial) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=256)
+def _digit_table(s: int, t: int):
+    """``(L, coins, lo8, hi8, lo40, hi40, place)``: the digit coins of
+    :func:`~releases.engine.lattice_coins._digits` with their 8-bit and 40-bit brackets as
+    arrays, and the digits' place values ``2^i``."""
+    size, table = coins._digits(s, t)
+    b8 = np.array([c.brackets(8) for c in table], dtype=np.int64).reshape(-1, 2)
+    b40 = np.array([c.brackets(40) for c in table], dtype=np.int64).reshape(-1, 2)
+    return size, table, b8[:, 0], b8[:, 1], b40[:, 0], b40[:, 1], np.int64(1) << np.arange(size, dtype=np.int64)
+
+
 def _by_digits(src, s: int, t: int, n: int) -> np.ndarray:
     """``n`` geometrics of ratio ``e^{-s/t}`` from their binary digits
     (:func:`~releases.engine.lattice_coins._digits`): the digits below ``L``, each a constant coin
-    flipped with a 16-bit uniform against its 16-bit bracket (finished exactly by the coin in the
-    rare case the uniform lies on it), and above them a geometric of ratio ``e^{-2^L s/t}`` by
-    :func:`_count`."""
-    size, table = coins._digits(s, t)
+    ``U < p_i``, and above them a geometric of ratio ``e^{-2^L s/t}`` by :func:`_count`. A digit's
+    uniform is read 8 bits first (compared with the 8-bit bracket of ``p_i``); the few on the
+    bracket (probability about ``2^-8``) read 32 more together (against the 40-bit bracket), and
+    the very rare ones still on it are finished by the coin itself."""
+    size, table, lo8, hi8, lo40, hi40, place = _digit_table(s, t)
     top = _count(src, s << size, t, n) << size
     if not size:
         return top
-    pairs = np.array([c.brackets(16) for c in table], dtype=np.int64)
-    w = quarters(src, n * size).reshape(n, size)
-    ones = w < pairs[:, 0]
-    open_ = ~ones & (w < pairs[:, 1])
-    if open_.any():
-        for r, i in zip(*np.nonzero(open_)):
-            ones[r, i] = table[int(i)].finish(src, int(w[r, i]), 16)
-    return top + (ones.astype(np.int64) << np.arange(size, dtype=np.int64)).sum(axis=1)
+    w = words(src, -(-n * size // 8)).view(np.uint8)[: n * size].astype(np.int64).reshape(n, size)
+    ones = w < lo8
+    rows, cols = np.nonzero(~ones & (w < hi8))
+    if rows.size:
+        u = (w[rows, cols] << 32) | halves(src, rows.size)
+        yes = u < lo40[cols]
+        for k in np.flatnonzero(~yes & (u < hi40[cols])).tolist():
+            yes[k] = table[int(cols[k])].finish(src, int(u[k]), 40)
+        ones[rows, cols] = yes
+    return top + (ones * place).sum(axis=1)
 
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
