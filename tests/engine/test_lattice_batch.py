@@ -1,0 +1,192 @@
+"""The batched exact samplers (``releases.engine.lattice_batch``) against their exact laws, on
+fixed seeds (G-tests at the suite's alarm level, ``lattice_checks.ALARM``, and five-sigma
+binomial checks), and deliberate mutations of them that the same checks catch.
+
+What is checked:
+
+* ``geometric`` has ``P(G = g) = (1 - alpha) alpha^g``, ``alpha = e^{-s/t}``, in each of its three
+  ways: by binary digits (ratios below 1/2: levels 1/30, 3/7 and 1/30,000), by one uniform against
+  the level's brackets (ratios from 1/2: 2/3 and 5/2) and ``t = 1`` (``units // s``), one level or
+  several in one call;
+* ``dlap`` has the discrete Laplace law (zero coin, then ``1 +`` a geometric and a sign);
+* ``bern_exp`` is heads with probability ``e^{-num/den}``, with and without whole units;
+* ``ratio`` is heads with probability ``num/den``, ``below`` is uniform, ``flips`` flips its
+  constant coin, and the rare uniforms on a bracket are finished (scripted words);
+* ``first_accepted`` keeps the first accepted trial (a truncated law it must reproduce).
+
+Mutations (each must be rejected by the check that passes on the real sampler): a geometric whose
+highest binary digit is never set, and a geometric whose parameter is off by one (``t + 1``: a
+rate 3% low).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from releases.engine import lattice, lattice_batch, lattice_coins
+
+from . import lattice_checks as checks
+from . import lattice_laws as laws
+from .laws import binomial_close
+
+pytestmark = pytest.mark.statistical
+
+N = 60_000
+
+
+def _bits(seed):
+    return checks.bits_only(seed)
+
+
+def _geometric_fit(draws: np.ndarray, s: int, t: int) -> checks.Fit:
+    """G-test of geometric draws against ``P(G >= g) = alpha^g``, in cells of equal width (about 60
+    of them up to where the tail is below 1e-5, and the tail)."""
+    alpha = math.exp(-s / t)
+    top = int(math.ceil(12 * t / s)) + 1
+    width = max(1, top // 60)
+    edges = np.arange(0, top + width, width)
+    probabilities = np.append(-np.diff(alpha ** edges.astype(float)), alpha ** float(edges[-1]))
+    observed = np.bincount(np.minimum(draws // width, edges.size - 1), minlength=edges.size)
+    return checks.g_test(observed, probabilities)
+
+
+def _geometrics(s: int, t: int, n: int, seed: int) -> np.ndarray:
+    return lattice_batch.geometric(_bits(seed), np.full(n, s, dtype=np.int64), np.full(n, t, dtype=np.int64))
+
+
+@pytest.mark.parametrize("s, t", [(1, 30), (3, 7), (1, 30_000), (2, 3), (5, 2), (3, 1)])
+def test_geometric_has_the_geometric_law(s, t, report):
+    draws = _geometrics(s, t, N, seed=s * 7 + t)
+    fit = _geometric_fit(draws, s, t)
+    report(f"geometric, ratio {s}/{t}: {fit}")
+    assert (draws >= 0).all() and fit.passes, fit
+
+
+def test_geometric_of_several_levels_in_one_call_keeps_each_law():
+    levels = [(1, 30), (2, 3), (1, 5)] * (N // 3)
+    s = np.array([a for a, _ in levels], dtype=np.int64)
+    t = np.array([b for _, b in levels], dtype=np.int64)
+    draws = lattice_batch.geometric(_bits(41), s, t)
+    for a, b in set(levels):
+        fit = _geometric_fit(draws[(s == a) & (t == b)], a, b)
+        assert fit.passes, (a, b, fit)
+
+
+@pytest.mark.parametrize("level", [F(1, 3), F(1, 30_000), F(1), F(5, 2)])
+def test_dlap_has_the_discrete_laplace_law(level):
+    n = N
+    draws = lattice_batch.dlap(_bits(43), np.full(n, level.numerator, dtype=np.int64),
+                               np.full(n, level.denominator, dtype=np.int64))
+    fit = checks.fit(laws.dlap(level), draws)
+    assert fit.passes, f"level {level}: {fit}"
+
+
+@pytest.mark.parametrize("num, den", [(0, 5), (3, 4), (7, 7), (5, 2), (23, 3)])
+def test_bern_exp_is_heads_with_probability_e_to_the_minus_num_over_den(num, den):
+    heads = lattice_batch.bern_exp(_bits(num + den), np.full(N, num, dtype=np.int64), np.full(N, den, dtype=np.int64))
+    assert binomial_close(int(heads.sum()), N, math.exp(-num / den)), (num, den, heads.mean())
+
+
+@pytest.mark.parametrize("num, den", [(1, 3), (2, 7), (999, 1000), (1, 2**27)])
+def test_ratio_is_heads_with_probability_num_over_den(num, den):
+    heads = lattice_batch.ratio(_bits(den), np.full(N, num, dtype=np.int64), np.full(N, den, dtype=np.int64))
+    assert binomial_close(int(heads.sum()), N, num / den), (num, den, heads.mean())
+
+
+def test_below_is_uniform_and_refuses_the_remainder():
+    bounds = np.full(N, 7, dtype=np.int64)
+    u, ok = lattice_batch.below(_bits(5), bounds)
+    counts = np.bincount(u[ok], minlength=7)
+    assert counts.size == 7 and all(binomial_close(int(c), int(ok.sum()), 1 / 7) for c in counts)
+    assert binomial_close(int((~ok).sum()), N, (2**32 % 7) / 2**32)  # 4 of 2^32 words refused
+
+
+def test_flips_flip_the_constant_coin():
+    coin = lattice._zero(1, 3)  # (1 - e^{-1/3}) / (1 + e^{-1/3})
+    p = (1 - math.exp(-1 / 3)) / (1 + math.exp(-1 / 3))
+    heads = lattice_batch.flips(_bits(6), [coin], np.zeros(N, dtype=np.int64))
+    assert binomial_close(int(heads.sum()), N, p)
+
+
+class _Words:
+    """A bit source whose words are scripted (then zeros): ``u64`` as the buffer's."""
+
+    def __init__(self, words):
+        self.words = list(words)
+
+    def u64(self, n):
+        out, self.words = self.words[:n], self.words[n:]
+        return np.array(out + [0] * (n - len(out)), dtype=np.uint64)
+
+    def getrandbits(self, k):
+        return 0
+
+
+def test_a_uniform_on_a_bracket_is_finished_from_more_of_its_bits():
+    """``ratio``'s 16 bits on the boundary of 1/3 (``w = floor(2^16 / 3)``): neither decides, and
+    the finisher reads more bits of the same uniform (here zeros: ``U`` just above ``w 2^-16``,
+    which is below 1/3 = 0.0101...b); ``flips`` likewise hands a 32-bit uniform inside the bracket
+    to the coin."""
+    w = (1 << 16) // 3
+    assert lattice_batch.ratio(_Words([w]), np.array([1]), np.array([3])).tolist() == [True]
+    assert lattice_batch.ratio(_Words([w + 1]), np.array([1]), np.array([3])).tolist() == [False]
+    coin = lattice._zero(1, 3)
+    lo, hi = coin.brackets(32)
+    inside = lo if hi > lo else lo - 1
+    assert lattice_batch.flips(_Words([inside]), [coin], np.zeros(1, dtype=np.int64)).tolist() == [
+        coin.finish(_Words([]), inside, 32)
+    ]
+
+
+def test_first_accepted_keeps_the_first_accepted_trial():
+    """Trials accepted with probability 1/3 whose values are uniform on 0..5: the kept value must
+    be uniform, and the loop must have run every coordinate's trials in order."""
+    src = _bits(8)
+
+    def trial(rows):
+        value = lattice_batch.below(src, np.full(rows.size, 6, dtype=np.int64))[0]
+        accepted = lattice_batch.below(src, np.full(rows.size, 3, dtype=np.int64))[0] == 0
+        return accepted, value
+
+    kept = lattice_batch.first_accepted(N, trial)
+    counts = np.bincount(kept, minlength=6)
+    assert all(binomial_close(int(c), N, 1 / 6) for c in counts), counts
+
+
+# --------------------------------------------------------------------------
+# deliberate mutations, caught by the same checks
+
+
+def _last_digit_dropped(monkeypatch):
+    """The highest binary digit below the top geometric is never set (its bracket is 0)."""
+    real = lattice_batch._digit_table.__wrapped__
+
+    def table(s, t):
+        size, coins, lo8, hi8, lo40, hi40, place = real(s, t)
+        lo8, hi8 = lo8.copy(), hi8.copy()
+        lo8[-1] = hi8[-1] = 0
+        return size, coins, lo8, hi8, lo40, hi40, place
+
+    monkeypatch.setattr(lattice_batch, "_digit_table", functools.lru_cache(maxsize=None)(table))
+
+
+def _parameter_off_by_one(monkeypatch):
+    """The geometric drawn at ratio ``s/(t+1)`` instead of ``s/t``."""
+    real = lattice_batch._by_digits
+    monkeypatch.setattr(lattice_batch, "_by_digits", lambda src, s, t, n: real(src, s, t + 1, n))
+
+
+@pytest.mark.parametrize("mutate, s, t", [(_last_digit_dropped, 1, 30), (_last_digit_dropped, 1, 30_000),
+                                          (_parameter_off_by_one, 1, 30)])
+def test_the_geometric_check_catches_a_mutated_sampler(mutate, s, t, monkeypatch, report):
+    n = 200_000  # a 3% error in the rate needs it
+    real = _geometric_fit(_geometrics(s, t, n, seed=99), s, t)
+    mutate(monkeypatch)
+    broken = _geometric_fit(_geometrics(s, t, n, seed=99), s, t)
+    report(f"{mutate.__name__}, ratio {s}/{t}: real {real}; mutant {broken}")
+    assert real.passes and not broken.passes
