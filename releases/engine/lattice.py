@@ -63,6 +63,7 @@ This module never imports Django.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
@@ -413,6 +414,11 @@ _BOUND = 1 << 31
 _WIDE = 1 << 60
 
 
+#: About how many 64-bit words a step uses a coordinate (measured on listings; the first block
+#: of the operating system's bits is read this size, later ones only what is missing).
+_WORDS = {"initial": 3, "tighten": 3, "relax": 7, "bridge": 3}
+
+
 def _small(*pairs: tuple[int, int]) -> bool:
     return all(0 < v < _LIMIT for pair in pairs for v in pair)
 
@@ -557,7 +563,7 @@ def sample(level, size, rng) -> np.ndarray:
     """``size`` independent draws of ``DLap(e^{-level})`` (one level, or one per coordinate), as int64."""
     n = _size(size)
     distinct, which = _grouped_levels(_levels(level, n, "level"))
-    return _sample(_bit_source(rng), distinct, which)
+    return _sample(_bit_source(rng, _WORDS["initial"] * n), distinct, which)
 
 
 def _sample(src, distinct: list[Fraction], which: np.ndarray) -> np.ndarray:
@@ -587,7 +593,7 @@ def relax(noise, level_from, level_to, rng) -> np.ndarray:
     gaps, which = _per_coordinate(
         _Gap, lambda l, h: l < h, "relax needs level_to > level_from for every coordinate", lo, hi
     )
-    return _relax_rows(_bit_source(rng), values, gaps, which)
+    return _relax_rows(_bit_source(rng, _WORDS["relax"] * len(values)), values, gaps, which)
 
 
 def tighten(noise, level_from, level_to, rng) -> np.ndarray:
@@ -596,7 +602,7 @@ def tighten(noise, level_from, level_to, rng) -> np.ndarray:
     gaps, which = _per_coordinate(
         _Gap, lambda l, h: l < h, "tighten needs level_to < level_from for every coordinate", lo, hi
     )
-    return _tighten(_bit_source(rng), values, gaps, which)
+    return _tighten(_bit_source(rng, _WORDS["tighten"] * len(values)), values, gaps, which)
 
 
 def _tighten(src, values: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray:
@@ -628,7 +634,7 @@ def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray
         _Triple, lambda l, m, h: l < m < h, "bridge needs level_lo < level_mid < level_hi for every coordinate",
         lo, mid, hi,
     )
-    return _bridge(_bit_source(rng), x_lo, x_hi, triples, which)
+    return _bridge(_bit_source(rng, _WORDS["bridge"] * n), x_lo, x_hi, triples, which)
 
 
 def _bridge(src, x_lo: np.ndarray, x_hi: np.ndarray, triples: list, which: np.ndarray) -> np.ndarray:
@@ -675,6 +681,14 @@ def levels_for(eps, weights) -> list[Fraction]:
     return out
 
 
+@lru_cache(maxsize=512)
+def _constants(make, *levels: Fraction):
+    """``make(*levels)`` (a :class:`_Gap` or :class:`_Triple`), kept: the constants of a listing's
+    levels, their coins' brackets computed once, for the next release at the same levels (the class
+    is part of the key). Their lazily made parts are written whole, so threads may share them."""
+    return make(*levels)
+
+
 def _weight_groups(weights) -> tuple[list[int], np.ndarray]:
     """The distinct weights (checked positive integers) and each coordinate's index among them."""
     arr = np.asarray(weights) if not isinstance(weights, np.ndarray) else weights
@@ -702,7 +716,8 @@ def step(eps, weights, rng, below=None, above=None):
     distinct, which = _weight_groups(weights)
     n = len(which)
     target = levels_for(e, distinct)
-    src = _bit_source(rng)
+    src = _bit_source(rng, _WORDS["bridge" if below is not None and above is not None else
+                                  "relax" if below is not None else "tighten" if above is not None else "initial"] * n)
 
     def known(side):
         level, noise = side
@@ -715,15 +730,15 @@ def step(eps, weights, rng, below=None, above=None):
         (lo, x_lo), (hi, x_hi) = known(below), known(above)
         if not all(l < m < h for l, m, h in zip(lo, target, hi)):
             raise ValueError("bridge needs level_lo < level_mid < level_hi for every coordinate")
-        return _bridge(src, x_lo, x_hi, [_Triple(*t) for t in zip(lo, target, hi)], which), "bridge"
+        return _bridge(src, x_lo, x_hi, [_constants(_Triple, *t) for t in zip(lo, target, hi)], which), "bridge"
     if below is not None:
         lo, x = known(below)
         if not all(l < h for l, h in zip(lo, target)):
             raise ValueError("relax needs level_to > level_from for every coordinate")
-        return _relax_rows(src, x, [_Gap(*p) for p in zip(lo, target)], which), "relax"
+        return _relax_rows(src, x, [_constants(_Gap, *p) for p in zip(lo, target)], which), "relax"
     if above is not None:
         hi, x = known(above)
         if not all(l < h for l, h in zip(target, hi)):
             raise ValueError("tighten needs level_to < level_from for every coordinate")
-        return _tighten(src, x, [_Gap(*p) for p in zip(target, hi)], which), "tighten"
+        return _tighten(src, x, [_constants(_Gap, *p) for p in zip(target, hi)], which), "tighten"
     return _sample(src, target, which), "initial"

@@ -192,13 +192,14 @@ def first_accepted(m: int, trial) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def _digit_table(s: int, t: int):
-    """``(L, coins, lo8, hi8, lo40, hi40, place)``: the digit coins of
-    :func:`~releases.engine.lattice_coins._digits` with their 8-bit and 40-bit brackets as
-    arrays, and the digits' place values ``2^i``."""
+    """``(L, coins, lo8, width8, lo40, hi40, place)``: the digit coins of
+    :func:`~releases.engine.lattice_coins._digits` with their 8-bit brackets (lower end and
+    width, uint8) and 40-bit brackets as arrays, and the digits' place values ``2^i``."""
     size, table = coins._digits(s, t)
-    b8 = np.array([c.brackets(8) for c in table], dtype=np.int64).reshape(-1, 2)
+    b8 = np.array([c.brackets(8) for c in table], dtype=np.int64).reshape(-1, 2)  # every p_i < 1/2: below 2^7
     b40 = np.array([c.brackets(40) for c in table], dtype=np.int64).reshape(-1, 2)
-    return size, table, b8[:, 0], b8[:, 1], b40[:, 0], b40[:, 1], np.int64(1) << np.arange(size, dtype=np.int64)
+    lo8, width8 = b8[:, 0].astype(np.uint8), (b8[:, 1] - b8[:, 0]).astype(np.uint8)
+    return size, table, lo8, width8, b40[:, 0], b40[:, 1], np.int64(1) << np.arange(size, dtype=np.int64)
 
 
 def _by_digits(src, s: int, t: int, n: int) -> np.ndarray:
@@ -208,20 +209,21 @@ def _by_digits(src, s: int, t: int, n: int) -> np.ndarray:
     uniform is read 8 bits first (compared with the 8-bit bracket of ``p_i``); the few on the
     bracket (probability about ``2^-8``) read 32 more together (against the 40-bit bracket), and
     the very rare ones still on it are finished by the coin itself."""
-    size, table, lo8, hi8, lo40, hi40, place = _digit_table(s, t)
+    size, table, lo8, width8, lo40, hi40, place = _digit_table(s, t)
     top = _count(src, s << size, t, n) << size
     if not size:
         return top
-    w = words(src, -(-n * size // 8)).view(np.uint8)[: n * size].astype(np.int64).reshape(n, size)
+    w = words(src, -(-n * size // 8)).view(np.uint8)[: n * size].reshape(n, size)
     ones = w < lo8
-    rows, cols = np.nonzero(~ones & (w < hi8))
-    if rows.size:
-        u = (w[rows, cols] << 32) | halves(src, rows.size)
+    at = np.flatnonzero((w - lo8) < width8)  # lo8 <= w < hi8 (uint8 arithmetic wraps below lo8)
+    if at.size:
+        rows, cols = at // size, at % size
+        u = (w[rows, cols].astype(np.int64) << 32) | halves(src, rows.size)
         yes = u < lo40[cols]
         for k in np.flatnonzero(~yes & (u < hi40[cols])).tolist():
             yes[k] = table[int(cols[k])].finish(src, int(u[k]), 40)
         ones[rows, cols] = yes
-    return top + (ones * place).sum(axis=1)
+    return top + ones.dot(place)
 
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:

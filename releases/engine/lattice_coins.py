@@ -36,34 +36,38 @@ class _Bits:
     so they are as uniform and independent as ``rng``'s own.
     """
 
-    __slots__ = ("rng", "word", "left", "words", "batch", "used", "grow")
+    __slots__ = ("rng", "word", "left", "words", "batch", "used", "first")
 
     BLOCK = 1 << 15
-    #: The largest block of words for the batched draws: 64 KiB.
-    WORDS = 1 << 13
+    #: The smallest block of words read for the batched draws: 4 KiB.
+    WORDS = 1 << 9
 
-    def __init__(self, rng):
+    def __init__(self, rng, first: int = 0):
         self.rng = rng
+        self.first = first  # words the first block reads: about what the call will use
         self.word = 0  # the next ``left`` bits, lowest first
         self.left = 0
         self.words: list[int] = []  # later 64-bit words, last first
         self.batch = np.empty(0, dtype=np.uint64)  # words for the batched draws (lattice_vector) ...
         self.used = 0  # ... of which the first ``used`` are handed out
-        self.grow = 1 << 10  # the size of the next block of words: 8 KiB, doubling up to 64 KiB
 
     def u64(self, n: int) -> np.ndarray:
-        """The next ``n`` 64-bit words for the batched draws, from a block of their own (8 KiB at
-        first, each next block twice as large up to 64 KiB, so that a small call reads little;
-        words left in a block too short are dropped, never reused). The operating system's
-        generator is read with ``os.urandom`` directly: the same bytes its ``getrandbits`` reads."""
-        if self.used + n > self.batch.size:
-            size = max(n, self.grow)
-            self.grow = min(2 * self.grow, self.WORDS)
+        """The next ``n`` 64-bit words for the batched draws, from blocks of their own: when the
+        words left are too few, a block of what is missing (at least 4 KiB, and the first block
+        the ``first`` words the caller expects to use) is read and appended
+        to them, so that every word read is handed out once and a call reads little more than it
+        uses (the operating system's generator costs a few microseconds a kilobyte). It is read
+        with ``os.urandom`` directly: the same bytes its ``getrandbits`` reads."""
+        left = self.batch.size - self.used
+        if n > left:
+            size = max(n - left, self.WORDS, self.first)
+            self.first = 0
             if type(self.rng) is secrets.SystemRandom:
-                block = os.urandom(8 * size)
+                block = np.frombuffer(os.urandom(8 * size), dtype="<u8")
             else:
-                block = self.rng.getrandbits(64 * size).to_bytes(8 * size, "little")
-            self.batch, self.used = np.frombuffer(block, dtype="<u8"), 0
+                block = np.frombuffer(self.rng.getrandbits(64 * size).to_bytes(8 * size, "little"), dtype="<u8")
+            self.batch = np.concatenate([self.batch[self.used :], block]) if left else block
+            self.used = 0
         out = self.batch[self.used : self.used + n]
         self.used += n
         return out
@@ -87,13 +91,13 @@ class _Bits:
         return value & ((1 << k) - 1)
 
 
-def _bit_source(rng):
+def _bit_source(rng, words: int = 0):
     """A :class:`_Bits` buffer over the operating system's generator (``secrets.SystemRandom``,
     whose every call reads the kernel); a numpy generator (a test's, handed to the product's
     release code) through :class:`GeneratorBits`; any other source with ``getrandbits`` as it is
     (a test's ``random.Random``, whose calls are already cheap, or a buffer already)."""
     if isinstance(rng, secrets.SystemRandom):
-        return _Bits(rng)
+        return _Bits(rng, words)
     if not hasattr(rng, "getrandbits") and hasattr(rng, "bytes"):
         return GeneratorBits(rng)
     return rng
