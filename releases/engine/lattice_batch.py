@@ -34,6 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import exact_bounds
 from . import lattice_coins as coins
 from .lattice_vector import words
 
@@ -190,53 +191,93 @@ def first_accepted(m: int, trial) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=256)
-def _digit_table(s: int, t: int):
-    """``(L, coins, lo8, width8, lo40, hi40, place)``: the digit coins of
-    :func:`~releases.engine.lattice_coins._digits` with their 8-bit brackets (lower end and
-    width, uint8) and 40-bit brackets as arrays, and the digits' place values ``2^i``."""
-    size, table = coins._digits(s, t)
-    b8 = np.array([c.brackets(8) for c in table], dtype=np.int64).reshape(-1, 2)  # every p_i < 1/2: below 2^7
-    b40 = np.array([c.brackets(40) for c in table], dtype=np.int64).reshape(-1, 2)
-    lo8, width8 = b8[:, 0].astype(np.uint8), (b8[:, 1] - b8[:, 0]).astype(np.uint8)
-    return size, table, lo8, width8, b40[:, 0], b40[:, 1], np.int64(1) << np.arange(size, dtype=np.int64)
+#: Digits drawn beyond the first ``L`` (:func:`_digit_table`): the geometric above them has ratio
+#: at most ``e^{-32}``, so it is 0 but with probability below ``1.3e-14`` (one constant coin).
+_MORE = 6
 
 
-def _by_digits(src, s: int, t: int, n: int) -> np.ndarray:
-    """``n`` geometrics of ratio ``e^{-s/t}`` from their binary digits
-    (:func:`~releases.engine.lattice_coins._digits`): the digits below ``L``, each a constant coin
-    ``U < p_i``, and above them a geometric of ratio ``e^{-2^L s/t}`` by :func:`_count`. A digit's
-    uniform is read 8 bits first (compared with the 8-bit bracket of ``p_i``); the few on the
-    bracket (probability about ``2^-8``) read 32 more together (against the 40-bit bracket), and
-    the very rare ones still on it are finished by the coin itself."""
-    size, table, lo8, width8, lo40, hi40, place = _digit_table(s, t)
-    top = _count(src, s << size, t, n) << size
-    if not size:
-        return top
-    w = words(src, -(-n * size // 8)).view(np.uint8)[: n * size].reshape(n, size)
-    ones = w < lo8
-    at = np.flatnonzero((w - lo8) < width8)  # lo8 <= w < hi8 (uint8 arithmetic wraps below lo8)
-    if at.size:
-        rows, cols = at // size, at % size
-        u = (w[rows, cols].astype(np.int64) << 32) | halves(src, rows.size)
-        yes = u < lo40[cols]
-        for k in np.flatnonzero(~yes & (u < hi40[cols])).tolist():
-            yes[k] = table[int(cols[k])].finish(src, int(u[k]), 40)
-        ones[rows, cols] = yes
-    return top + ones.dot(place)
+class _Digits:
+    """A level's binary-digit constants for :func:`geometric`: the coins of the digits below
+    ``size = L + 6`` (:func:`~releases.engine.lattice_coins._digits`) with their 8-bit brackets
+    (lower end and width, uint8) and 40-bit ones, and the coin ``top``, ``P(G >= 2^size) =
+    e^{-2^size s/t}``."""
+
+    __slots__ = ("s", "t", "size", "coins", "lo8", "width8", "lo40", "hi40", "top")
+
+    def __init__(self, s: int, t: int):
+        self.s, self.t = s, t
+        self.size, self.coins = coins._digits(s, t, _MORE)
+        b8 = np.array([c.brackets(8) for c in self.coins], dtype=np.int64)  # every p_i < 1/2: below 2^7
+        b40 = np.array([c.brackets(40) for c in self.coins], dtype=np.int64)
+        self.lo8, self.width8 = b8[:, 0].astype(np.uint8), (b8[:, 1] - b8[:, 0]).astype(np.uint8)
+        self.lo40, self.hi40 = b40[:, 0], b40[:, 1]
+        self.top = coins._Coin(lambda bits, x=s << self.size: exact_bounds.exp_neg(x, t, bits))
+
+
+@lru_cache(maxsize=512)
+def _digit_table(s: int, t: int) -> _Digits:
+    return _Digits(s, t)
+
+
+def _padded(tables: list, name: str, width: int, dtype) -> np.ndarray:
+    """The tables' ``name`` arrays as rows of one array, each padded with zeros to ``width``."""
+    out = np.zeros((len(tables), width), dtype=dtype)
+    for g, table in enumerate(tables):
+        row = getattr(table, name)
+        out[g, : row.size] = row
+    return out
 
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` for each coordinate
-    (``0 < s, t < LIMIT``)."""
-    out = np.empty(s.size, dtype=np.int64)
-    for si, ti, idx in _by_level(s, t):
-        if ti == 1:
-            out[idx] = units(src, idx.size) // si
-        elif 2 * si >= ti:
-            out[idx] = _count(src, si, ti, idx.size)
+    (``0 < s, t < LIMIT``), all levels at once, from binary digits (:class:`_Digits`).
+
+    ``P(G = g)`` is proportional to ``alpha^g`` (``alpha = e^{-s/t}``), the product over ``g``'s
+    binary digits ``b_i`` of ``alpha^{b_i 2^i}``: the digits are independent coins, digit ``i``
+    one with probability ``alpha^{2^i} / (1 + alpha^{2^i})``, and ``floor(G / 2^D)`` is
+    independent of the ``D`` digits below it, a geometric of ratio ``alpha^{2^D}``. ``D = L + 6``
+    (``2^L s/t >= 1/2``), so that it is 0 but with probability below ``e^{-32}``: one constant
+    coin says so, and in the rare other case it is ``1 +`` a geometric of that ratio (the scalar
+    :func:`~releases.engine.lattice_coins._geometric`). A digit's uniform is read 8 bits first
+    and compared with the 8-bit bracket of its probability; those on the bracket (probability
+    about ``2^-8``) read 32 more together, against the 40-bit bracket, and the very rare ones
+    still on it are finished by the coin itself."""
+    n = s.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = (s << 28) | t
+    if (key == key[0]).all():
+        keys, which = [int(key[0])], np.zeros(n, dtype=np.int64)
+    else:
+        distinct, which = np.unique(key, return_inverse=True)
+        keys, which = distinct.tolist(), which.reshape(-1)
+    tables = [_digit_table(k >> 28, k & (LIMIT - 1)) for k in keys]
+    width = max(d.size for d in tables)
+    if len(tables) == 1:
+        lo8, width8, lo40, hi40 = tables[0].lo8, tables[0].width8, tables[0].lo40, tables[0].hi40
+    else:
+        lo8 = _padded(tables, "lo8", width, np.uint8)[which]
+        width8 = _padded(tables, "width8", width, np.uint8)[which]
+        lo40, hi40 = _padded(tables, "lo40", width, np.int64), _padded(tables, "hi40", width, np.int64)
+    w = words(src, -(-n * width // 8)).view(np.uint8)[: n * width].reshape(n, width)
+    ones = w < lo8
+    at = np.flatnonzero((w - lo8) < width8)  # lo8 <= w < hi8 (uint8 arithmetic wraps below lo8)
+    if at.size:
+        rows, cols = at // width, at % width
+        u = (w[rows, cols].astype(np.int64) << 32) | halves(src, rows.size)
+        if len(tables) == 1:
+            low, high = lo40[cols], hi40[cols]
         else:
-            out[idx] = _by_digits(src, si, ti, idx.size)
+            low, high = lo40[which[rows], cols], hi40[which[rows], cols]
+        yes = u < low
+        for k in np.flatnonzero(~yes & (u < high)).tolist():
+            yes[k] = tables[int(which[rows[k]])].coins[int(cols[k])].finish(src, int(u[k]), 40)
+        ones[rows, cols] = yes
+    out = ones.dot(np.int64(1) << np.arange(width, dtype=np.int64))
+    high = np.flatnonzero(flips(src, [d.top for d in tables], which))
+    for i in high.tolist():  # G >= 2^D: probability below 1.3e-14
+        d = tables[int(which[i])]
+        out[i] += (1 + coins._geometric(src, d.s << d.size, d.t)) << d.size
     return out
 
 

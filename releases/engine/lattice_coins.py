@@ -346,7 +346,7 @@ def _dlap(rng, s: int, t: int) -> int:
 
 
 @lru_cache(maxsize=1024)
-def _digits(s: int, t: int) -> tuple[int, list[_Coin]]:
+def _digits(s: int, t: int, more: int = 0) -> tuple[int, list[_Coin]]:
     """``(L, coins)`` for a geometric of ratio ``alpha = e^{-s/t}``: ``L`` the fewest binary digits
     with ``2^L s/t >= 1/2``, and for each digit ``i < L`` the coin ``Bernoulli(alpha^{2^i} /
     (1 + alpha^{2^i}))``.
@@ -354,9 +354,10 @@ def _digits(s: int, t: int) -> tuple[int, list[_Coin]]:
     ``P(G = g)`` is proportional to ``alpha^g``, the product over the binary digits ``b_i`` of
     ``g`` of ``alpha^{b_i 2^i}``: so the digits below ``L`` are independent, digit ``i`` is 1
     with that probability, and ``floor(G / 2^L)`` is independent of them, a geometric of ratio
-    ``alpha^{2^L} = e^{-2^L s/t}``. Constants of the level."""
+    ``alpha^{2^L} = e^{-2^L s/t}``. With ``more``, ``more`` digits beyond ``L``. Constants of the
+    level."""
     eb = exact_bounds
-    size = max(0, (t - 1) // (2 * s)).bit_length()  # the fewest L with 2^(L+1) s >= t
+    size = max(0, (t - 1) // (2 * s)).bit_length() + more  # the fewest L with 2^(L+1) s >= t, and ``more``
     out = []
     for i in range(size):
         def bounds(bits, x=s << i):

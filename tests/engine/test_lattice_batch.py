@@ -28,7 +28,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from releases.engine import lattice, lattice_batch, lattice_coins
+from releases.engine import lattice, lattice_batch
 
 from . import lattice_checks as checks
 from . import lattice_laws as laws
@@ -163,22 +163,23 @@ def test_first_accepted_keeps_the_first_accepted_trial():
 
 
 def _last_digit_dropped(monkeypatch):
-    """The highest binary digit below the top geometric is never set (its bracket is 0)."""
+    """The highest of the first ``L`` binary digits is never set (its brackets are 0)."""
     real = lattice_batch._digit_table.__wrapped__
 
     def table(s, t):
-        size, coins, lo8, hi8, lo40, hi40, place = real(s, t)
-        lo8, hi8 = lo8.copy(), hi8.copy()
-        lo8[-1] = hi8[-1] = 0
-        return size, coins, lo8, hi8, lo40, hi40, place
+        d = real(s, t)
+        i = max(d.size - lattice_batch._MORE - 1, 0)
+        d.lo8, d.width8 = d.lo8.copy(), d.width8.copy()
+        d.lo8[i] = d.width8[i] = 0
+        return d
 
     monkeypatch.setattr(lattice_batch, "_digit_table", functools.lru_cache(maxsize=None)(table))
 
 
 def _parameter_off_by_one(monkeypatch):
     """The geometric drawn at ratio ``s/(t+1)`` instead of ``s/t``."""
-    real = lattice_batch._by_digits
-    monkeypatch.setattr(lattice_batch, "_by_digits", lambda src, s, t, n: real(src, s, t + 1, n))
+    real = lattice_batch._digit_table.__wrapped__
+    monkeypatch.setattr(lattice_batch, "_digit_table", functools.lru_cache(maxsize=None)(lambda s, t: real(s, t + 1)))
 
 
 @pytest.mark.parametrize("mutate, s, t", [(_last_digit_dropped, 1, 30), (_last_digit_dropped, 1, 30_000),
