@@ -211,7 +211,7 @@ class _Moves:
     tails)``, on exact brackets; ``both``, the level ``lo + hi``.
     """
 
-    __slots__ = ("span", "cap", "tails", "wide", "tail", "both")
+    __slots__ = ("span", "cap", "tails", "wide", "tail", "both", "above")
 
     def __init__(self, g: _Gap):
         eb, gap, unit = exact_bounds, g.gap, 1 << _UNIT_BITS
@@ -227,8 +227,13 @@ class _Moves:
             odds = eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
             return eb.div(odds, eb.exact(self.tails, unit, bits), bits)
 
+        def above(bits):  # a^2 (1 - r) / (1 - q)
+            return eb.div(eb.mul(eb.exp_neg(2 * g.lo[0], g.lo[1], bits), eb.one_minus_exp_neg(*gap, bits), bits),
+                          eb.one_minus_exp_neg(*both, bits), bits)
+
         self.wide = _Coin(wide)
         self.tail = _Coin(tail)
+        self.above = _Coin(above)
 
 
 def _relax1(rng, x: int, g: _Gap) -> int:
@@ -433,22 +438,19 @@ def _batchable(g: _Gap) -> bool:
 
 class _Columns:
     """The constants of a list of :class:`_Gap` as int64 columns, one entry per coordinate
-    (``which[i]``: the index of coordinate ``i``'s gap), and their coins as tables."""
+    (``which[i]``: the index of coordinate ``i``'s gap; one gather of a small table), and their
+    coins as tables."""
 
     def __init__(self, gaps: list, which: np.ndarray, fits: np.ndarray):
-        def column(value):
-            return np.array([value(g) if ok else 0 for g, ok in zip(gaps, fits)], dtype=np.int64)[which]
-
         moves = [g.moves() if ok else None for g, ok in zip(gaps, fits)]
+        table = np.array([(*g.gap, *m.both, m.span, m.cap, m.tails) if m else (0,) * 7 for g, m in zip(gaps, moves)],
+                         dtype=np.int64)[which]
         self.which = which
-        self.gn, self.gd = column(lambda g: g.gap[0]), column(lambda g: g.gap[1])
-        self.ln, self.ld = column(lambda g: g.lo[0]), column(lambda g: g.lo[1])
-        self.bn, self.bd = column(lambda g: g.moves().both[0]), column(lambda g: g.moves().both[1])
-        self.span, self.cap = column(lambda g: g.moves().span), column(lambda g: g.moves().cap)
-        self.tails = column(lambda g: g.moves().tails)
+        self.gn, self.gd, self.bn, self.bd, self.span, self.cap, self.tails = table.T
         self.ratio2 = [g.ratio2.coin for g in gaps]
         self.wide = [m.wide if m else None for m in moves]
         self.tail = [m.tail if m else None for m in moves]
+        self.above = [m.above if m else None for m in moves]
 
 
 def _relax_rows(src, x: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray:
@@ -480,10 +482,12 @@ def _relax_rows(src, x: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray
 def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
     """The move of :func:`_relax1` from ``V_lo = n`` for the coordinates ``rows``: its rejection
     loop (:func:`_move_near` where ``n < cap``, :func:`_move_far` beyond) run as rounds of trials
-    (:func:`lattice_batch.first_accepted`), each trial the same proposal and coins as one round
-    of the scalar loop. In a round the coins of every kind are drawn together: one call for the
-    uniforms, one for the constant coins (``tail``, ``wide``), one for the geometrics, one for
-    the ``Bernoulli(e^{-gamma})`` coins.
+    (:func:`lattice_batch.first_accepted`), each trial the same proposal as one round of the
+    scalar loop, its coins drawn in one call for the uniforms, one for the constant coins and one
+    for the geometrics. ``Bernoulli(r^m)`` is ``G >= m`` for a geometric ``G`` of ratio ``r``;
+    the far move's ``y = G > n``, kept with ``a^{2 (y - n)}``, is drawn as kept with the constant
+    ``a^2 (1-r)/(1-q)`` and then ``y = n + 1 + G'``, ``G'`` of ratio ``q = r a^2``: the same law,
+    ``(1-r) r^{n+1} a^2 q^j`` at ``y = n + 1 + j`` either way.
 
     Near (``n < cap``): ``z`` uniform below ``2^8 (n+1) + 2 tails``; inside (``z < 2^8 (n+1)``)
     ``y = floor(z / 2^8)`` kept with ``r^y``; below it, kept with ``tail``, ``y = -1 - G``; above,
@@ -492,7 +496,7 @@ def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
     of ratio ``r``, kept if ``y <= n`` or with ``a^{2 (y - n)}``; otherwise kept with ``tail``,
     ``y = -1 - G``."""
     groups = len(c.tail)
-    coins = c.tail + c.wide
+    coins = c.tail + c.wide + c.above
 
     def trial(at):
         r = rows[at]
@@ -500,33 +504,36 @@ def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
         near = nn < c.cap[r]
         inside = (nn + 1) << _UNIT_BITS
         z, ok = lattice_batch.below(src, np.where(near, inside + 2 * tails, span + tails))
-        y = np.where(near, z >> _UNIT_BITS, 0)
+        y_in = z >> _UNIT_BITS
         near_in = ok & near & (z < inside)
         near_up = ok & near & (z >= inside + tails)
         far_in = ok & ~near & (z < span)
-        f = np.flatnonzero(ok & ~near_in)
+        # one call for the constant coins: tail (near sides, far outside) or wide (far inside),
+        # and for the far inside also the coin a^2 (1-r)/(1-q) of landing above n
+        f, fi = np.flatnonzero(ok & ~near_in), np.flatnonzero(far_in)
+        which = c.which[r]
+        flipped = lattice_batch.flips(src, coins, np.concatenate([which[f] + groups * far_in[f], which[fi] + 2 * groups]))
         heads = np.zeros(r.size, dtype=bool)
-        heads[f] = lattice_batch.flips(src, coins, c.which[r[f]] + groups * far_in[f])
-        # the geometrics: ratio q for the tails (near sides, far outside), ratio r inside far
-        g_at = np.flatnonzero(heads)
-        far_g = far_in[g_at]
-        g = lattice_batch.geometric(src, np.where(far_g, c.gn[r[g_at]], c.bn[r[g_at]]),
-                                    np.where(far_g, c.gd[r[g_at]], c.bd[r[g_at]]))
-        geo = np.zeros(r.size, dtype=np.int64)
-        geo[g_at] = g
-        over = geo - nn
-        # the Bernoulli(e^{-gamma}) coins: r^y inside near, r^n above near, a^{2(y-n)} above far
-        need_in, need_up, need_far = near_in, near_up & heads, far_in & heads & (over > 0)
-        e_at = np.flatnonzero(need_in | need_up | need_far)
-        mult = np.where(need_in, y, np.where(need_up, nn, over))[e_at]
-        far_e = need_far[e_at]
-        num = np.where(far_e, 2 * c.ln[r[e_at]], c.gn[r[e_at]]) * mult
-        den = np.where(far_e, c.ld[r[e_at]], c.gd[r[e_at]])
-        coin = np.ones(r.size, dtype=bool)
-        coin[e_at] = lattice_batch.bern_exp(src, num, den)
-        kept = (near_in & coin) | (heads & coin)
-        y = np.where(near_in, y, np.where(far_in, geo, np.where(near_up, nn + 1 + geo, -1 - geo)))
-        return kept, y
+        heads[f] = flipped[: f.size]
+        lands = np.zeros(r.size, dtype=bool)
+        lands[fi] = flipped[f.size:]
+        # one call for the geometrics: ratio r for the coins r^y (near inside: G >= y), r^n (near
+        # above: G >= n) and the far inside's value; ratio q for every tail's value
+        a = np.flatnonzero(near_in | (heads & (near_up | far_in)))
+        b = np.flatnonzero(heads)
+        g = lattice_batch.geometric(src, np.concatenate([c.gn[r[a]], c.bn[r[b]]]),
+                                    np.concatenate([c.gd[r[a]], c.bd[r[b]]]))
+        g_r = np.zeros(r.size, dtype=np.int64)
+        g_r[a] = g[: a.size]
+        g_q = np.zeros(r.size, dtype=np.int64)
+        g_q[b] = g[a.size:]
+        kept_in = near_in & (g_r >= y_in)
+        low = heads & ~near_up & ~far_in  # below 0: near's lower side, far's outside
+        up = heads & near_up & (g_r >= nn)
+        far_low = heads & far_in & (g_r <= nn)
+        far_up = heads & far_in & (g_r > nn) & lands
+        y = np.where(kept_in, y_in, np.where(low, -1 - g_q, np.where(far_low, g_r, nn + 1 + g_q)))
+        return kept_in | low | up | far_low | far_up, y
 
     return lattice_batch.first_accepted(rows.size, trial)
 
