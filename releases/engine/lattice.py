@@ -47,11 +47,12 @@ refused), and every random choice is one of:
   more are drawn and the bracket is tightened;
 * products and complements of these.
 
-The discrete Laplace draws of :func:`sample` and :func:`tighten` at levels
-below 1/2 are made for all their coordinates at once, in integer numpy
-(:mod:`releases.engine.lattice_vector`): the same algorithm and decisions as
-:func:`_dlap`, so the same law (a seeded source gives other values, its bits
-being read in another order).
+The scalar coins live in :mod:`releases.engine.lattice_coins` (re-exported here). The public
+steps draw all their coordinates at once, in integer numpy (:mod:`releases.engine.lattice_batch`,
+:func:`_relax_rows`, :func:`_tighten`, :func:`_bridge`): the same laws as the one-coordinate
+functions below, some reached by another exact route (docs/mathematics.md section 15, "Many
+coordinates at once"), so a seeded source gives other values than they would. Coordinates whose
+levels are too fine for int64 products are drawn one at a time by those functions.
 
 ``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
 system's generator, ``secrets.SystemRandom``) in the product,
