@@ -69,7 +69,7 @@ from numbers import Integral
 
 import numpy as np
 
-from releases.engine import exact_bounds, lattice_batch, lattice_vector
+from releases.engine import exact_bounds, lattice_batch
 
 from .lattice_coins import (  # noqa: F401  (the scalar coins, re-exported: tests reach them here)
     _FIRST_BITS,
@@ -539,9 +539,10 @@ def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
     return lattice_batch.first_accepted(rows.size, trial)
 
 
-def _dlap_rows(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """``DLap(e^{-s_i/t_i})`` for each coordinate (int64 ``s``, ``t``; 0 where too large for int64,
-    with ``big``), batched where they fit (:func:`lattice_batch.dlap`), else :func:`_dlap`."""
+def _dlap_rows(src, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(out, rest)``: ``DLap(e^{-s_i/t_i})`` for each coordinate whose ``s``, ``t`` are below
+    ``_LIMIT`` (:func:`lattice_batch.dlap`), and the indices of the others (0 in ``s``, ``t``),
+    which the caller draws one at a time."""
     out = np.empty(s.size, dtype=np.int64)
     fits = (s > 0) & (s < _LIMIT) & (t > 0) & (t < _LIMIT)
     at = np.flatnonzero(fits)

@@ -112,9 +112,10 @@ def bern_exp(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def flips(src, table: list, which: np.ndarray) -> np.ndarray:
     """For each coordinate, a flip of the constant coin ``table[which[i]]`` (a
-    :class:`~releases.engine.lattice_coins._Coin`): a 32-bit uniform against its 32-bit bracket,
+    :class:`~releases.engine.lattice_coins._Coin`; None for a coin no coordinate flips): a 32-bit
+    uniform against its 32-bit bracket,
     finished by the coin itself in the rare case the uniform lies inside it."""
-    pairs = np.array([c.brackets(32) for c in table], dtype=np.int64)[which]
+    pairs = np.array([(0, 0) if c is None else c.brackets(32) for c in table], dtype=np.int64)[which]
     w = halves(src, which.size)
     yes = w < pairs[:, 0]
     open_ = ~yes & (w < pairs[:, 1])
@@ -207,9 +208,16 @@ class _Digits:
     def __init__(self, s: int, t: int):
         self.s, self.t = s, t
         self.size, self.coins = coins._digits(s, t, _MORE)
-        b8 = np.array([c.brackets(8) for c in self.coins], dtype=np.int64)  # every p_i < 1/2: below 2^7
-        b40 = np.array([c.brackets(40) for c in self.coins], dtype=np.int64)
-        self.lo8, self.width8 = b8[:, 0].astype(np.uint8), (b8[:, 1] - b8[:, 0]).astype(np.uint8)
+        # the 40-bit brackets of p_i = x / (1 + x), x = alpha^{2^i}, from one bracket of alpha squared
+        # again and again (each operation rounds outwards); the 8-bit ones are their ends rounded out
+        eb, bits, b40 = exact_bounds, 64, []
+        one, power = eb.exact(1, 1, bits), eb.exp_neg(s, t, bits)
+        for _ in range(self.size):
+            b40.append(eb.div(power, eb.add(one, power, bits), bits).scaled(40))
+            power = eb.mul(power, power, bits)
+        b40 = np.array(b40, dtype=np.int64).reshape(-1, 2)
+        lo8, hi8 = b40[:, 0] >> 32, -(-b40[:, 1] >> 32)  # every p_i < 1/2: below 2^7
+        self.lo8, self.width8 = lo8.astype(np.uint8), (hi8 - lo8).astype(np.uint8)
         self.lo40, self.hi40 = b40[:, 0], b40[:, 1]
         self.top = coins._Coin(lambda bits, x=s << self.size: exact_bounds.exp_neg(x, t, bits))
 

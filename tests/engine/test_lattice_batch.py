@@ -158,6 +158,22 @@ def test_first_accepted_keeps_the_first_accepted_trial():
     assert all(binomial_close(int(c), N, 1 / 6) for c in counts), counts
 
 
+def test_steps_mixing_batched_and_scalar_levels_keep_the_batched_law():
+    """One call whose coordinates run at two pairs of levels, one batched and one too fine for
+    int64 products (drawn one at a time): the batched coordinates keep their law, and the fine
+    ones come out whole (a coin table then holds a gap's coins only for the batched pair)."""
+    n, fine = 20_000, 200
+    lo, mid, hi = [F(1, 2)] * n + [F(1, 10**9)] * fine, [F(3, 4)] * n + [F(3, 2 * 10**9)] * fine, \
+        [F(1)] * n + [F(2, 10**9)] * fine
+    relaxed = lattice.relax(np.full(n + fine, -2), lo, hi, _bits(51))
+    fit = checks.fit(laws.relax_law(-2, F(1, 2), F(1)), relaxed[:n])
+    assert fit.passes, fit
+    bridged = lattice.bridge(np.full(n + fine, 1), lo, np.full(n + fine, -1), hi, mid, _bits(52))
+    fit = checks.fit(laws.bridge_law(1, -1, F(1, 2), F(3, 4), F(1)), bridged[:n])
+    assert fit.passes, fit
+    assert relaxed.dtype == bridged.dtype == np.int64
+
+
 # --------------------------------------------------------------------------
 # deliberate mutations, caught by the same checks
 
