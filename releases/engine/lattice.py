@@ -724,29 +724,36 @@ def step(eps, weights, rng, below=None, above=None):
     e = as_level(eps, "eps")
     distinct, which = _weight_groups(weights)
     n = len(which)
-    target = levels_for(e, distinct)
-    src = _bit_source(rng, _WORDS["bridge" if below is not None and above is not None else
-                                  "relax" if below is not None else "tighten" if above is not None else "initial"] * n)
+    kind = ("bridge" if above is not None else "relax") if below is not None else \
+        ("tighten" if above is not None else "initial")
+    names = {"bridge": ("level_mid", "level_lo", "level_hi"), "relax": ("level_to", "level_from", ""),
+             "tighten": ("level_to", "", "level_from"), "initial": ("level", "", "")}[kind]
 
-    def known(side):
+    def checked(level, name) -> list[Fraction]:  # each coordinate's level in range, as sample() etc. check
+        return [as_level(x, name) for x in levels_for(level, distinct)]
+
+    target = checked(e, names[0])
+    src = _bit_source(rng, _WORDS[kind] * n)
+
+    def known(side, name):
         level, noise = side
         values = _noise_array("noise", noise)
         if len(values) != n:
             raise ValueError(f"noise has {len(values)} values for {n} coordinates")
-        return levels_for(level, distinct), values
+        return checked(level, name), values
 
     if below is not None and above is not None:
-        (lo, x_lo), (hi, x_hi) = known(below), known(above)
+        (lo, x_lo), (hi, x_hi) = known(below, names[1]), known(above, names[2])
         if not all(l < m < h for l, m, h in zip(lo, target, hi)):
             raise ValueError("bridge needs level_lo < level_mid < level_hi for every coordinate")
         return _bridge(src, x_lo, x_hi, [_constants(_Triple, *t) for t in zip(lo, target, hi)], which), "bridge"
     if below is not None:
-        lo, x = known(below)
+        lo, x = known(below, names[1])
         if not all(l < h for l, h in zip(lo, target)):
             raise ValueError("relax needs level_to > level_from for every coordinate")
         return _relax_rows(src, x, [_constants(_Gap, *p) for p in zip(lo, target)], which), "relax"
     if above is not None:
-        hi, x = known(above)
+        hi, x = known(above, names[2])
         if not all(l < h for l, h in zip(target, hi)):
             raise ValueError("tighten needs level_to < level_from for every coordinate")
         return _tighten(src, x, [_constants(_Gap, *p) for p in zip(target, hi)], which), "tighten"

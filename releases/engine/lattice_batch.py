@@ -115,6 +115,8 @@ def flips(src, table: list, which: np.ndarray) -> np.ndarray:
     :class:`~releases.engine.lattice_coins._Coin`; None for a coin no coordinate flips): a 32-bit
     uniform against its 32-bit bracket,
     finished by the coin itself in the rare case the uniform lies inside it."""
+    if not which.size:
+        return np.zeros(0, dtype=bool)
     pairs = np.array([(0, 0) if c is None else c.brackets(32) for c in table], dtype=np.int64)[which]
     w = halves(src, which.size)
     yes = w < pairs[:, 0]

@@ -207,3 +207,16 @@ def test_the_geometric_check_catches_a_mutated_sampler(mutate, s, t, monkeypatch
     broken = _geometric_fit(_geometrics(s, t, n, seed=99), s, t)
     report(f"{mutate.__name__}, ratio {s}/{t}: real {real}; mutant {broken}")
     assert real.passes and not broken.passes
+
+
+def test_step_checks_each_weights_level_and_takes_empty_listings():
+    """``step`` makes one level per distinct weight: each must still lie in the lattice's range
+    (a clear ValueError, as ``sample`` gives), and a listing of no values releases nothing."""
+    for sides in ({}, {"below": (F(1, 2), [0])}, {"above": (F(2), [0])}):
+        with pytest.raises(ValueError, match="between 1e-15 and 1e6"):
+            lattice.step(F(1), [2**70], _bits(1), **sides)
+    empty = np.zeros(0, dtype=np.int64)
+    outs = [lattice.sample(F(1, 3), 0, _bits(2)), lattice.relax(empty, F(1), F(2), _bits(2)),
+            lattice.tighten(empty, F(2), F(1), _bits(2)), lattice.bridge(empty, 1, empty, 3, 2, _bits(2)),
+            lattice.step(F(1), [], _bits(2))[0], lattice.step(F(1), [], lattice.new_rng(), above=(F(2), empty))[0]]
+    assert all(o.dtype == np.int64 and o.size == 0 for o in outs)
