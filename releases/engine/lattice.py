@@ -540,11 +540,11 @@ def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
 
 
 def _dlap_rows(src, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(out, rest)``: ``DLap(e^{-s_i/t_i})`` for each coordinate whose ``s``, ``t`` are below
-    ``_LIMIT`` (:func:`lattice_batch.dlap`), and the indices of the others (0 in ``s``, ``t``),
-    which the caller draws one at a time."""
+    """``(out, rest)``: ``DLap(e^{-s_i/t_i})`` for each coordinate whose ``s``, ``t`` fit
+    (:func:`lattice_batch.dlap`, any level below ``_WIDE``), and the indices of the others (0 in
+    ``s``, ``t``), which the caller draws one at a time."""
     out = np.empty(s.size, dtype=np.int64)
-    fits = (s > 0) & (s < _LIMIT) & (t > 0) & (t < _LIMIT)
+    fits = (s > 0) & (t > 0)
     at = np.flatnonzero(fits)
     if at.size:
         out[at] = lattice_batch.dlap(src, s[at], t[at])
@@ -554,7 +554,7 @@ def _dlap_rows(src, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _dlaps(src, levels: list[tuple[int, int]], which: np.ndarray) -> np.ndarray:
     """``DLap(e^{-level})`` for each coordinate, at ``levels[which[i]]`` (``(s, t)`` pairs)."""
     def column(k):
-        return np.array([p[k] if p[0] < _LIMIT and p[1] < _LIMIT else 0 for p in levels], dtype=np.int64)[which]
+        return np.array([p[k] if p[0] < _WIDE and p[1] < _WIDE else 0 for p in levels], dtype=np.int64)[which]
 
     out, rest = _dlap_rows(src, column(0), column(1))
     if rest.size:

@@ -24,8 +24,10 @@ integers:
   before a failure, which has the same law), below it by CKS Algorithm 2 with its rejection
   run as trials, several per coordinate at once (the first accepted trial is the draw).
 
-Bounds: ``den``, ``t`` below :data:`LIMIT` (every product below stays inside an int64);
-callers leave larger ones to the scalar samplers. This module never imports Django.
+Bounds: the coins of :func:`ratio`, :func:`below` and :func:`bern_exp` take denominators and
+bounds below :data:`LIMIT` (every product stays inside an int64), and callers leave larger ones
+to the scalar samplers; :func:`geometric` and :func:`dlap` take any int64 level (their only
+arithmetic on ``s`` and ``t`` is in the exact constants). This module never imports Django.
 """
 
 from __future__ import annotations
@@ -161,15 +163,12 @@ def _count(src, s: int, t: int, n: int) -> np.ndarray:
     return out
 
 
-def _by_level(s: np.ndarray, t: np.ndarray):
-    """The coordinates of each distinct level ``(s, t)``: ``(s, t, indices)`` triples."""
-    key = (s << 28) | t
-    if key.size and (key == key[0]).all():
-        yield int(s[0]), int(t[0]), np.arange(key.size)
-        return
-    distinct, inverse = np.unique(key, return_inverse=True)
-    for g, k in enumerate(distinct.tolist()):
-        yield k >> 28, k & (LIMIT - 1), np.flatnonzero(inverse == g)
+def _levels_of(s: np.ndarray, t: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct levels ``(s, t)`` and each coordinate's index among them."""
+    if not s.size or ((s == s[0]).all() and (t == t[0]).all()):
+        return ([(int(s[0]), int(t[0]))] if s.size else []), np.zeros(s.size, dtype=np.int64)
+    pairs, which = np.unique(np.stack([s, t], axis=1), axis=0, return_inverse=True)
+    return [(a, b) for a, b in pairs.tolist()], which.reshape(-1)
 
 
 def first_accepted(m: int, trial) -> np.ndarray:
@@ -212,7 +211,7 @@ class _Digits:
         self.size, self.coins = coins._digits(s, t, _MORE)
         # the 40-bit brackets of p_i = x / (1 + x), x = alpha^{2^i}, from one bracket of alpha squared
         # again and again (each operation rounds outwards); the 8-bit ones are their ends rounded out
-        eb, bits, b40 = exact_bounds, 64, []
+        eb, bits, b40 = exact_bounds, 72 + self.size, []  # squaring doubles the relative width
         one, power = eb.exact(1, 1, bits), eb.exp_neg(s, t, bits)
         for _ in range(self.size):
             b40.append(eb.div(power, eb.add(one, power, bits), bits).scaled(40))
@@ -240,7 +239,7 @@ def _padded(tables: list, name: str, width: int, dtype) -> np.ndarray:
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` for each coordinate
-    (``0 < s, t < LIMIT``), all levels at once, from binary digits (:class:`_Digits`).
+    (``0 < s, t``, int64), all levels at once, from binary digits (:class:`_Digits`).
 
     ``P(G = g)`` is proportional to ``alpha^g`` (``alpha = e^{-s/t}``), the product over ``g``'s
     binary digits ``b_i`` of ``alpha^{b_i 2^i}``: the digits are independent coins, digit ``i``
@@ -255,13 +254,8 @@ def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
     n = s.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    key = (s << 28) | t
-    if (key == key[0]).all():
-        keys, which = [int(key[0])], np.zeros(n, dtype=np.int64)
-    else:
-        distinct, which = np.unique(key, return_inverse=True)
-        keys, which = distinct.tolist(), which.reshape(-1)
-    tables = [_digit_table(k >> 28, k & (LIMIT - 1)) for k in keys]
+    levels, which = _levels_of(s, t)
+    tables = [_digit_table(a, b) for a, b in levels]
     width = max(d.size for d in tables)
     if len(tables) == 1:
         lo8, width8, lo40, hi40 = tables[0].lo8, tables[0].width8, tables[0].lo40, tables[0].hi40
@@ -292,17 +286,15 @@ def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def dlap(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """``DLap(e^{-s/t})`` for each coordinate (``0 < s, t < LIMIT``): 0 by the constant coin
+    """``DLap(e^{-s/t})`` for each coordinate (``0 < s, t``, int64): 0 by the constant coin
     ``P(V = 0) = (1 - alpha)/(1 + alpha)`` (:func:`~releases.engine.lattice_coins._zero`), else
     ``1 +`` a geometric of ratio ``alpha`` with an even sign: the law of
     :func:`~releases.engine.lattice_coins._dlap` (which draws levels below 1/2 by CKS Algorithm 2,
     a geometric and a sign with "-0" refused: the same law, ``P(k)`` proportional to
     ``alpha^|k|``)."""
     out = np.zeros(s.size, dtype=np.int64)
-    table, which = [], np.empty(s.size, dtype=np.int64)
-    for g, (si, ti, idx) in enumerate(_by_level(s, t)):
-        table.append(coins._zero(si, ti))
-        which[idx] = g
+    levels, which = _levels_of(s, t)
+    table = [coins._zero(a, b) for a, b in levels]
     moves = np.flatnonzero(~flips(src, table, which))
     y = 1 + geometric(src, s[moves], t[moves])
     out[moves] = np.where(signs(src, moves.size), -y, y)
