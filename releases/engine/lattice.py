@@ -412,11 +412,8 @@ def _bridge1(rng, x_lo: int, x_hi: int, k: _Triple) -> int:
 # the public steps
 
 
-#: Bounds of the batched draws (:mod:`releases.engine.lattice_batch`): levels' numerators and
-#: denominators below ``_LIMIT``, uniform bounds below ``_BOUND``, noise below ``_BOUND`` (relax) or
-#: ``_WIDE`` (its sums); coordinates beyond them are drawn one at a time by the scalar samplers.
-_LIMIT = lattice_batch.LIMIT
-_BOUND = 1 << 31
+#: The batched relaxation takes levels, uniform bounds and noise (times 2^8) below ``_WIDE``, and
+#: the bridge noise below it; coordinates beyond are drawn one at a time by the scalar samplers.
 _WIDE = 1 << 60
 
 
@@ -426,15 +423,15 @@ _WORDS = {"initial": 3, "tighten": 3, "relax": 7, "bridge": 3}
 
 
 def _small(*pairs: tuple[int, int]) -> bool:
-    return all(0 < v < _LIMIT for pair in pairs for v in pair)
+    return all(0 < v < _WIDE for pair in pairs for v in pair)
 
 
 def _batchable(g: _Gap) -> bool:
-    """Whether the relaxation between ``g``'s levels is drawn batched (every bound fits)."""
+    """Whether the relaxation between ``g``'s levels is drawn batched (every bound fits an int64)."""
     if not _small(g.gap, g.lo):
         return False
     k = g.moves()
-    return _small(k.both) and k.span + k.tails < _BOUND and (k.cap << _UNIT_BITS) + 2 * k.tails < _BOUND
+    return _small(k.both) and k.span + k.tails < _WIDE and (k.cap << _UNIT_BITS) + 2 * k.tails < _WIDE
 
 
 class _Columns:
@@ -461,14 +458,14 @@ def _relax_rows(src, x: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray
     out = np.empty(x.size, dtype=np.int64)
     n = np.abs(x)
     fits = np.array([_batchable(g) for g in gaps], dtype=bool)
-    batched = fits[which] & (n < _BOUND)
+    batched = fits[which] & (n < _WIDE >> _UNIT_BITS)
     for i in np.flatnonzero(~batched).tolist():
         out[i] = _relax1(src, int(x[i]), gaps[which[i]])
     rows = np.flatnonzero(batched)
     if not rows.size:
         return out
     x, n, c = x[rows], n[rows], _Columns(gaps, which[rows], fits)
-    stay = lattice_batch.bern_exp(src, c.gn * (n + 1), c.gd)
+    stay = lattice_batch.geometric(src, c.gn, c.gd) > n  # Bernoulli(r^{n+1})
     at = np.flatnonzero(stay)
     stay[at] = lattice_batch.flips(src, c.ratio2, c.which[at])
     y = x.copy()

@@ -1,33 +1,24 @@
 """The lattice path's exact samplers for many coordinates at once, in integer numpy.
 
-Each function makes, for a whole vector of coordinates, the decisions that the scalar
-samplers of :mod:`releases.engine.lattice_coins` make for one, so that its law is theirs
-exactly; only the order in which the bits are read differs (a seeded source gives other
-values). Loops run over rounds on the coordinates still undecided, never over coordinates,
-and the rare coordinate whose uniform falls inside a bracket is finished by a scalar
-function that reads more bits of the same uniform. Every decision is a comparison of
-integers:
+Each function draws, for a whole vector of coordinates, what a scalar sampler of
+:mod:`releases.engine.lattice_coins` draws for one, with the same law exactly (the route may
+differ, and a seeded source gives other values). Loops run over rounds on the coordinates
+still undecided, never over coordinates, and the rare coordinate whose uniform falls on a
+bracket is finished by a scalar function that reads more bits of the same uniform. Every
+decision is a comparison of integers:
 
-* ``Bernoulli(num/den)`` (:func:`ratio`): ``U < num/den`` for a uniform ``U`` whose first
-  32 bits ``w`` are known: yes if ``(w + 1) den <= num 2^32``, no if ``w den >= num 2^32``,
-  and otherwise (probability below ``2^-32``) :func:`~releases.engine.lattice_coins._ratio_finish`;
-* a uniform integer below ``n < 2^31`` (:func:`below`): Lemire's multiply-and-reject on a
-  32-bit uniform ``w``: ``w n = 2^32 U + low``, refused when ``low < 2^32 mod n`` (every ``U``
-  then has exactly ``floor(2^32 / n)`` accepted ``w``);
-* ``Bernoulli(e^{-num/den})`` (:func:`bern_exp`): Canonne, Kamath and Steinke's Algorithm 1, its
-  coins ``Bernoulli(num / (den k))`` drawn two or four columns ``k`` at a time;
-* a constant of the levels (:func:`flips`): a 64-bit uniform against the coin's 64-bit bracket;
-* geometrics (:func:`geometric`) and discrete Laplace draws (:func:`dlap`), as
-  :func:`~releases.engine.lattice_coins._geometric` and
-  :func:`~releases.engine.lattice_coins._dlap` draw them: from ratio 1/2 up, by comparing one
-  uniform with the brackets of ``e^{-j s/t}`` (the count of ``Bernoulli(e^{-s/t})`` successes
-  before a failure, which has the same law), below it by CKS Algorithm 2 with its rejection
-  run as trials, several per coordinate at once (the first accepted trial is the draw).
+* a uniform integer below ``n`` (:func:`below`): below ``2^31``, Lemire's multiply-and-reject
+  on a 32-bit uniform ``w`` (``w n = 2^32 U + low``, refused when ``low < 2^32 mod n``: every
+  ``U`` then has exactly ``floor(2^32 / n)`` accepted ``w``); above, 64 masked bits, refused at
+  or above ``n``;
+* a constant of the levels (:func:`flips`): a 32-bit uniform against the coin's 32-bit bracket;
+* geometrics (:func:`geometric`) from their binary digits, each a constant coin of the level,
+  and discrete Laplace draws (:func:`dlap`): a constant zero coin, then ``1 +`` a geometric
+  with a fair sign;
+* rejection loops run as trials, several per coordinate at once (:func:`first_accepted`).
 
-Bounds: the coins of :func:`ratio`, :func:`below` and :func:`bern_exp` take denominators and
-bounds below :data:`LIMIT` (every product stays inside an int64), and callers leave larger ones
-to the scalar samplers; :func:`geometric` and :func:`dlap` take any int64 level (their only
-arithmetic on ``s`` and ``t`` is in the exact constants). This module never imports Django.
+Levels are any int64 ``s/t``: the only arithmetic on them is in the exact constants. This
+module never imports Django.
 """
 
 from __future__ import annotations
@@ -40,14 +31,10 @@ from . import exact_bounds
 from . import lattice_coins as coins
 from .lattice_vector import words
 
-__all__ = ["LIMIT", "halves", "ratio", "below", "bern_exp", "flips", "units", "first_accepted", "geometric", "dlap", "signs"]
+__all__ = ["halves", "below", "flips", "first_accepted", "geometric", "dlap", "signs"]
 
-#: Denominators and bounds handled here are below this (``2^32 * 8 LIMIT < 2^63``).
-LIMIT = 1 << 28
 _TWO32 = 1 << 32
 _LOW = np.int64(_TWO32 - 1)
-#: The coins ``k`` of CKS Algorithm 1 drawn at once (:func:`bern_exp_small`).
-_KS = np.arange(1, 5, dtype=np.int64)
 
 
 def halves(src, n: int) -> np.ndarray:
@@ -55,61 +42,19 @@ def halves(src, n: int) -> np.ndarray:
     return words(src, (n + 1) // 2).view(np.uint32)[:n].astype(np.int64)
 
 
-def quarters(src, n: int) -> np.ndarray:
-    """``n`` uniform 16-bit integers (int64): the four quarters of ``ceil(n/4)`` words."""
-    return words(src, (n + 3) // 4).view(np.uint16)[:n].astype(np.int64)
-
-
-def ratio(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``Bernoulli(num/den)`` for each pair (``0 <= num <= den < 2^31``), from the first 16 bits of
-    each uniform (more only when they fall on the boundary: probability below ``2^-16``)."""
-    w = quarters(src, num.size)
-    top = num << 16
-    yes = (w + 1) * den <= top
-    open_ = ~yes & (w * den < top)
-    if open_.any():
-        for i in np.flatnonzero(open_).tolist():
-            yes[i] = coins._ratio_finish(src, int(w[i]), 16, int(num[i]), int(den[i]))
-    return yes
-
-
 def below(src, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(u, ok)``: one trial of a uniform integer below each ``n`` (``1 <= n < 2^31``): ``u`` is
-    uniform on ``[0, n)`` where ``ok``; a trial with ``ok`` false is refused."""
-    x = halves(src, n.size) * n
-    return x >> 32, (x & _LOW) >= (_TWO32 % n)
-
-
-def bern_exp_small(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den < LIMIT`` (CKS Algorithm 1): for
-    ``k = 1, 2, ...`` a coin ``Bernoulli(num / (den k))``; the first that fails ends it, heads iff
-    its ``k`` is odd. Four columns ``k`` for every coordinate at once (all four go on with
-    probability at most 1/24); the few still going are finished one at a time from coin 5."""
-    cols = 4
-    go = ratio(src, np.repeat(num, cols), (den[:, None] * _KS).reshape(-1)).reshape(-1, cols)
-    heads = np.argmin(go, axis=1) % 2 == 0  # the first coin that failed is coin 1 or 3
-    going = go[:, -1] & go.all(axis=1)
-    if going.any():
-        for i in np.flatnonzero(going).tolist():
-            heads[i] = coins._bern_exp_small(src, int(num[i]), int(den[i]), cols + 1)
-    return heads
-
-
-def units(src, n: int) -> np.ndarray:
-    """``n`` draws of ``V`` with ``P(V >= j) = e^{-j}`` (:func:`~releases.engine.lattice_coins._units`)."""
-    return _count(src, 1, 1, n)
-
-
-def bern_exp(src, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``Bernoulli(e^{-num/den})`` for ``num >= 0``, ``0 < den < LIMIT`` (as
-    :func:`~releases.engine.lattice_coins._bern_exp`: ``e^{-whole}`` by :func:`units`, the rest by
-    :func:`bern_exp_small`)."""
-    whole = np.where(num > den, (num - 1) // den, 0)
-    heads = bern_exp_small(src, num - whole * den, den)
-    big = np.flatnonzero(whole > 0)
-    if big.size:
-        heads[big] &= units(src, big.size) >= whole[big]
-    return heads
+    """``(u, ok)``: one trial of a uniform integer below each ``n`` (``1 <= n < 2^62``): ``u`` is
+    uniform on ``[0, n)`` where ``ok``; a trial with ``ok`` false is refused. Bounds below
+    ``2^31``: Lemire's multiply-and-reject on 32 bits; larger ones: 64 bits masked to the
+    smallest power of two above ``n - 1``, refused at or above ``n`` (probability below 1/2)."""
+    if not n.size or int(n.max()) < _TWO32 >> 1:
+        x = halves(src, n.size) * n
+        return x >> 32, (x & _LOW) >= (_TWO32 % n)
+    mask = (n - 1).astype(np.uint64)
+    for shift in (1, 2, 4, 8, 16, 32):
+        mask |= mask >> np.uint64(shift)
+    u = (words(src, n.size) & mask).astype(np.int64)
+    return u, u < n
 
 
 def flips(src, table: list, which: np.ndarray) -> np.ndarray:
@@ -134,33 +79,6 @@ def signs(src, n: int) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=bool)
     return np.unpackbits(words(src, -(-n // 64)).view(np.uint8))[:n].astype(bool)
-
-
-@lru_cache(maxsize=256)
-def _count_table(s: int, t: int, source) -> tuple[np.ndarray, np.ndarray]:
-    """The brackets of ``e^{-j s/t}`` (:func:`~releases.engine.lattice_coins._power_brackets`, or
-    ``_unit_brackets`` for ``s = t = 1``: ``source``, part of the key) as arrays: the lower ends ascending (``lo_J .. lo_1``),
-    and the upper ends ``hi_1 .. hi_J`` then 0 (past the table)."""
-    brackets = source() if s == t == 1 else source(s, t)
-    lo = np.array([b[0] for b in brackets[1:]][::-1], dtype=np.uint64)
-    hi = np.array([b[1] for b in brackets[1:]] + [0], dtype=np.uint64)
-    return lo, hi
-
-
-def _count(src, s: int, t: int, n: int) -> np.ndarray:
-    """``n`` geometrics of ratio ``e^{-s/t}``: the number of ``j >= 1`` with ``U < e^{-j s/t}``, one
-    uniform ``U`` each, whose first 64 bits ``u`` are compared with the level's 64-bit brackets:
-    ``c = #{j: u < lo_j}``, decided when ``u >= hi_{c+1}``; the rare ``u`` inside a bracket are
-    finished by :func:`~releases.engine.lattice_coins._units_from` (more bits of the same ``U``)."""
-    lo, hi = _count_table(s, t, coins._unit_brackets if s == t == 1 else coins._power_brackets)
-    u = words(src, n)
-    c = lo.size - np.searchsorted(lo, u, side="right")
-    out = c.astype(np.int64)
-    open_ = (u < hi[c]) | (c == lo.size)
-    if open_.any():
-        for i in np.flatnonzero(open_).tolist():
-            out[i] = coins._units_from(src, int(u[i]), int(c[i]) + 1, s, t)
-    return out
 
 
 def _levels_of(s: np.ndarray, t: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:

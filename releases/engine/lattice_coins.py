@@ -196,17 +196,15 @@ def _units(rng) -> int:
     return _units_from(rng, rng.getrandbits(64), 1)
 
 
-def _units_from(rng, u: int, j: int, s: int = 1, t: int = 1) -> int:
-    """:func:`_units` for a uniform whose first 64 bits are ``u``, known to lie below ``e^{-(j-1)}``
-    (with ``s, t``: the number of ``j' >= 1`` with ``U < e^{-j' s/t}``, ``U`` known to lie below
-    ``e^{-(j-1) s/t}``: a geometric of ratio ``e^{-s/t}``)."""
+def _units_from(rng, u: int, j: int) -> int:
+    """:func:`_units` for a uniform whose first 64 bits are ``u``, known to lie below ``e^{-(j-1)}``."""
     bits = 64
-    brackets = _unit_brackets() if s == t == 1 else _power_brackets(s, t)
+    brackets = _unit_brackets()
     while True:
         if j < len(brackets) and bits == 64:
             lo, hi = brackets[j]
         else:
-            lo, hi = exact_bounds.exp_neg(j * s, t, bits + 16).scaled(bits)
+            lo, hi = exact_bounds.exp_neg(j, 1, bits + 16).scaled(bits)
         if u < lo:
             j += 1
         elif u >= hi:
@@ -227,40 +225,12 @@ def _unit_brackets() -> list[tuple[int, int]]:
     return out
 
 
-@lru_cache(maxsize=256)
-def _power_brackets(s: int, t: int) -> list[tuple[int, int]]:
-    """64-bit brackets of ``e^{-j s/t}`` for ``j`` from 1 while they are above ``2^-64`` (index 0
-    unused), as powers of ``e^{-s/t}``: a constant of the level, for ratios ``s/t`` of about 1/2
-    and more (at most about 90 of them)."""
-    one = exact_bounds.exp_neg(s, t, 96)
-    power, out = one, [(0, 0)]
-    while True:
-        lo, hi = power.scaled(64)
-        out.append((lo, hi))
-        if hi <= 1:
-            return out
-        power = exact_bounds.mul(power, one, 96)
-
-
-def _ratio_finish(rng, u: int, bits: int, num: int, den: int) -> bool:
-    """``U < num/den`` for a uniform ``U`` whose first ``bits`` bits are ``u``, when they do not
-    decide it: 64 more bits at a time, compared exactly."""
-    while True:
-        u = (u << 64) | rng.getrandbits(64)
-        bits += 64
-        top = num << bits
-        if (u + 1) * den <= top:
-            return True
-        if u * den >= top:
-            return False
-
-
-def _bern_exp_small(rng, num: int, den: int, k: int = 1) -> bool:
-    """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den`` (CKS Algorithm 1, gamma <= 1); with ``k``,
-    its end given that its first ``k - 1`` coins came up "go on"."""
+def _bern_exp_small(rng, num: int, den: int) -> bool:
+    """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den`` (CKS Algorithm 1, gamma <= 1)."""
     if num == 0:
         return True
     getrandbits = rng.getrandbits
+    k = 1
     while True:  # k-th coin Bernoulli(num / (den k)): a uniform below den k (inlined _below) under num
         n = den * k
         bits = (n - 1).bit_length()

@@ -460,8 +460,8 @@ CASES: dict[str, Case] = {
         events={"stays": lambda v: v == -4, "beyond 0": lambda v: v > 0, "beyond x": lambda v: v < -4},
         exact=lambda: _events(_relax_law(-4, R_LO, R_HI), {"stays": lambda v: v == -4, "beyond 0": lambda v: v > 0,
                                                             "beyond x": lambda v: v < -4}),
-        mutate=lambda mp_: _gamma_off(mp_, "bern_exp", module=lattice_batch),
-        mutation="every e^-gamma coin's rate 3% high",
+        mutate=lambda mp_: _gamma_off(mp_, "geometric", module=lattice_batch),
+        mutation="every e^-gamma coin's rate 3% high (batched: its r^m coins are geometrics of ratio r)",
         n=300_000,  # the mutant's expected z(stays) is about -5 at 150,000: too close to the alarm
     ),
     "relax's move near (from 2, 1/10 -> 1/5)": Case(

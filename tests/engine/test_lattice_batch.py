@@ -7,9 +7,8 @@ What is checked:
 * ``geometric`` has ``P(G = g) = (1 - alpha) alpha^g``, ``alpha = e^{-s/t}``, from its binary
   digits, for ratios from 7/10^12 (46 digits) to 3, one level or several in one call;
 * ``dlap`` has the discrete Laplace law (zero coin, then ``1 +`` a geometric and a sign);
-* ``bern_exp`` is heads with probability ``e^{-num/den}``, with and without whole units;
-* ``ratio`` is heads with probability ``num/den``, ``below`` is uniform, ``flips`` flips its
-  constant coin, and the rare uniforms on a bracket are finished (scripted words);
+* ``below`` is uniform (and refuses the right share), ``flips`` flips its constant coin, and the
+  rare uniforms on a bracket are finished from more of their bits (scripted words);
 * ``first_accepted`` keeps the first accepted trial (a truncated law it must reproduce).
 
 Mutations (each must be rejected by the check that passes on the real sampler): a geometric whose
@@ -21,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 from fractions import Fraction as F
 
 import numpy as np
@@ -84,18 +84,6 @@ def test_dlap_has_the_discrete_laplace_law(level):
     assert fit.passes, f"level {level}: {fit}"
 
 
-@pytest.mark.parametrize("num, den", [(0, 5), (3, 4), (7, 7), (5, 2), (23, 3)])
-def test_bern_exp_is_heads_with_probability_e_to_the_minus_num_over_den(num, den):
-    heads = lattice_batch.bern_exp(_bits(num + den), np.full(N, num, dtype=np.int64), np.full(N, den, dtype=np.int64))
-    assert binomial_close(int(heads.sum()), N, math.exp(-num / den)), (num, den, heads.mean())
-
-
-@pytest.mark.parametrize("num, den", [(1, 3), (2, 7), (999, 1000), (1, 2**27)])
-def test_ratio_is_heads_with_probability_num_over_den(num, den):
-    heads = lattice_batch.ratio(_bits(den), np.full(N, num, dtype=np.int64), np.full(N, den, dtype=np.int64))
-    assert binomial_close(int(heads.sum()), N, num / den), (num, den, heads.mean())
-
-
 def test_below_is_uniform_and_refuses_the_remainder():
     bounds = np.full(N, 7, dtype=np.int64)
     u, ok = lattice_batch.below(_bits(5), bounds)
@@ -112,33 +100,36 @@ def test_flips_flip_the_constant_coin():
 
 
 class _Words:
-    """A bit source whose words are scripted (then zeros): ``u64`` as the buffer's."""
+    """A bit source whose batched words are scripted (then zeros): ``u64`` as the buffer's; the
+    scalar finishers' bits come from ``random.Random(0)``."""
 
     def __init__(self, words):
         self.words = list(words)
+        self.getrandbits = random.Random(0).getrandbits
 
     def u64(self, n):
         out, self.words = self.words[:n], self.words[n:]
         return np.array(out + [0] * (n - len(out)), dtype=np.uint64)
 
-    def getrandbits(self, k):
-        return 0
-
 
 def test_a_uniform_on_a_bracket_is_finished_from_more_of_its_bits():
-    """``ratio``'s 16 bits on the boundary of 1/3 (``w = floor(2^16 / 3)``): neither decides, and
-    the finisher reads more bits of the same uniform (here zeros: ``U`` just above ``w 2^-16``,
-    which is below 1/3 = 0.0101...b); ``flips`` likewise hands a 32-bit uniform inside the bracket
-    to the coin."""
-    w = (1 << 16) // 3
-    assert lattice_batch.ratio(_Words([w]), np.array([1]), np.array([3])).tolist() == [True]
-    assert lattice_batch.ratio(_Words([w + 1]), np.array([1]), np.array([3])).tolist() == [False]
+    """``flips`` hands a 32-bit uniform inside the coin's bracket to the coin, which reads more
+    bits of the same uniform; and a geometric's digit whose 8 bits lie on its bracket is decided
+    by 32 more (here: a scripted source whose words are all 0x7f bytes, on the bracket of the
+    first digits of a small level, then zeros)."""
     coin = lattice._zero(1, 3)
     lo, hi = coin.brackets(32)
     inside = lo if hi > lo else lo - 1
     assert lattice_batch.flips(_Words([inside]), [coin], np.zeros(1, dtype=np.int64)).tolist() == [
         coin.finish(_Words([]), inside, 32)
     ]
+    d = lattice_batch._digit_table(1, 30_000)
+    assert int(d.lo8[0]) == 0x7F and int(d.width8[0]) == 1  # p_0 just below 1/2
+    g = lattice_batch.geometric(_Words([0x7F7F7F7F7F7F7F7F] * 3), np.array([1]), np.array([30_000]))
+    # each digit's 8 bits are 0x7f, on the bracket; the 32 more are 0, so U = 0x7f00000000 / 2^40,
+    # below p_i for the digits near 1/2 (set) and above it for the digits whose p_i < 0x7f/2^8
+    expected = sum(1 << i for i in range(d.size) if 0x7F << 32 < int(d.lo40[i]))
+    assert g.tolist() == [expected]
 
 
 def test_first_accepted_keeps_the_first_accepted_trial():

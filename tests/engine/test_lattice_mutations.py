@@ -12,7 +12,7 @@ The mutants:
 
 (a) relax stays with probability ``r^{|x|+1}`` instead of
     ``r^{|x|+1} (1-a^2)/(1-b^2)`` (the second coin dropped);
-(b) the ``Bernoulli(e^{-gamma})`` coin drawn from a float uniform and
+(b) the ``Bernoulli(e^{-gamma})`` coin (and, batched, the geometric) drawn from a float uniform and
     ``math.exp``: statistically invisible, so it is caught by what the engine
     may use (only ``getrandbits``) and by a scan of its source;
 (c) relax moves to its ``DLap(r)`` proposal without the acceptance step;
@@ -60,9 +60,9 @@ def _float_coin(rng, num, den):
     return rng.random() < math.exp(-num / den)
 
 
-def _float_coins(rng, num, den):
-    """(b), batched: each ``Bernoulli(e^{-num/den})`` from a float uniform."""
-    return np.array([rng.random() < math.exp(-a / b) for a, b in zip(num.tolist(), den.tolist())], dtype=bool)
+def _float_geometrics(rng, s, t):
+    """(b), batched: each geometric of ratio ``e^{-s/t}`` from a float uniform."""
+    return np.array([int(math.log(rng.random()) / (-a / b)) for a, b in zip(s.tolist(), t.tolist())], dtype=np.int64)
 
 
 def _moves_without_acceptance(src, n, c, rows):
@@ -148,7 +148,7 @@ def test_float_coin_is_caught_by_the_bit_source_and_the_source_scan(monkeypatch,
     checks.run_every_step(checks.bits_only(5))
     monkeypatch.setattr(lattice, "_bern_exp", _float_coin)
     monkeypatch.setattr(lattice_coins, "_bern_exp", _float_coin)
-    monkeypatch.setattr(lattice_batch, "bern_exp", _float_coins)
+    monkeypatch.setattr(lattice_batch, "geometric", _float_geometrics)
     problems = checks.float_problems()
     report(f"b: float coin: source scan finds {problems}")
     assert any("rng.random" in p for p in problems)
