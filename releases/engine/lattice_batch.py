@@ -85,6 +85,10 @@ def _levels_of(s: np.ndarray, t: np.ndarray) -> tuple[list[tuple[int, int]], np.
     """The distinct levels ``(s, t)`` and each coordinate's index among them."""
     if not s.size or ((s == s[0]).all() and (t == t[0]).all()):
         return ([(int(s[0]), int(t[0]))] if s.size else []), np.zeros(s.size, dtype=np.int64)
+    base = int(t.max()) + 1
+    if int(s.max()) * base + base < 1 << 63:  # one int64 key per level: a fast unique
+        keys, which = np.unique(s * base + t, return_inverse=True)
+        return [divmod(k, base) for k in keys.tolist()], which.reshape(-1)
     pairs, which = np.unique(np.stack([s, t], axis=1), axis=0, return_inverse=True)
     return [(a, b) for a, b in pairs.tolist()], which.reshape(-1)
 
