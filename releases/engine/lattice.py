@@ -47,11 +47,12 @@ refused), and every random choice is one of:
   more are drawn and the bracket is tightened;
 * products and complements of these.
 
-The discrete Laplace draws of :func:`sample` and :func:`tighten` at levels
-below 1/2 are made for all their coordinates at once, in integer numpy
-(:mod:`releases.engine.lattice_vector`): the same algorithm and decisions as
-:func:`_dlap`, so the same law (a seeded source gives other values, its bits
-being read in another order).
+The scalar coins live in :mod:`releases.engine.lattice_coins` (re-exported here). The public
+steps draw all their coordinates at once, in integer numpy (:mod:`releases.engine.lattice_batch`,
+:func:`_relax_rows`, :func:`_tighten`, :func:`_bridge`): the same laws as the one-coordinate
+functions below, some reached by another exact route (docs/mathematics.md section 15, "Many
+coordinates at once"), so a seeded source gives other values than they would. Coordinates whose
+levels are too fine for int64 products are drawn one at a time by those functions.
 
 ``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
 system's generator, ``secrets.SystemRandom``) in the product,
@@ -62,15 +63,35 @@ This module never imports Django.
 
 from __future__ import annotations
 
-import math
-import secrets
 from fractions import Fraction
 from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
 
-from releases.engine import exact_bounds, lattice_vector
+from releases.engine import exact_bounds, lattice_batch
+
+from .lattice_coins import (  # noqa: F401  (the scalar coins, re-exported: tests reach them here)
+    _FIRST_BITS,
+    _as_pair,
+    _below,
+    _bern_exp,
+    _bern_exp_small,
+    _bit,
+    _bit_source,
+    _Bits,
+    _Coin,
+    _dlap,
+    _geometric,
+    _pair_of,
+    _plus,
+    _Ratio,
+    _reduced,
+    _unit_brackets,
+    _units,
+    _units_from,
+    _zero,
+)
 
 from .lattice_accuracy import error_bound, tail_probability  # noqa: F401  (part of this module's interface)
 from .lattice_inputs import (  # noqa: F401  (part of this module's interface)
@@ -101,302 +122,6 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------
-# the bit source
-
-
-class _Bits:
-    """``rng``'s bits, fetched 32,768 at a time and handed out in order (and, for the batched
-    draws of :mod:`releases.engine.lattice_vector`, whole 64-bit words from blocks of their own:
-    :meth:`u64`).
-
-    ``secrets.SystemRandom`` makes a system call for every ``getrandbits``; the
-    coins below ask for a few bits at a time, dozens of times a coordinate.
-    This buffer asks ``rng`` for one large block and serves each request from
-    its next bits: the bits handed out are the block's bits, each used once,
-    so they are as uniform and independent as ``rng``'s own.
-    """
-
-    __slots__ = ("rng", "word", "left", "words", "batch", "used")
-
-    BLOCK = 1 << 15
-
-    def __init__(self, rng):
-        self.rng = rng
-        self.word = 0  # the next ``left`` bits, lowest first
-        self.left = 0
-        self.words: list[int] = []  # later 64-bit words, last first
-        self.batch = np.empty(0, dtype=np.uint64)  # words for the batched draws (lattice_vector) ...
-        self.used = 0  # ... of which the first ``used`` are handed out
-
-    def u64(self, n: int) -> np.ndarray:
-        """The next ``n`` 64-bit words for the batched draws, from a block of their own (fetched
-        ``BLOCK`` bits or more at a time; words left in a block too short are dropped, never reused)."""
-        if self.used + n > self.batch.size:
-            size = max(n, self.BLOCK // 64)
-            block = self.rng.getrandbits(64 * size).to_bytes(8 * size, "little")
-            self.batch, self.used = np.frombuffer(block, dtype="<u8").astype(np.uint64), 0
-        out = self.batch[self.used : self.used + n]
-        self.used += n
-        return out
-
-    def getrandbits(self, k: int) -> int:
-        left = self.left
-        if k <= left:
-            word = self.word
-            self.word = word >> k
-            self.left = left - k
-            return word & ((1 << k) - 1)
-        value = self.word
-        while left < k:
-            if not self.words:
-                block = self.rng.getrandbits(self.BLOCK).to_bytes(self.BLOCK // 8, "little")
-                self.words = np.frombuffer(block, dtype="<u8").tolist()
-            value |= self.words.pop() << left
-            left += 64
-        self.word = value >> k
-        self.left = left - k
-        return value & ((1 << k) - 1)
-
-
-def _bit_source(rng):
-    """A :class:`_Bits` buffer over the operating system's generator (``secrets.SystemRandom``,
-    whose every call reads the kernel); a numpy generator (a test's, handed to the product's
-    release code) through :class:`GeneratorBits`; any other source with ``getrandbits`` as it is
-    (a test's ``random.Random``, whose calls are already cheap, or a buffer already)."""
-    if isinstance(rng, secrets.SystemRandom):
-        return _Bits(rng)
-    if not hasattr(rng, "getrandbits") and hasattr(rng, "bytes"):
-        return GeneratorBits(rng)
-    return rng
-
-
-# --------------------------------------------------------------------------
-# exact coins (rng has getrandbits). Rationals are (numerator, denominator)
-# pairs of Python ints, not necessarily reduced: the hot loops do no Fraction
-# arithmetic.
-
-
-def _below(rng, n: int) -> int:
-    """A uniform integer in ``[0, n)``."""
-    if n == 1:
-        return 0
-    k = (n - 1).bit_length()
-    while True:
-        r = rng.getrandbits(k)
-        if r < n:
-            return r
-
-
-def _bit(rng) -> bool:
-    return bool(rng.getrandbits(1))
-
-
-#: Bits of a constant coin's first look at its uniform: the first bracket is cheap to compute
-#: (a short series), and 64 more bits are needed only with probability about 2^-23.
-_FIRST_BITS = 24
-
-
-class _Coin:
-    """``Bernoulli(p)`` for a constant ``p`` given by integer brackets (:mod:`releases.engine.exact_bounds`).
-
-    The coin draws a uniform number ``U`` in ``[0, 1)``, first 24 bits then
-    64 at a time, and answers ``U < p``. After ``k`` bits ``U`` is known to
-    lie in ``[u, u + 1) / 2^k``; with ``lo <= p 2^k <= hi`` the answer is yes
-    if ``u < lo`` and no if ``u >= hi``, and only for the one or two values
-    of ``u`` in between are 64 more bits drawn and ``p`` bracketed 64 bits
-    tighter. ``P(U < p) = p`` exactly: no rounding enters, only comparisons
-    of integers. ``bounds(bits)`` returns an
-    :class:`~releases.engine.exact_bounds.Interval` of relative width about
-    ``2^-bits``; the first bracket is computed at the first flip.
-    """
-
-    __slots__ = ("bounds", "lo", "hi")
-
-    def __init__(self, bounds):
-        self.bounds = bounds
-        self.lo = None
-
-    def __call__(self, rng) -> bool:
-        lo = self.lo
-        if lo is None:  # ``hi`` is stored before ``lo``: a coin shared between threads never sees half
-            lo, self.hi = self.bounds(_FIRST_BITS + 8).scaled(_FIRST_BITS)
-            self.lo = lo
-        u = rng.getrandbits(_FIRST_BITS)
-        if u < lo:
-            return True
-        if u >= self.hi:
-            return False
-        bits = _FIRST_BITS
-        while True:  # U lies inside the bracket: look at 64 more of its bits
-            u = (u << 64) | rng.getrandbits(64)
-            bits += 64
-            lo, hi = self.bounds(bits + 16).scaled(bits)
-            if u < lo:
-                return True
-            if u >= hi:
-                return False
-
-
-def _units(rng) -> int:
-    """``V >= 0`` with ``P(V >= j) = e^{-j}``: the count of ``e^{-1}`` coins before the first failure.
-
-    One uniform ``U`` decides it: ``V`` is the number of ``j >= 1`` with
-    ``U < e^{-j}``, compared as in :class:`_Coin` against the brackets of
-    ``e^{-1}, e^{-2}, ...`` (64 more bits only when ``U`` falls inside one).
-    """
-    return _units_from(rng, rng.getrandbits(64), 1)
-
-
-def _units_from(rng, u: int, j: int) -> int:
-    """:func:`_units` for a uniform whose first 64 bits are ``u``, known to lie below ``e^{-(j-1)}``."""
-    bits = 64
-    brackets = _unit_brackets()
-    while True:
-        if j < len(brackets) and bits == 64:
-            lo, hi = brackets[j]
-        else:
-            lo, hi = exact_bounds.exp_neg(j, 1, bits + 16).scaled(bits)
-        if u < lo:
-            j += 1
-        elif u >= hi:
-            return j - 1
-        else:  # inside the bracket of e^{-j}: 64 more bits of the same U
-            u = (u << 64) | rng.getrandbits(64)
-            bits += 64
-
-
-@lru_cache(maxsize=None)
-def _unit_brackets() -> list[tuple[int, int]]:
-    """64-bit brackets of ``e^{-j}`` for ``j < 46`` (``e^{-45} < 2^-64``), as powers of ``e^{-1}``; index 0 unused."""
-    one = exact_bounds.exp_neg(1, 1, 96)
-    power, out = one, [(0, 0)]
-    for _ in range(45):
-        out.append(power.scaled(64))
-        power = exact_bounds.mul(power, one, 96)
-    return out
-
-
-def _bern_exp_small(rng, num: int, den: int) -> bool:
-    """``Bernoulli(e^{-num/den})`` for ``0 <= num <= den`` (CKS Algorithm 1, gamma <= 1)."""
-    if num == 0:
-        return True
-    getrandbits = rng.getrandbits
-    k = 1
-    while True:  # k-th coin Bernoulli(num / (den k)): a uniform below den k (inlined _below) under num
-        n = den * k
-        bits = (n - 1).bit_length()
-        r = getrandbits(bits)
-        while r >= n:
-            r = getrandbits(bits)
-        if r >= num:
-            return k % 2 == 1
-        k += 1
-
-
-def _bern_exp(rng, num: int, den: int) -> bool:
-    """``Bernoulli(e^{-num/den})`` for integers ``num >= 0``, ``den > 0`` (CKS Algorithm 1)."""
-    if num <= den:
-        return _bern_exp_small(rng, num, den)
-    whole = (num - 1) // den  # e^{-num/den} = e^{-whole} e^{-rest/den}, 0 < rest <= den
-    return _units(rng) >= whole and _bern_exp_small(rng, num - whole * den, den)
-
-
-class _Ratio:
-    """``Bernoulli((1 - e^{-s}) / (1 - e^{-t}))`` for rationals ``0 <= s < t``: ``P(E < s | E < t)``, ``E ~ Exp(1)``.
-
-    A constant of the two levels, flipped as a :class:`_Coin`. ``s`` and ``t``
-    are rationals (``Fraction``, ``int``) or ``(numerator, denominator)`` pairs.
-    """
-
-    __slots__ = ("coin",)
-
-    def __init__(self, s, t):
-        (sn, sd), (tn, td) = _as_pair(s), _as_pair(t)
-
-        def bounds(bits):
-            om = exact_bounds.one_minus_exp_neg
-            return exact_bounds.div(om(sn, sd, bits), om(tn, td, bits), bits)
-
-        self.coin = _Coin(bounds) if sn > 0 else None
-
-    def __call__(self, rng) -> bool:
-        return self.coin is not None and self.coin(rng)
-
-
-def _geometric(rng, s: int, t: int) -> int:
-    """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}``.
-
-    From ratio ``s/t = 1/2`` up (``t > 1``), ``G`` is counted directly: the
-    number of ``Bernoulli(e^{-s/t})`` successes before the first failure (at
-    most 2.6 coins on average, about one where ``s/t`` is large). Otherwise
-    the first half of CKS Algorithm 2, whose cost does not grow as ``s/t``
-    shrinks (and is one draw for a whole ``s/t``: ``t = 1``).
-    """
-    if 2 * s >= t > 1:
-        g = 0
-        while _bern_exp(rng, s, t):
-            g += 1
-        return g
-    while True:
-        u = _below(rng, t)
-        if _bern_exp_small(rng, u, t):
-            break
-    return (u + t * _units(rng)) // s
-
-
-def _dlap(rng, s: int, t: int) -> int:
-    """``DLap(e^{-s/t})``: ``P(k)`` proportional to ``e^{-|k| s/t}``.
-
-    Below level 1/2, CKS Algorithm 2: a geometric and a sign, refused when
-    they make "-0" (with probability ``(1 - alpha)/2``). From level 1/2 up,
-    where 0 is frequent and so is that refusal, ``V = 0`` is decided first by
-    the constant coin ``P(V = 0) = (1 - alpha)/(1 + alpha)``, and otherwise
-    ``|V| - 1`` is geometric and the sign even.
-    """
-    if 2 * s >= t:
-        if _zero(s, t)(rng):
-            return 0
-        y = 1 + _geometric(rng, s, t)
-        return -y if _bit(rng) else y
-    while True:
-        y = _geometric(rng, s, t)
-        negative = _bit(rng)
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-@lru_cache(maxsize=4096)
-def _zero(s: int, t: int) -> _Coin:
-    """``Bernoulli((1 - alpha)/(1 + alpha))``, ``alpha = e^{-s/t}``: ``P(V = 0)`` for ``V ~ DLap(alpha)``."""
-    eb = exact_bounds
-
-    def bounds(bits):
-        one_plus = eb.add(eb.exact(1, 1, bits), eb.exp_neg(s, t, bits), bits)
-        return eb.div(eb.one_minus_exp_neg(s, t, bits), one_plus, bits)
-
-    return _Coin(bounds)
-
-
-def _pair_of(x: Fraction) -> tuple[int, int]:
-    return x.numerator, x.denominator
-
-
-def _as_pair(x) -> tuple[int, int]:
-    """A rational (``Fraction``, ``int``) or a ``(numerator, denominator)`` pair, as a pair."""
-    return x if isinstance(x, tuple) else (x.numerator, x.denominator)
-
-
-def _reduced(n: int, d: int) -> tuple[int, int]:
-    g = math.gcd(n, d)
-    return n // g, d // g
-
-
-def _plus(a: tuple[int, int], b: tuple[int, int], sign: int = 1) -> tuple[int, int]:
-    """``a + sign * b`` for rationals as ``(numerator, denominator)`` pairs (cheaper than ``Fraction``)."""
-    return _reduced(a[0] * b[1] + sign * b[0] * a[1], a[1] * b[1])
-
 
 class _Gap:
     """The constants of two levels ``lo < hi`` that the steps between them use."""
@@ -423,6 +148,10 @@ class _Gap:
     def stay(self, rng) -> bool:
         """``Bernoulli(p0)``: the tightening increment from hi to lo is 0,
         ``p0 = e^{-(hi-lo)} ((1 - e^{-lo}) / (1 - e^{-hi}))^2``, one constant coin."""
+        return self.stay_coin()(rng)
+
+    def stay_coin(self) -> _Coin:
+        """The coin of :meth:`stay` (made at its first use)."""
         if self._p0 is None:
             gap, ratio = self.gap, self.ratio.coin.bounds  # ratio: the bracket of (1 - a)/(1 - b)
 
@@ -431,27 +160,29 @@ class _Gap:
                 return exact_bounds.product(bits, exact_bounds.exp_neg(*gap, bits), r, r)
 
             self._p0 = _Coin(p0)
-        return self._p0(rng)
+        return self._p0
 
 
-def _per_coordinate(make, ordered, message: str, *levels: list[Fraction]) -> list:
-    """``make(*levels_i)`` for each coordinate ``i``, made (and checked by ``ordered``) once per
-    distinct tuple of levels.
+def _per_coordinate(make, ordered, message: str, *levels: list[Fraction]) -> tuple[list, np.ndarray]:
+    """``(made, which)``: ``make(*levels_i)`` once per distinct tuple of levels (checked by
+    ``ordered``), and for each coordinate ``i`` the index in ``made`` of its tuple's.
 
     :func:`_levels` returns one object per distinct level, so the objects'
     ids identify the tuple without hashing fractions for every coordinate.
     """
-    made: dict = {}
-    out = []
+    index: dict = {}
+    made: list = []
+    which = []
     for row in zip(*levels):
         key = tuple(map(id, row))
-        found = made.get(key)
+        found = index.get(key)
         if found is None:
             if not ordered(*row):
                 raise ValueError(message)
-            found = made[key] = make(*row)
-        out.append(found)
-    return out
+            found = index[key] = len(made)
+            made.append(make(*row))
+        which.append(found)
+    return made, np.array(which, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------
@@ -481,7 +212,7 @@ class _Moves:
     tails)``, on exact brackets; ``both``, the level ``lo + hi``.
     """
 
-    __slots__ = ("span", "cap", "tails", "wide", "tail", "both")
+    __slots__ = ("span", "cap", "tails", "wide", "tail", "both", "above")
 
     def __init__(self, g: _Gap):
         eb, gap, unit = exact_bounds, g.gap, 1 << _UNIT_BITS
@@ -497,8 +228,13 @@ class _Moves:
             odds = eb.div(eb.exp_neg(*both, bits), eb.one_minus_exp_neg(*both, bits), bits)
             return eb.div(odds, eb.exact(self.tails, unit, bits), bits)
 
+        def above(bits):  # a^2 (1 - r) / (1 - q)
+            return eb.div(eb.mul(eb.exp_neg(2 * g.lo[0], g.lo[1], bits), eb.one_minus_exp_neg(*gap, bits), bits),
+                          eb.one_minus_exp_neg(*both, bits), bits)
+
         self.wide = _Coin(wide)
         self.tail = _Coin(tail)
+        self.above = _Coin(above)
 
 
 def _relax1(rng, x: int, g: _Gap) -> int:
@@ -676,64 +412,212 @@ def _bridge1(rng, x_lo: int, x_hi: int, k: _Triple) -> int:
 # the public steps
 
 
-def _dlaps(rng, pairs: list[tuple[int, int]]) -> np.ndarray:
-    """``DLap(e^{-s/t})`` for each ``(s, t)`` of ``pairs``, as int64: the levels below 1/2 (with
-    ``s, t`` below :data:`~releases.engine.lattice_vector.LIMIT`) all at once in integer numpy
-    (:func:`releases.engine.lattice_vector.dlap`, the same algorithm as :func:`_dlap` for them),
-    the others by :func:`_dlap` one at a time."""
-    limit = lattice_vector.LIMIT
-    batched = [2 * s < t < limit for s, t in pairs]
-    out = np.zeros(len(pairs), dtype=np.int64)
-    at = np.flatnonzero(np.array(batched, dtype=bool))
-    if at.size:
-        chosen = [pairs[i] for i in at.tolist()]
-        s = np.array([p[0] for p in chosen], dtype=np.int64)
-        t = np.array([p[1] for p in chosen], dtype=np.int64)
-        out[at] = lattice_vector.dlap(rng, s, t, _unit_brackets(), lambda u, j: _units_from(rng, u, j))
-    rest = [i for i, b in enumerate(batched) if not b]
-    if rest:
-        out[rest] = _out([_dlap(rng, *pairs[i]) for i in rest])
+#: The batched relaxation takes levels, uniform bounds and noise (times 2^8) below ``_WIDE``, and
+#: the bridge noise below it; coordinates beyond are drawn one at a time by the scalar samplers.
+_WIDE = 1 << 60
+
+
+#: About how many 64-bit words a step uses a coordinate (measured on listings; the first block
+#: of the operating system's bits is read this size, later ones only what is missing).
+_WORDS = {"initial": 3, "tighten": 3, "relax": 7, "bridge": 3}
+
+
+def _small(*pairs: tuple[int, int]) -> bool:
+    return all(0 < v < _WIDE for pair in pairs for v in pair)
+
+
+def _batchable(g: _Gap) -> bool:
+    """Whether the relaxation between ``g``'s levels is drawn batched (every bound fits an int64)."""
+    if not _small(g.gap, g.lo):
+        return False
+    k = g.moves()
+    return _small(k.both) and k.span + k.tails < _WIDE and (k.cap << _UNIT_BITS) + 2 * k.tails < _WIDE
+
+
+class _Columns:
+    """The constants of a list of :class:`_Gap` as int64 columns, one entry per coordinate
+    (``which[i]``: the index of coordinate ``i``'s gap; one gather of a small table), and their
+    coins as tables."""
+
+    def __init__(self, gaps: list, which: np.ndarray, fits: np.ndarray):
+        moves = [g.moves() if ok else None for g, ok in zip(gaps, fits)]
+        table = np.array([(*g.gap, *m.both, m.span, m.cap, m.tails) if m else (0,) * 7 for g, m in zip(gaps, moves)],
+                         dtype=np.int64)[which]
+        self.which = which
+        self.gn, self.gd, self.bn, self.bd, self.span, self.cap, self.tails = table.T
+        self.ratio2 = [g.ratio2.coin for g in gaps]
+        self.wide = [m.wide if m else None for m in moves]
+        self.tail = [m.tail if m else None for m in moves]
+        self.above = [m.above if m else None for m in moves]
+
+
+def _relax_rows(src, x: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray:
+    """``V_hi`` given ``V_lo = x`` for each coordinate, between the levels of ``gaps[which[i]]``:
+    :func:`_relax1`'s decisions for all coordinates at once (the stay coins, then the moves'
+    rejection loops as rounds of trials, :func:`lattice_batch.first_accepted`)."""
+    out = np.empty(x.size, dtype=np.int64)
+    n = np.abs(x)
+    fits = np.array([_batchable(g) for g in gaps], dtype=bool)
+    batched = fits[which] & (n < _WIDE >> _UNIT_BITS)
+    for i in np.flatnonzero(~batched).tolist():
+        out[i] = _relax1(src, int(x[i]), gaps[which[i]])
+    rows = np.flatnonzero(batched)
+    if not rows.size:
+        return out
+    x, n, c = x[rows], n[rows], _Columns(gaps, which[rows], fits)
+    stay = lattice_batch.geometric(src, c.gn, c.gd) > n  # Bernoulli(r^{n+1})
+    at = np.flatnonzero(stay)
+    stay[at] = lattice_batch.flips(src, c.ratio2, c.which[at])
+    y = x.copy()
+    move = np.flatnonzero(~stay)
+    if move.size:
+        y[move] = _moves(src, n, c, move)
+        y[move] = np.where(x[move] >= 0, y[move], -y[move])
+    out[rows] = y
     return out
+
+
+def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
+    """The move of :func:`_relax1` from ``V_lo = n`` for the coordinates ``rows``: its rejection
+    loop (:func:`_move_near` where ``n < cap``, :func:`_move_far` beyond) run as rounds of trials
+    (:func:`lattice_batch.first_accepted`), each trial the same proposal as one round of the
+    scalar loop, its coins drawn in one call for the uniforms, one for the constant coins and one
+    for the geometrics. ``Bernoulli(r^m)`` is ``G >= m`` for a geometric ``G`` of ratio ``r``;
+    the far move's ``y = G > n``, kept with ``a^{2 (y - n)}``, is drawn as kept with the constant
+    ``a^2 (1-r)/(1-q)`` and then ``y = n + 1 + G'``, ``G'`` of ratio ``q = r a^2``: the same law,
+    ``(1-r) r^{n+1} a^2 q^j`` at ``y = n + 1 + j`` either way.
+
+    Near (``n < cap``): ``z`` uniform below ``2^8 (n+1) + 2 tails``; inside (``z < 2^8 (n+1)``)
+    ``y = floor(z / 2^8)`` kept with ``r^y``; below it, kept with ``tail``, ``y = -1 - G``; above,
+    kept with ``tail`` and ``r^n``, ``y = n + 1 + G`` (``G`` geometric of ratio ``q``).
+    Far: ``z`` uniform below ``span + tails``; ``z < span``: kept with ``wide``, ``y`` geometric
+    of ratio ``r``, kept if ``y <= n`` or with ``a^{2 (y - n)}``; otherwise kept with ``tail``,
+    ``y = -1 - G``."""
+    groups = len(c.tail)
+    coins = c.tail + c.wide + c.above
+
+    def trial(at):
+        r = rows[at]
+        nn, tails, span = n[r], c.tails[r], c.span[r]
+        near = nn < c.cap[r]
+        inside = (nn + 1) << _UNIT_BITS
+        z, ok = lattice_batch.below(src, np.where(near, inside + 2 * tails, span + tails))
+        y_in = z >> _UNIT_BITS
+        near_in = ok & near & (z < inside)
+        near_up = ok & near & (z >= inside + tails)
+        far_in = ok & ~near & (z < span)
+        # one call for the constant coins: tail (near sides, far outside) or wide (far inside),
+        # and for the far inside also the coin a^2 (1-r)/(1-q) of landing above n
+        f, fi = np.flatnonzero(ok & ~near_in), np.flatnonzero(far_in)
+        which = c.which[r]
+        flipped = lattice_batch.flips(src, coins, np.concatenate([which[f] + groups * far_in[f], which[fi] + 2 * groups]))
+        heads = np.zeros(r.size, dtype=bool)
+        heads[f] = flipped[: f.size]
+        lands = np.zeros(r.size, dtype=bool)
+        lands[fi] = flipped[f.size:]
+        # one call for the geometrics: ratio r for the coins r^y (near inside: G >= y), r^n (near
+        # above: G >= n) and the far inside's value; ratio q for every tail's value
+        a = np.flatnonzero(near_in | (heads & (near_up | far_in)))
+        b = np.flatnonzero(heads)
+        g = lattice_batch.geometric(src, np.concatenate([c.gn[r[a]], c.bn[r[b]]]),
+                                    np.concatenate([c.gd[r[a]], c.bd[r[b]]]))
+        g_r = np.zeros(r.size, dtype=np.int64)
+        g_r[a] = g[: a.size]
+        g_q = np.zeros(r.size, dtype=np.int64)
+        g_q[b] = g[a.size:]
+        kept_in = near_in & (g_r >= y_in)
+        low = heads & ~near_up & ~far_in  # below 0: near's lower side, far's outside
+        up = heads & near_up & (g_r >= nn)
+        far_low = heads & far_in & (g_r <= nn)
+        far_up = heads & far_in & (g_r > nn) & lands
+        y = np.where(kept_in, y_in, np.where(low, -1 - g_q, np.where(far_low, g_r, nn + 1 + g_q)))
+        return kept_in | low | up | far_low | far_up, y
+
+    return lattice_batch.first_accepted(rows.size, trial)
+
+
+def _dlap_rows(src, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(out, rest)``: ``DLap(e^{-s_i/t_i})`` for each coordinate whose ``s``, ``t`` fit
+    (:func:`lattice_batch.dlap`, any level below ``_WIDE``), and the indices of the others (0 in
+    ``s``, ``t``), which the caller draws one at a time."""
+    out = np.empty(s.size, dtype=np.int64)
+    fits = (s > 0) & (t > 0)
+    at = np.flatnonzero(fits)
+    if at.size:
+        out[at] = lattice_batch.dlap(src, s[at], t[at])
+    return out, np.flatnonzero(~fits)
+
+
+def _dlaps(src, levels: list[tuple[int, int]], which: np.ndarray) -> np.ndarray:
+    """``DLap(e^{-level})`` for each coordinate, at ``levels[which[i]]`` (``(s, t)`` pairs)."""
+    def column(k):
+        return np.array([p[k] if p[0] < _WIDE and p[1] < _WIDE else 0 for p in levels], dtype=np.int64)[which]
+
+    out, rest = _dlap_rows(src, column(0), column(1))
+    if rest.size:
+        out[rest] = _out([_dlap(src, *levels[which[i]]) for i in rest.tolist()])
+    return out
+
+
+def _grouped_levels(levels: list[Fraction]) -> tuple[list[Fraction], np.ndarray]:
+    """The distinct levels and each coordinate's index among them."""
+    made, which = _per_coordinate(lambda level: level, lambda level: True, "", levels)
+    return made, which
 
 
 def sample(level, size, rng) -> np.ndarray:
     """``size`` independent draws of ``DLap(e^{-level})`` (one level, or one per coordinate), as int64."""
     n = _size(size)
-    levels = _levels(level, n, "level")
-    rng = _bit_source(rng)
-    return _dlaps(rng, [(lam.numerator, lam.denominator) for lam in levels])
+    distinct, which = _grouped_levels(_levels(level, n, "level"))
+    return _sample(_bit_source(rng, _WORDS["initial"] * n), distinct, which)
 
 
-def _pair(noise, level_a, level_b, names) -> tuple[list[int], list[Fraction], list[Fraction]]:
-    values = _noise("noise", noise)
+def _sample(src, distinct: list[Fraction], which: np.ndarray) -> np.ndarray:
+    return _dlaps(src, [_pair_of(level) for level in distinct], which)
+
+
+def _noise_array(name: str, noise) -> np.ndarray:
+    """Integer noise as int64 (a one-dimensional int64 array as it is)."""
+    if isinstance(noise, np.ndarray) and noise.dtype == np.int64 and noise.ndim == 1:
+        return noise
+    values = _noise(name, noise)
+    if any(abs(v) > _INT64 for v in values):
+        raise ValueError(f"{name} does not fit in int64")
+    return np.array(values, dtype=np.int64)
+
+
+def _pair(noise, level_a, level_b, names) -> tuple[np.ndarray, list[Fraction], list[Fraction]]:
+    values = _noise_array("noise", noise)
     a = _levels(level_a, len(values), names[0])
     b = _levels(level_b, len(values), names[1])
     return values, a, b
 
 
 def relax(noise, level_from, level_to, rng) -> np.ndarray:
-    """``V_to`` given ``V_from = noise``, for ``level_to > level_from`` (coordinate by coordinate)."""
+    """``V_to`` given ``V_from = noise``, for ``level_to > level_from``."""
     values, lo, hi = _pair(noise, level_from, level_to, ("level_from", "level_to"))
-    gaps = _per_coordinate(
+    gaps, which = _per_coordinate(
         _Gap, lambda l, h: l < h, "relax needs level_to > level_from for every coordinate", lo, hi
     )
-    rng = _bit_source(rng)
-    return _out([_relax1(rng, x, g) for x, g in zip(values, gaps)])
+    return _relax_rows(_bit_source(rng, _WORDS["relax"] * len(values)), values, gaps, which)
 
 
 def tighten(noise, level_from, level_to, rng) -> np.ndarray:
     """``V_to`` given ``V_from = noise``, for ``level_to < level_from``."""
     values, hi, lo = _pair(noise, level_from, level_to, ("level_from", "level_to"))
-    gaps = _per_coordinate(
+    gaps, which = _per_coordinate(
         _Gap, lambda l, h: l < h, "tighten needs level_to < level_from for every coordinate", lo, hi
     )
-    rng = _bit_source(rng)
+    return _tighten(_bit_source(rng, _WORDS["tighten"] * len(values)), values, gaps, which)
+
+
+def _tighten(src, values: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray:
     # each coordinate's stay coin, then the increments of those that move, drawn together
-    moves = [i for i, g in enumerate(gaps) if not g.stay(rng)]
-    out = _out(values)
-    if moves:
+    out = values.copy()
+    moves = np.flatnonzero(~lattice_batch.flips(src, [g.stay_coin() for g in gaps], which))
+    if moves.size:
         start = out[moves]
-        step = _dlaps(rng, [gaps[i].lo for i in moves])
+        step = _dlaps(src, [g.lo for g in gaps], which[moves])
         with np.errstate(over="ignore"):
             moved = start + step
         if np.any(((start ^ moved) & (step ^ moved)) < 0):  # pragma: no cover - levels are bounded below
@@ -744,20 +628,43 @@ def tighten(noise, level_from, level_to, rng) -> np.ndarray:
 
 def bridge(noise_lo, level_lo, noise_hi, level_hi, level_mid, rng) -> np.ndarray:
     """``V_mid`` given ``V_lo = noise_lo`` and ``V_hi = noise_hi``, for ``level_lo < level_mid < level_hi``."""
-    x_lo = _noise("noise_lo", noise_lo)
-    x_hi = _noise("noise_hi", noise_hi)
+    x_lo = _noise_array("noise_lo", noise_lo)
+    x_hi = _noise_array("noise_hi", noise_hi)
     if len(x_lo) != len(x_hi):
         raise ValueError(f"noise_lo has {len(x_lo)} values and noise_hi {len(x_hi)}")
     n = len(x_lo)
     lo = _levels(level_lo, n, "level_lo")
     mid = _levels(level_mid, n, "level_mid")
     hi = _levels(level_hi, n, "level_hi")
-    triples = _per_coordinate(
+    triples, which = _per_coordinate(
         _Triple, lambda l, m, h: l < m < h, "bridge needs level_lo < level_mid < level_hi for every coordinate",
         lo, mid, hi,
     )
-    rng = _bit_source(rng)
-    return _out([_bridge1(rng, a, b, k) for a, b, k in zip(x_lo, x_hi, triples)])
+    return _bridge(_bit_source(rng, _WORDS["bridge"] * n), x_lo, x_hi, triples, which)
+
+
+def _bridge(src, x_lo: np.ndarray, x_hi: np.ndarray, triples: list, which: np.ndarray) -> np.ndarray:
+    """:func:`_bridge1`'s decisions for all coordinates at once: the constant coins, the
+    geometric of equal ends, and the relaxations (:func:`_relax_rows`)."""
+    out = x_hi.copy()
+    fits = np.array([_small(k.both) for k in triples], dtype=bool)[which]
+    fits &= (np.abs(x_lo) < _WIDE) & (np.abs(x_hi) < _WIDE)
+    for i in np.flatnonzero(~fits).tolist():
+        out[i] = _bridge1(src, int(x_lo[i]), int(x_hi[i]), triples[which[i]])
+    d = x_lo - np.where(fits, x_hi, x_lo)
+    equal = np.flatnonzero(fits & (d == 0))
+    if equal.size:
+        m = equal[lattice_batch.flips(src, [k.moves for k in triples], which[equal])]
+        both = [k.both for k in triples]
+        s = np.array([b[0] for b in both], dtype=np.int64)[which[m]]
+        t = np.array([b[1] for b in both], dtype=np.int64)[which[m]]
+        v = 1 + lattice_batch.geometric(src, s, t)
+        out[m] = x_hi[m] + np.where(lattice_batch.signs(src, m.size), -v, v)
+    apart = np.flatnonzero(fits & (d != 0))
+    if apart.size:
+        r = apart[~lattice_batch.flips(src, [k.holds for k in triples], which[apart])]
+        out[r] = x_hi[r] + _relax_rows(src, d[r], [k.lower for k in triples], which[r])
+    return out
 
 
 def levels_for(eps, weights) -> list[Fraction]:
@@ -780,6 +687,25 @@ def levels_for(eps, weights) -> list[Fraction]:
     return out
 
 
+@lru_cache(maxsize=512)
+def _constants(make, *levels: Fraction):
+    """``make(*levels)`` (a :class:`_Gap` or :class:`_Triple`), kept: the constants of a listing's
+    levels, their coins' brackets computed once, for the next release at the same levels (the class
+    is part of the key). Their lazily made parts are written whole, so threads may share them."""
+    return make(*levels)
+
+
+def _weight_groups(weights) -> tuple[list[int], np.ndarray]:
+    """The distinct weights (checked positive integers) and each coordinate's index among them."""
+    arr = np.asarray(weights) if not isinstance(weights, np.ndarray) else weights
+    if arr.ndim == 1 and arr.dtype.kind in "iu" and arr.size and int(arr.min()) >= 1:
+        distinct, which = np.unique(arr, return_inverse=True)
+        return [int(w) for w in distinct.tolist()], which.astype(np.int64).reshape(-1)
+    made, which = _per_coordinate(lambda w: w, lambda w: True, "", list(weights))
+    levels_for(1, made)  # the weights' checks
+    return [int(w) for w in made], which
+
+
 def step(eps, weights, rng, below=None, above=None):
     """The noise at listing level ``eps`` from the nearest known points.
 
@@ -787,17 +713,45 @@ def step(eps, weights, rng, below=None, above=None):
     levels under and over ``eps`` (or None). Coordinate ``i`` runs at
     ``level / weights[i]``. Returns ``(noise, method)`` with method
     ``initial``, ``relax``, ``tighten`` or ``bridge``.
+
+    The levels are made once per distinct weight, and each coordinate carries the index of its
+    weight: the same draws as :func:`sample`, :func:`relax`, :func:`tighten` and :func:`bridge` on
+    the per-coordinate levels of :func:`levels_for`.
     """
     e = as_level(eps, "eps")
-    target = levels_for(e, weights)
+    distinct, which = _weight_groups(weights)
+    n = len(which)
+    kind = ("bridge" if above is not None else "relax") if below is not None else \
+        ("tighten" if above is not None else "initial")
+    names = {"bridge": ("level_mid", "level_lo", "level_hi"), "relax": ("level_to", "level_from", ""),
+             "tighten": ("level_to", "", "level_from"), "initial": ("level", "", "")}[kind]
+
+    def checked(level, name) -> list[Fraction]:  # each coordinate's level in range, as sample() etc. check
+        return [as_level(x, name) for x in levels_for(level, distinct)]
+
+    target = checked(e, names[0])
+    src = _bit_source(rng, _WORDS[kind] * n)
+
+    def known(side, name):
+        level, noise = side
+        values = _noise_array("noise", noise)
+        if len(values) != n:
+            raise ValueError(f"noise has {len(values)} values for {n} coordinates")
+        return checked(level, name), values
+
     if below is not None and above is not None:
-        lo_level, lo_noise = below
-        hi_level, hi_noise = above
-        return bridge(lo_noise, levels_for(lo_level, weights), hi_noise, levels_for(hi_level, weights), target, rng), "bridge"
+        (lo, x_lo), (hi, x_hi) = known(below, names[1]), known(above, names[2])
+        if not all(l < m < h for l, m, h in zip(lo, target, hi)):
+            raise ValueError("bridge needs level_lo < level_mid < level_hi for every coordinate")
+        return _bridge(src, x_lo, x_hi, [_constants(_Triple, *t) for t in zip(lo, target, hi)], which), "bridge"
     if below is not None:
-        level, noise = below
-        return relax(noise, levels_for(level, weights), target, rng), "relax"
+        lo, x = known(below, names[1])
+        if not all(l < h for l, h in zip(lo, target)):
+            raise ValueError("relax needs level_to > level_from for every coordinate")
+        return _relax_rows(src, x, [_constants(_Gap, *p) for p in zip(lo, target)], which), "relax"
     if above is not None:
-        level, noise = above
-        return tighten(noise, levels_for(level, weights), target, rng), "tighten"
-    return sample(target, len(target), rng), "initial"
+        hi, x = known(above, names[2])
+        if not all(l < h for l, h in zip(target, hi)):
+            raise ValueError("tighten needs level_to < level_from for every coordinate")
+        return _tighten(src, x, [_constants(_Gap, *p) for p in zip(target, hi)], which), "tighten"
+    return _sample(src, target, which), "initial"

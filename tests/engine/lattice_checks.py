@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from releases.engine import lattice
+from releases.engine import lattice, lattice_batch, lattice_coins
 
 from . import lattice_laws as laws
 
@@ -220,24 +220,33 @@ def three_levels_bridged(lo, mid, hi, n: int, seed: int):
 DISPLAY = {"tail_probability", "error_bound", "new_rng"}
 
 
-def _defined_in_engine() -> list[str]:
-    tree = ast.parse(Path(lattice.__file__).read_text())
-    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name not in DISPLAY]
+#: The modules whose functions make the lattice path's random choices.
+ENGINE = (lattice, lattice_coins, lattice_batch)
+
+
+def _defined_in_engine() -> list[tuple[object, str]]:
+    out = []
+    for module in ENGINE:
+        tree = ast.parse(Path(module.__file__).read_text())
+        out += [(module, n.name) for n in tree.body
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name not in DISPLAY]
+    return out
 
 
 def float_problems() -> list[str]:
     """Ways a float could enter the sampling code, as the module now stands.
 
-    Reads the source of every function and class that ``releases/engine/lattice.py``
-    defines (except ``DISPLAY``), as currently bound in the module (so a
+    Reads the source of every function and class that ``releases/engine/lattice.py``,
+    ``lattice_coins.py`` and ``lattice_batch.py`` define (except ``DISPLAY``), as currently bound
+    in its module (so a
     replaced function is read in its replacement's source), and reports a
     float literal, a call of ``float``, any use of ``math`` but its integer functions, ``numpy.random``
     or the ``random`` module, and any use of the bit source other than
     ``rng.getrandbits``.
     """
     problems = []
-    for name in _defined_in_engine():
-        source = textwrap.dedent(inspect.getsource(getattr(lattice, name)))
+    for module, name in _defined_in_engine():
+        source = textwrap.dedent(inspect.getsource(getattr(module, name)))
         for node in ast.walk(ast.parse(source)):
             where = f"{name}: line {getattr(node, 'lineno', '?')}"
             if isinstance(node, ast.Constant) and isinstance(node.value, (float, complex)):

@@ -46,7 +46,7 @@ import pytest
 
 from releases.engine import bitreport as br
 from releases.engine import exact_bounds as eb
-from releases.engine import lattice
+from releases.engine import lattice, lattice_batch, lattice_coins
 
 from tests import mc
 
@@ -175,11 +175,16 @@ def _coin_off(coin: lattice._Coin, factor: F) -> lattice._Coin:
     return lattice._Coin(_off(coin.bounds, factor))
 
 
-def _gamma_off(monkeypatch, name: str, factor: F = UP) -> None:
-    """``lattice.<name>(rng, num, den)``, a ``Bernoulli(e^{-num/den})``, run at ``factor * num/den``."""
-    real = getattr(lattice, name)
+def _gamma_off(monkeypatch, name: str, factor: F = UP, module=lattice_coins) -> None:
+    """``<module>.<name>(rng, num, den)``, a ``Bernoulli(e^{-num/den})`` (scalar, or batched in
+    ``lattice_batch``), run at ``factor * num/den``; the scalar coins live in ``lattice_coins`` and
+    are re-exported by ``lattice``, so both names are replaced."""
+    real = getattr(module, name)
     a, b = factor.numerator, factor.denominator
-    monkeypatch.setattr(lattice, name, lambda rng, num, den: real(rng, num * a, den * b))
+    off = lambda rng, num, den: real(rng, num * a, den * b)  # noqa: E731
+    monkeypatch.setattr(module, name, off)
+    if module is lattice_coins:
+        monkeypatch.setattr(lattice, name, off)
 
 
 def _units_off(monkeypatch) -> None:
@@ -190,6 +195,7 @@ def _units_off(monkeypatch) -> None:
         table.append(power.scaled(64))
         power = eb.mul(power, one, 96)
     monkeypatch.setattr(lattice, "_unit_brackets", lambda: table)
+    monkeypatch.setattr(lattice_coins, "_unit_brackets", lambda: table)  # where the coins read it
 
 
 def _init_off(monkeypatch, cls, attribute: str, factor: F, inner: str | None = None) -> None:
@@ -206,16 +212,15 @@ def _init_off(monkeypatch, cls, attribute: str, factor: F, inner: str | None = N
 
 
 def _stay_off(monkeypatch, factor: F) -> None:
-    """``_Gap.stay``'s ``p0`` off by ``factor``."""
-    real = lattice._Gap.stay
+    """``_Gap.stay``'s ``p0`` off by ``factor`` (its coin, which the batched tightening flips too)."""
+    real = lattice._Gap.stay_coin
 
-    def stay(self, rng):
+    def stay_coin(self):
         if self._p0 is None:
-            real(self, bits_only(0))  # builds the coin
-            self._p0 = _coin_off(self._p0, factor)
-        return self._p0(rng)
+            self._p0 = _coin_off(real(self), factor)
+        return self._p0
 
-    monkeypatch.setattr(lattice._Gap, "stay", stay)
+    monkeypatch.setattr(lattice._Gap, "stay_coin", stay_coin)
 
 
 def _moves_off(monkeypatch, coin: str, factor: F) -> None:
@@ -250,7 +255,9 @@ def _biased_signs(monkeypatch) -> None:
 def _zero_off(monkeypatch) -> None:
     """``_zero``'s coin ``(1 - alpha)/(1 + alpha)`` 3% high (cached like the real one)."""
     real = lattice._zero.__wrapped__
-    monkeypatch.setattr(lattice, "_zero", functools.lru_cache(maxsize=None)(lambda s, t: _coin_off(real(s, t), UP)))
+    off = functools.lru_cache(maxsize=None)(lambda s, t: _coin_off(real(s, t), UP))
+    monkeypatch.setattr(lattice, "_zero", off)
+    monkeypatch.setattr(lattice_coins, "_zero", off)  # where the samplers read it
 
 
 def _move_draws(move, start: int, gap_and_moves, n: int, seed: int) -> np.ndarray:
@@ -453,8 +460,9 @@ CASES: dict[str, Case] = {
         events={"stays": lambda v: v == -4, "beyond 0": lambda v: v > 0, "beyond x": lambda v: v < -4},
         exact=lambda: _events(_relax_law(-4, R_LO, R_HI), {"stays": lambda v: v == -4, "beyond 0": lambda v: v > 0,
                                                             "beyond x": lambda v: v < -4}),
-        mutate=lambda mp_: _gamma_off(mp_, "_bern_exp"), mutation="every e^-gamma coin's rate 3% high",
-        n=150_000,
+        mutate=lambda mp_: _gamma_off(mp_, "geometric", module=lattice_batch),
+        mutation="every e^-gamma coin's rate 3% high (batched: its r^m coins are geometrics of ratio r)",
+        n=300_000,  # the mutant's expected z(stays) is about -5 at 150,000: too close to the alarm
     ),
     "relax's move near (from 2, 1/10 -> 1/5)": Case(
         draw=lambda n, seed: _move_draws(lattice._move_near, NEAR_N, _near(), n, seed),

@@ -12,7 +12,7 @@ The mutants:
 
 (a) relax stays with probability ``r^{|x|+1}`` instead of
     ``r^{|x|+1} (1-a^2)/(1-b^2)`` (the second coin dropped);
-(b) the ``Bernoulli(e^{-gamma})`` coin drawn from a float uniform and
+(b) the ``Bernoulli(e^{-gamma})`` coin (and, batched, the geometric) drawn from a float uniform and
     ``math.exp``: statistically invisible, so it is caught by what the engine
     may use (only ``getrandbits``) and by a scan of its source;
 (c) relax moves to its ``DLap(r)`` proposal without the acceptance step;
@@ -26,11 +26,23 @@ from fractions import Fraction as F
 
 import pytest
 
-from releases.engine import lattice
+import numpy as np
+
+from releases.engine import exact_bounds as eb
+from releases.engine import lattice, lattice_batch, lattice_coins
 
 from . import lattice_checks as checks
 
 pytestmark = pytest.mark.statistical
+
+
+class _Heads:
+    """A ``_Ratio`` that always comes up heads (its coin's bracket is exactly 1)."""
+
+    coin = lattice._Coin(lambda bits: eb.Interval(1, 1, 0))
+
+    def __call__(self, rng) -> bool:
+        return True
 
 
 class _GapWithoutSecondStayCoin(lattice._Gap):
@@ -40,7 +52,7 @@ class _GapWithoutSecondStayCoin(lattice._Gap):
 
     def __init__(self, lo, hi):
         super().__init__(lo, hi)
-        self.ratio2 = lambda rng: True
+        self.ratio2 = _Heads()
 
 
 def _float_coin(rng, num, den):
@@ -48,22 +60,25 @@ def _float_coin(rng, num, den):
     return rng.random() < math.exp(-num / den)
 
 
-def _relax_without_acceptance(rng, x, g):
+def _float_geometrics(rng, s, t):
+    """(b), batched: each geometric of ratio ``e^{-s/t}`` from a float uniform."""
+    return np.array([int(math.log(rng.random()) / (-a / b)) for a, b in zip(s.tolist(), t.tolist())], dtype=np.int64)
+
+
+def _moves_without_acceptance(src, n, c, rows):
     """(c): the stay as in the engine, then the raw ``DLap(r)`` proposal, never rejected."""
-    gn, gd = g.gap
-    if lattice._bern_exp(rng, gn * (abs(x) + 1), gd) and g.ratio2(rng):
-        return x
-    return lattice._dlap(rng, gn, gd)
+    return lattice_batch.dlap(src, c.gn[rows], c.gd[rows])
 
 
-def _bridge_from_below_only(rng, x_lo, x_hi, k):
+def _bridge_from_below_only(src, x_lo, x_hi, triples, which):
     """(d): the middle relaxed from the lower level, as if the upper one were unknown."""
-    return lattice._relax1(rng, x_lo, k.lower)
+    return lattice._relax_rows(src, x_lo, [k.lower for k in triples], which)
 
 
-def _stay_without_square(self, rng):
-    """(e): ``p0 = (b/a) (1-a)/(1-b)``: one ratio coin instead of two."""
-    return lattice._bern_exp(rng, *self.gap) and self.ratio(rng)
+def _stay_coin_without_square(self):
+    """(e): ``p0 = (b/a) (1-a)/(1-b)``: one ratio factor instead of two."""
+    gap, ratio = self.gap, self.ratio.coin.bounds
+    return lattice._Coin(lambda bits: eb.product(bits, eb.exp_neg(*gap, bits), ratio(bits)))
 
 
 def _pair_upwards():
@@ -87,17 +102,17 @@ MUTANTS = {
         _pair_upwards,
     ),
     "c: relax without the acceptance step": (
-        lambda mp: mp.setattr(lattice, "_relax1", _relax_without_acceptance),
+        lambda mp: mp.setattr(lattice, "_moves", _moves_without_acceptance),
         lambda: checks.check_relax(-40, 1, 2, 15_000, seed=12),
         _pair_upwards,
     ),
     "d: bridge that ignores the upper level": (
-        lambda mp: mp.setattr(lattice, "_bridge1", _bridge_from_below_only),
+        lambda mp: mp.setattr(lattice, "_bridge", _bridge_from_below_only),
         lambda: checks.check_bridge(-2, 1, 1, 2, 3, 6000, seed=14),
         _triple_bridged,
     ),
     "e: tightening with p0 unsquared": (
-        lambda mp: mp.setattr(lattice._Gap, "stay", _stay_without_square),
+        lambda mp: mp.setattr(lattice._Gap, "stay_coin", _stay_coin_without_square),
         lambda: checks.check_tighten(-7, F(1, 2), 1, 15_000, seed=13),
         _pair_downwards,
     ),
@@ -132,6 +147,8 @@ def test_float_coin_is_caught_by_the_bit_source_and_the_source_scan(monkeypatch,
     assert checks.float_problems() == []
     checks.run_every_step(checks.bits_only(5))
     monkeypatch.setattr(lattice, "_bern_exp", _float_coin)
+    monkeypatch.setattr(lattice_coins, "_bern_exp", _float_coin)
+    monkeypatch.setattr(lattice_batch, "geometric", _float_geometrics)
     problems = checks.float_problems()
     report(f"b: float coin: source scan finds {problems}")
     assert any("rng.random" in p for p in problems)

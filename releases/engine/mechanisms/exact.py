@@ -102,6 +102,32 @@ def _decimal_amounts(answer, noise, lower, upper, grids) -> list:
     return out
 
 
+def _int64(values):
+    """``values`` as a one-dimensional int64 array, or None when they do not fit (the caller then
+    takes the Decimal loop)."""
+    try:
+        arr = values if isinstance(values, np.ndarray) else np.array(values, dtype=np.int64)
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > 2**63 - 1:
+            return None
+        arr = arr.astype(np.int64, copy=False)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return arr if arr.ndim == 1 else None
+
+
+def _grid_fractions(grids) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each value's grid ``p / q`` in lowest terms as two int64 arrays (None: a grid beyond int64)."""
+    distinct = {g: i for i, g in enumerate(dict.fromkeys(grids))}
+    which = np.array(list(map(distinct.__getitem__, grids)), dtype=np.int64)
+    fractions = [Fraction(Decimal(g)) for g in distinct]
+    try:
+        p = np.array([f.numerator for f in fractions], dtype=np.int64)
+        q = np.array([f.denominator for f in fractions], dtype=np.int64)
+    except OverflowError:
+        return None
+    return p[which], q[which]
+
+
 def grid_amounts(answer, noise, lower, upper, grids) -> list:
     """``clamp(answer + noise, lower, upper) * grid`` for each value: an ``int`` where the amount is
     whole, else the float nearest to it (as ``float(Decimal)`` gives).
@@ -111,33 +137,24 @@ def grid_amounts(answer, noise, lower, upper, grids) -> list:
     so both are exact float64s and their IEEE quotient is the correctly rounded amount. Values
     beyond those bounds take the Decimal loop (:func:`_decimal_amounts`).
     """
-    answer, noise = np.asarray(answer).tolist(), np.asarray(noise).tolist()
-    fractions: dict = {}
-    pq = []
-    for g in grids:
-        f = fractions.get(g)
-        if f is None:
-            f = fractions[g] = Fraction(Decimal(g))
-        pq.append(f)
-    try:
-        u, n = np.array(answer, dtype=np.int64), np.array(noise, dtype=np.int64)
-        low, high = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
-        p = np.array([f.numerator for f in pq], dtype=np.int64)
-        q = np.array([f.denominator for f in pq], dtype=np.int64)
-    except (OverflowError, TypeError, ValueError):
-        return _decimal_amounts(answer, noise, lower, upper, grids)
-    if not (u.size == n.size == low.size == high.size == p.size):
-        return _decimal_amounts(answer, noise, lower, upper, grids)
+    grids = list(grids or ())
+    u, n, low, high = _int64(answer), _int64(noise), _int64(lower), _int64(upper)
+    pq = _grid_fractions(grids) if all(a is not None for a in (u, n, low, high)) else None
+    if pq is None or not (u.size == n.size == low.size == high.size == len(grids)):
+        return _decimal_amounts(np.asarray(answer).tolist(), np.asarray(noise).tolist(), lower, upper, grids)
+    p, q = pq
     if u.size == 0:
         return []
     if max(int(np.abs(u).max()), int(np.abs(n).max())) >= 2**62:  # u + n must not overflow
-        return _decimal_amounts(answer, noise, lower, upper, grids)
+        return _decimal_amounts(u.tolist(), n.tolist(), lower, upper, grids)
     steps = np.minimum(np.maximum(u + n, low), high)
     largest = int(np.abs(steps).max())
     if int(q.max()) >= _EXACT or int(np.abs(p).max()) * largest >= _EXACT:
-        return _decimal_amounts(answer, noise, lower, upper, grids)
+        return _decimal_amounts(u.tolist(), n.tolist(), lower, upper, grids)
     num = steps * p
-    whole = (num % q == 0).tolist()
-    ints = (num // q).tolist()
-    floats = (num.astype(np.float64) / q.astype(np.float64)).tolist()
-    return [i if w else f for i, f, w in zip(ints, floats, whole)]
+    whole = num % q == 0
+    if whole.all():
+        return (num // q).tolist()
+    out = (num.astype(np.float64) / q.astype(np.float64)).astype(object)
+    out[whole] = (num[whole] // q[whole]).astype(object)
+    return out.tolist()
