@@ -29,13 +29,23 @@ import numpy as np
 
 from . import exact_bounds
 from . import lattice_coins as coins
-from .lattice_vector import words
 
 __all__ = ["halves", "below", "flips", "first_accepted", "geometric", "dlap", "signs"]
 
 _TWO32 = 1 << 32
 _LOW = np.int64(_TWO32 - 1)
 
+
+
+def words(rng, n: int) -> np.ndarray:
+    """``n`` uniform 64-bit words: ``rng.u64(n)`` for a buffer that has it, else
+    ``rng.getrandbits(64 n)`` cut into words (each bit used once)."""
+    if n <= 0:
+        return np.empty(0, dtype=np.uint64)
+    if hasattr(rng, "u64"):  # a buffer (releases.engine.lattice._Bits): its own block of words
+        return rng.u64(n)
+    raw = rng.getrandbits(64 * n).to_bytes(8 * n, "little")
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 def halves(src, n: int) -> np.ndarray:
     """``n`` uniform 32-bit integers (int64): the two halves of ``ceil(n/2)`` words."""

@@ -26,7 +26,7 @@ from .lattice_inputs import GeneratorBits
 
 class _Bits:
     """``rng``'s bits, fetched 32,768 at a time and handed out in order (and, for the batched
-    draws of :mod:`releases.engine.lattice_vector`, whole 64-bit words from blocks of their own:
+    draws of :mod:`releases.engine.lattice_batch`, whole 64-bit words from blocks of their own:
     :meth:`u64`).
 
     ``secrets.SystemRandom`` makes a system call for every ``getrandbits``; the
@@ -48,7 +48,7 @@ class _Bits:
         self.word = 0  # the next ``left`` bits, lowest first
         self.left = 0
         self.words: list[int] = []  # later 64-bit words, last first
-        self.batch = np.empty(0, dtype=np.uint64)  # words for the batched draws (lattice_vector) ...
+        self.batch = np.empty(0, dtype=np.uint64)  # words for the batched draws (lattice_batch) ...
         self.used = 0  # ... of which the first ``used`` are handed out
 
     def u64(self, n: int) -> np.ndarray:

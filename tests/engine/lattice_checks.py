@@ -241,8 +241,8 @@ def float_problems() -> list[str]:
     in its module (so a
     replaced function is read in its replacement's source), and reports a
     float literal, a call of ``float``, any use of ``math`` but its integer functions, ``numpy.random``
-    or the ``random`` module, and any use of the bit source other than
-    ``rng.getrandbits``.
+    or the ``random`` module, and any use of the bit source other than its integer draws
+    (``BIT_SOURCE``: ``rng.getrandbits``, and ``rng.u64``, whole 64-bit words of the product's buffer).
     """
     problems = []
     for module, name in _defined_in_engine():
@@ -258,10 +258,13 @@ def float_problems() -> list[str]:
                 if (owner == "math" and node.attr not in INTEGER_MATH) or owner == "random" \
                         or (owner == "np" and node.attr == "random"):
                     problems.append(f"{where}: {owner}.{node.attr}")
-                elif owner == "rng" and node.attr != "getrandbits":
+                elif owner == "rng" and node.attr not in BIT_SOURCE:
                     problems.append(f"{where}: rng.{node.attr}")
     return problems
 
+
+#: what the sampling code may ask of its bit source: integers only
+BIT_SOURCE = frozenset({"getrandbits", "u64"})
 
 #: ``math``'s functions of integers only (exact): allowed in the sampling code.
 INTEGER_MATH = frozenset({"gcd", "lcm", "isqrt", "comb"})
