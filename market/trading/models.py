@@ -57,7 +57,7 @@ class Purchase(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [  # the sweeper's (market.trading.services.purchases_sweep): lost tasks, and unsent ones
+        indexes = [  # the sweeper's (market.trading.release_queue.purchases_sweep): lost tasks, and unsent ones
             models.Index(fields=["status", "updated_at"]),
             models.Index(fields=["updated_at"], condition=Q(unsent=True), name="purchase_unsent"),
         ]

@@ -199,14 +199,14 @@ def test_a_swept_purchase_whose_task_is_lost_again_waits_for_the_older_path(
 ):
     """Sent by a sweep and lost again (no worker takes it): it is not sent by every sweep (every
     10 s) but after RELEASE_SWEEP_AFTER, as any lost task."""
-    from market.trading import services as trading
+    from market.trading import release_queue
 
     fund(buyer, 100)
     with django_capture_on_commit_callbacks(execute=True):
         purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
     broker_down.undo()
     sent = []
-    monkeypatch.setattr(trading, "purchase_queue", lambda **kw: sent.append(kw) or True)
+    monkeypatch.setattr(release_queue, "purchase_queue", lambda **kw: sent.append(kw) or True)
     assert purchases_sweep() == 1 and sent == [{"purchase_id": purchase.pk, "listing_id": listing.pk}]
     assert purchases_sweep() == 0  # lost again: left to the older path
     assert purchases_sweep(older_than=timedelta(0)) == 1
