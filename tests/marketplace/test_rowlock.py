@@ -22,13 +22,18 @@ def _fields(instance) -> dict:
             for f in type(instance)._meta.concrete_fields}
 
 
-def test_a_holding_and_a_wallet_with_its_peer_read_as_django_reads_them(
-    make_listing, buyer, owner, fund, eager_celery, django_capture_on_commit_callbacks
-):
+@pytest.fixture
+def bought(make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks):
+    """A listing on which ``buyer`` bought level 1 (released)."""
     listing = make_listing()
     fund(buyer, 1000)
     with django_capture_on_commit_callbacks(execute=True):
         purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    return listing
+
+
+def test_a_holding_and_a_wallet_with_its_peer_read_as_django_reads_them(bought, buyer, owner):
+    listing = bought
     with transaction.atomic():
         held = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk)
         assert _fields(held) == _fields(Holding.objects.get(buyer=buyer, listing=listing))
@@ -55,18 +60,13 @@ def test_a_holding_and_a_wallet_with_its_peer_read_as_django_reads_them(
                                       credit=(buyer.pk, Account.Kind.WALLET, None)) is None
 
 
-def test_a_path_is_locked_with_its_listing_and_dataset_as_django_reads_them(
-    make_listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks, django_assert_num_queries
-):
+def test_a_path_is_locked_with_its_listing_and_dataset_as_django_reads_them(bought, django_assert_num_queries):
     from releases.locks import path_lock
     from releases.models import NoisePath
 
     from market.catalog.models import Listing
 
-    listing = make_listing()
-    fund(buyer, 1000)
-    with django_capture_on_commit_callbacks(execute=True):
-        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1")
+    listing = bought
     with transaction.atomic():
         with django_assert_num_queries(1):
             path = path_lock(listing_id=listing.pk)
