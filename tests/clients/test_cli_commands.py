@@ -179,12 +179,17 @@ def test_wait_ends_non_zero_while_in_flight_then_returns_the_release(late_worker
 # -- downloads ----------------------------------------------------------------------------------------
 
 
+def _microdata_listing(owner, records: int, title: str):
+    """A microdata listing of ``records`` penguins (public size), as the microdata tests make one."""
+    data, _ = penguins_csv(records)
+    dataset = ready_dataset(owner=owner, name=title, data=data, total_budget="20", relation="public_size")
+    return listing_create_microdata(owner=owner, dataset_id=dataset.public_id, title=title,
+                                    microdata_spec=SPEC, price_per_epsilon="2.00", shuffle=np.random.default_rng(7))
+
+
 def test_download_writes_a_microdata_releases_records_and_any_releases_values(worker, live_server, owner, make_listing,
                                                                               funded_buyer, key_for, tmp_path):
-    data, _ = penguins_csv(300)
-    dataset = ready_dataset(owner=owner, name="penguins", data=data, total_budget="20", relation="public_size")
-    micro = listing_create_microdata(owner=owner, dataset_id=dataset.public_id, title="Penguins by record",
-                                     microdata_spec=SPEC, price_per_epsilon="2.00", shuffle=np.random.default_rng(7))
+    micro = _microdata_listing(owner, 300, "Penguins by record")
     plain = make_listing()
     key = key_for(funded_buyer("bea", 100))
     env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key}
@@ -225,10 +230,7 @@ def test_download_writes_a_microdata_releases_records_and_any_releases_values(wo
 
 def test_a_quote_whose_answers_are_mostly_noise_says_so(live_server, owner, make_listing, funded_buyer, key_for,
                                                          tmp_path):
-    data, _ = penguins_csv(30)  # counts of 30 records: at eps 1 their interval is wider than 0 to 30
-    dataset = ready_dataset(owner=owner, name="few penguins", data=data, total_budget="20", relation="public_size")
-    micro = listing_create_microdata(owner=owner, dataset_id=dataset.public_id, title="Few penguins",
-                                     microdata_spec=SPEC, price_per_epsilon="2.00", shuffle=np.random.default_rng(7))
+    micro = _microdata_listing(owner, 30, "Few penguins")  # counts of 30 records: at eps 1 wider than 0 to 30
     plain = make_listing()
     key = key_for(funded_buyer("bea", 100))
     env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key}

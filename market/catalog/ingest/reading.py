@@ -233,6 +233,28 @@ _GROUP_ROWS = 1 << 17
 _GROUP_BYTES = 64 << 20
 
 
+class Gathering:
+    """Record batches gathered until there are ``rows`` rows or ``nbytes`` bytes of them: :meth:`add`
+    says when, :meth:`take` hands them over as one table (None when none are held)."""
+
+    def __init__(self, rows: int, nbytes: int):
+        self.limit_rows, self.limit_bytes = rows, nbytes
+        self.batches: list[pa.RecordBatch] = []
+        self.rows = self.bytes = 0
+
+    def add(self, batch: pa.RecordBatch) -> bool:
+        """Hold ``batch``; True once enough is held to be taken."""
+        self.batches.append(batch)
+        self.rows += batch.num_rows
+        self.bytes += batch.nbytes
+        return self.rows >= self.limit_rows or self.bytes >= self.limit_bytes
+
+    def take(self) -> pa.Table | None:
+        table = pa.Table.from_batches(self.batches) if self.batches else None
+        self.batches, self.rows, self.bytes = [], 0, 0
+        return table
+
+
 class GroupWriter:
     """Writes a Parquet file in row groups of about ``_GROUP_ROWS`` rows, or fewer past ``group_bytes``
     (batches come small; a row group each is slow to write and to read). The raw file is written
@@ -244,21 +266,16 @@ class GroupWriter:
         options = {"use_dictionary": dictionary, "write_statistics": True} if dictionary is not None else {
             "use_dictionary": False, "write_statistics": False}
         self.out = pq.ParquetWriter(path, schema, compression="zstd", **options)
-        self.pending: list[pa.RecordBatch] = []
-        self.rows = self.bytes = 0
-        self.group_bytes = min(group_bytes, _GROUP_BYTES)
+        self.group = Gathering(_GROUP_ROWS, min(group_bytes, _GROUP_BYTES))
 
     def write(self, batch: pa.RecordBatch) -> None:
-        self.pending.append(batch)
-        self.rows += batch.num_rows
-        self.bytes += batch.nbytes
-        if self.rows >= _GROUP_ROWS or self.bytes >= self.group_bytes:
+        if self.group.add(batch):
             self.flush()
 
     def flush(self) -> None:
-        if self.pending:
-            self.out.write_table(pa.Table.from_batches(self.pending), row_group_size=max(self.rows, 1))
-        self.pending, self.rows, self.bytes = [], 0, 0
+        table = self.group.take()
+        if table is not None:
+            self.out.write_table(table, row_group_size=max(table.num_rows, 1))
 
     def close(self, *, complete: bool = True) -> None:
         if complete:

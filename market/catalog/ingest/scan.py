@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sql
-from .reading import GroupWriter, IngestError
+from .reading import Gathering, GroupWriter, IngestError
 
 #: Rows read before the typed file's types are chosen.
 PROBE_ROWS = 1 << 16
@@ -112,8 +112,7 @@ class Scan:
         self.speculation_held = typed_path is not None
         self.probe: list[list[Cells]] = []
         self.rows = 0
-        self.pending: list[pa.RecordBatch] = []
-        self.pending_rows = self.pending_bytes = 0
+        self.pending = Gathering(BATCH_ROWS, batch_bytes)
         # the Parquet files are compressed and written by a thread of their own, beside the classifying
         self.writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-write")
         self.classifying = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-classify")
@@ -133,17 +132,13 @@ class Scan:
     # ------------------------------------------------------------------ batches
 
     def add(self, batch: pa.RecordBatch) -> None:
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        self.pending_bytes += batch.nbytes
-        if self.pending_rows >= BATCH_ROWS or self.pending_bytes >= self.batch_bytes:
+        if self.pending.add(batch):
             self._flush()
 
     def _flush(self) -> None:
-        if not self.pending:
+        table = self.pending.take()
+        if table is None:
             return
-        table = pa.Table.from_batches(self.pending)
-        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
         if self.raw:
             self._write(_write_table, self.raw, table)
         arrays = [table.column(i).combine_chunks() for i in range(table.num_columns)]
