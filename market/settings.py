@@ -328,8 +328,8 @@ FILE_UPLOAD_PERMISSIONS = 0o600
 #: decrypted copies of datasets' files live in 0700 folders made here (default: the system's temporary folder)
 DATASET_TEMP_DIR = os.environ.get("DATASET_TEMP_DIR") or None
 #: Ingestion (market.catalog.ingest, on the "ingest" queue). The memory one ingest worker process may use,
-#: in MiB: DuckDB gets half of it (and INGEST_THREADS threads), a batch of decoded rows a sixteenth; run the
-#: ingest worker with --max-memory-per-child at this figure (KiB) so a process that grew is replaced
+#: in MiB, the process itself included: DuckDB gets a quarter of it (and INGEST_THREADS threads), a batch of
+#: decoded rows a 32nd; run the ingest worker with --max-memory-per-child at this figure (KiB) so a process that grew is replaced
 INGEST_MEMORY_BUDGET_MB = int(os.environ.get("INGEST_MEMORY_BUDGET_MB", "512"))
 INGEST_THREADS = int(os.environ.get("INGEST_THREADS", "1"))
 #: a Parquet row group larger than this once uncompressed and decoded is refused (its footer says so, or

@@ -35,7 +35,8 @@ _SMALLER_GROUPS = "write the file with smaller row groups (for example 100,000 r
 @dataclass(frozen=True)
 class Limits:
     """``memory``: the bytes one ingest process may use, itself included (Python, Django, pyarrow and
-    DuckDB loaded take about 200 MB): DuckDB gets a quarter, a batch of decoded text a 32nd;
+    DuckDB loaded take about 245 MB
+    resident, the shared libraries' pages included): DuckDB gets a quarter, a batch of decoded text a 32nd;
     ``row_group``: a Parquet row group's size uncompressed and decoded;
     ``uncompressed``: the whole table's, as text; ``threads``: DuckDB's."""
 

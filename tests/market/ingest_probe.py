@@ -1,12 +1,30 @@
 """Read each file given the way the ingest worker does (``dataset_process``'s steps, with the limits
 from the settings) and print, per file, what came of it and how long it took; then the process's
 peak resident memory (VmHWM), for ``test_ingest_memory.py``. Run as
-``python -m tests.market.ingest_probe TMPDIR FILE...``; no database is used."""
+``python -m tests.market.ingest_probe TMPDIR FILE...``; no database is used.
 
+The process is the worker as ``requirements.txt`` installs it: pandas (in the test requirements only,
+for the benches and the tests that compare with it) cannot be imported here. pyarrow imports pandas
+when it can, the first time it is handed a Python list, and that alone holds 31 MB the worker never
+has: with it the probe measured the test environment, not the worker."""
+
+import importlib.abc
 import json
 import os
 import sys
 import time
+
+
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    """Imports of ``names`` fail as they do where the package is not installed."""
+
+    def __init__(self, *names: str):
+        self.names = names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
 
 
 def peak_mb() -> float:
@@ -15,6 +33,7 @@ def peak_mb() -> float:
 
 
 def main() -> None:
+    sys.meta_path.insert(0, _NotInstalled("pandas"))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "market.settings")
     import django
 
