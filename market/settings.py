@@ -237,9 +237,10 @@ UPLOAD_MAX_CONCURRENT = int(os.environ.get("UPLOAD_MAX_CONCURRENT", "4"))
 #: threads of one web process (gunicorn gthread, market/gunicorn_conf.py reads the same variable)
 WEB_THREADS = int(os.environ.get("GUNICORN_THREADS", "8"))
 #: ``Prefer: wait`` held open at once (market/trading/waits.py): per buyer, and per web process
-#: (default: half its threads); beyond them the answer comes at once, without waiting
+#: (default: three quarters of its threads: a wait holds its thread idle, and the quarter left serves the
+#: other requests, each a few milliseconds long); beyond them the answer comes at once, without waiting
 WAIT_MAX_PER_BUYER = int(os.environ.get("WAIT_MAX_PER_BUYER", "2"))
-WAIT_MAX_PER_PROCESS = int(os.environ.get("WAIT_MAX_PER_PROCESS", str(max(1, WEB_THREADS // 2))))
+WAIT_MAX_PER_PROCESS = int(os.environ.get("WAIT_MAX_PER_PROCESS", str(max(1, WEB_THREADS - max(1, WEB_THREADS // 4)))))
 if min(UPLOAD_BODY_TIMEOUT, REQUEST_BODY_TIMEOUT, UPLOAD_MAX_CONCURRENT_PER_OWNER, UPLOAD_MAX_CONCURRENT) <= 0:
     raise ImproperlyConfigured("the body timeouts and upload concurrency limits must be positive")
 
