@@ -38,6 +38,7 @@ from market.core import visibility
 from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
 from market.core.locks import released, retrying
 from market.core.outages import database_gone, unavailable
+from market.core.writes import RowInsert, prep
 from market.core.fields import LEVEL_QUANTUM, MONEY_QUANTUM
 from market.core.levels import level_text, parse_level
 from market.ledger.models import Account, Leg, Transfer
@@ -544,7 +545,7 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, max_
         price = _step_price(listing, holding.purchased, eps)
         if max_price is not None and price > max_price:
             raise _PriceRose(price)  # the price under the locks is above what the buyer agreed to: roll back
-        purchase = Purchase.objects.create(
+        purchase = Purchase(
             id=purchase_id,
             buyer=buyer,
             listing=listing,
@@ -555,8 +556,7 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, max_
         )
         # what staff read in the admin; statements describe a purchase from its own fields
         memo = f"{listing.title[:160]}: ε {level_text(holding.purchased)} → {level_text(eps)}"
-        holding.purchased = eps
-        holding.save(update_fields=["purchased", "updated_at"])
+        _purchase_insert(purchase, holding)
         # the money last: the buyer's wallet locked (its balance is checked), the owner's earnings on
         # this listing (one account per listing: sales of other listings never wait for it) locked by
         # the balance update of the transfer's legs, the last write before the commit
@@ -661,6 +661,26 @@ def _listing_release(*, listing_id, rng, only=None) -> dict:
         webhook_emit(*[("purchase.released", p.pk, p.buyer_id) for p in purchases],
                      *[("listing.sold", p.pk, owner_id) for p in purchases])
     return made
+
+
+_PURCHASE = RowInsert(Purchase)
+
+
+def _purchase_insert(purchase: Purchase, holding: Holding) -> None:
+    """Insert ``purchase`` and raise the (locked) ``holding`` to its level: on PostgreSQL one statement."""
+    holding.purchased = purchase.level_to
+    if not RowInsert.usable():
+        purchase.save(force_insert=True)
+        holding.save(update_fields=["purchased", "updated_at"])
+        return
+    holding.updated_at = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'WITH p AS ({_PURCHASE.sql}) UPDATE "trading_holding" SET "purchased" = %s, "updated_at" = %s WHERE "id" = %s',
+            [*_PURCHASE.params(purchase), prep(Holding, "purchased", holding.purchased),
+             prep(Holding, "updated_at", holding.updated_at), holding.pk],
+        )
+    _PURCHASE.saved(purchase)
 
 
 def purchase_fail(*, purchase_id, reason: str) -> Purchase | None:
