@@ -35,7 +35,7 @@ from market.catalog.pricing import curve_of, price_increment
 from market.catalog.risk import level_at_risk, stored_figures
 from market.catalog.selectors import listing_plan
 from market.core import visibility
-from market.core.errors import Busy, Conflict, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
+from market.core.errors import Busy, Conflict, DomainError, InvalidInput, NotFound, PriceChanged, ServiceUnavailable
 from market.core.locks import released, retrying
 from market.core.outages import database_gone, unavailable
 from market.core.writes import RowInsert, prep
@@ -87,6 +87,15 @@ def _refuse_owner(listing: Listing, buyer) -> None:
     owner_id = getattr(listing, "dataset_owner_id", None) or listing.dataset.owner_id  # read with the lock, or loaded
     if owner_id == buyer.pk:
         raise InvalidInput("you own this listing: owners do not buy their own data")
+
+
+def _refused(listing: Listing, buyer, current: Decimal, eps: Decimal) -> bool:
+    """Whether :func:`_check_step` refuses the step (it is asked again to say why)."""
+    try:
+        _check_step(listing, buyer, current, eps)
+    except DomainError:
+        return True
+    return False
 
 
 def _check_step(listing: Listing, buyer, current: Decimal, eps: Decimal) -> Cap:
@@ -492,8 +501,11 @@ class _DatasetLockNeeded(Exception):
 
 def _purchase_take(*, buyer, listing_id: int, eps: Decimal, idempotency_key: str | None,
                    max_price: Decimal | None = None, purchase_id, again: bool = False) -> tuple[Purchase, bool]:
-    """One attempt at :func:`purchase_create`'s transaction: eight statements on an uncapped
-    listing with the buyer's holding and accounts already made."""
+    """One attempt at :func:`purchase_create`'s transaction: five statements on an uncapped
+    listing with the buyer's holding and accounts already made, when the buyer's last purchase there
+    is released and the step is one they may take (the listing share-locked, the holding locked, the
+    purchase with the holding raised, the wallet locked, the transfer with its legs); a sixth, the
+    read of the key's purchase and the purchase in flight, otherwise."""
     step = {"buyer": buyer, "listing_id": listing_id, "eps": eps, "idempotency_key": idempotency_key,
             "max_price": max_price, "purchase_id": purchase_id, "again": again}
     try:
@@ -525,23 +537,27 @@ def _purchase_step(*, buyer, listing_id, eps, idempotency_key, purchase_id, max_
         if listing.trust_capped and listing.dataset_id != dataset_id:
             raise _DatasetLockNeeded(listing.dataset_id)
         holding = holding_lock(buyer_id=buyer.pk, listing_id=listing.pk, create=True)
-        # one read for both: a purchase made with this key (committed while we waited for the
-        # holding, or long ago), and a purchase of this buyer still in flight on the listing
-        clash = Q(listing_id=listing.pk, status__in=Purchase.IN_FLIGHT)
-        if idempotency_key is not None:
-            clash |= Q(idempotency_key=idempotency_key)
-        if again:
-            clash |= Q(pk=purchase_id)
-        others = list(Purchase.objects.filter(clash, buyer=buyer))
-        if again and (mine := next((p for p in others if p.pk == purchase_id), None)):
-            return mine, True
-        if idempotency_key is not None:
-            found = _same_purchase([p for p in others if p.idempotency_key == idempotency_key], listing_id, eps)
-            if found:
-                return found, False
-        _check_step(listing, buyer, holding.purchased, eps)
-        if any(p.in_flight and p.listing_id == listing.pk for p in others):
-            raise Busy(IN_FLIGHT_MESSAGE)
+        if again or holding.purchased != holding.released or _refused(listing, buyer, holding.purchased, eps):
+            # one read for both: a purchase made with this key (committed while we waited for the
+            # holding, or long ago: a repeat is answered with it, not refused), and a purchase of this
+            # buyer still in flight on the listing. A step that is neither refused nor behind one in
+            # flight (the holding released all it bought) skips it: a repeated key then meets the
+            # unique constraint on the INSERT, and purchase_create answers with that key's purchase.
+            clash = Q(listing_id=listing.pk, status__in=Purchase.IN_FLIGHT)
+            if idempotency_key is not None:
+                clash |= Q(idempotency_key=idempotency_key)
+            if again:
+                clash |= Q(pk=purchase_id)
+            others = list(Purchase.objects.filter(clash, buyer=buyer))
+            if again and (mine := next((p for p in others if p.pk == purchase_id), None)):
+                return mine, True
+            if idempotency_key is not None:
+                found = _same_purchase([p for p in others if p.idempotency_key == idempotency_key], listing_id, eps)
+                if found:
+                    return found, False
+            _check_step(listing, buyer, holding.purchased, eps)
+            if any(p.in_flight and p.listing_id == listing.pk for p in others):
+                raise Busy(IN_FLIGHT_MESSAGE)
         price = _step_price(listing, holding.purchased, eps)
         if max_price is not None and price > max_price:
             raise _PriceRose(price)  # the price under the locks is above what the buyer agreed to: roll back

@@ -145,6 +145,27 @@ def test_idempotency_key_returns_the_first_purchase_and_charges_once(
         purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2", idempotency_key="k-1")
 
 
+def test_a_repeat_whose_step_could_be_taken_again_answers_the_first_purchase(
+    listing, buyer, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    """A purchase that failed (refunded: the holding is back where it was) repeated with its key: the
+    step could be taken again, so the purchase is written without reading for the key first; the
+    key's unique constraint stops it, and the answer is the first purchase, nothing charged."""
+    fund(buyer, 100)
+    type(listing).objects.filter(pk=listing.pk).update(answer=b"broken")
+    with django_capture_on_commit_callbacks(execute=True):
+        failed, created, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-9")
+    failed.refresh_from_db()
+    assert created and failed.status == "failed"
+    assert wallet_balance(user=buyer) == Decimal("100.00")
+    again, created_again, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-9")
+    assert not created_again and again.pk == failed.pk and again.status == "failed"
+    assert wallet_balance(user=buyer) == Decimal("100.00") and Purchase.objects.filter(buyer=buyer).count() == 1
+    with pytest.raises(Conflict):  # the same key for another step
+        purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2", idempotency_key="k-9")
+    assert Purchase.objects.filter(buyer=buyer).count() == 1 and ledger_is_balanced()
+
+
 @pytest.mark.parametrize(
     "eps,error,message",
     [
