@@ -111,6 +111,20 @@ def test_the_typed_file_of_the_pass_is_the_one_written_from_the_raw_file(upload)
         assert ours.column(name).equals(theirs.column(name)), name
 
 
+def test_the_raw_file_holds_every_cell_as_written_with_dictionaries_for_repeating_columns(upload):
+    """The raw file is LZ4-compressed (internal, quicker to write than zstd); the columns whose first rows
+    repeat (flags, cities, dates) have dictionaries, the others plain pages; either way each cell is its text."""
+    _, raw, _, _ = upload
+    meta = pq.ParquetFile(raw).metadata
+    chunks = {meta.schema.column(j).name: meta.row_group(0).column(j) for j in range(meta.num_columns)}
+    assert {c.compression for c in chunks.values()} == {"LZ4"}
+    dictionary = {name for name, c in chunks.items() if "RLE_DICTIONARY" in c.encodings}
+    assert dictionary == {"spaced", "day", "moment", "flag", "city"}  # ("underscored": 301 texts in 4,096 rows)
+    table = pq.read_table(raw)
+    for name in ("whole", "spaced", "city", "note"):
+        assert table.column(name).to_pylist() == [_cells(k)[name] for k in range(ROWS)], name
+
+
 def test_summaries_and_the_steps_agree(upload, tmp_path):
     found, raw, typed, _ = upload
     again = ingest.infer(raw, tmpdir=str(tmp_path))
