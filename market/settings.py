@@ -237,10 +237,11 @@ UPLOAD_MAX_CONCURRENT = int(os.environ.get("UPLOAD_MAX_CONCURRENT", "4"))
 #: threads of one web process (gunicorn gthread, market/gunicorn_conf.py reads the same variable)
 WEB_THREADS = int(os.environ.get("GUNICORN_THREADS", "8"))
 #: ``Prefer: wait`` held open at once (market/trading/waits.py): per buyer, and per web process
-#: (default: three quarters of its threads: a wait holds its thread idle, and the quarter left serves the
-#: other requests, each a few milliseconds long); beyond them the answer comes at once, without waiting
+#: (default: all its threads but an eighth of them, and at least 2: a wait holds its thread idle, and the
+#: threads kept serve the other requests, each a few milliseconds long: 6 of 8 threads, 28 of 32); beyond
+#: them the answer comes at once, without waiting
 WAIT_MAX_PER_BUYER = int(os.environ.get("WAIT_MAX_PER_BUYER", "2"))
-WAIT_MAX_PER_PROCESS = int(os.environ.get("WAIT_MAX_PER_PROCESS", str(max(1, WEB_THREADS - max(1, WEB_THREADS // 4)))))
+WAIT_MAX_PER_PROCESS = int(os.environ.get("WAIT_MAX_PER_PROCESS", str(max(1, WEB_THREADS - max(2, WEB_THREADS // 8)))))
 if min(UPLOAD_BODY_TIMEOUT, REQUEST_BODY_TIMEOUT, UPLOAD_MAX_CONCURRENT_PER_OWNER, UPLOAD_MAX_CONCURRENT) <= 0:
     raise ImproperlyConfigured("the body timeouts and upload concurrency limits must be positive")
 

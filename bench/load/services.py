@@ -79,7 +79,7 @@ class Services:
             LOG_LEVEL=self.args.log_level,
             PYTHONPATH=str(ROOT),
             PYTHONUNBUFFERED="1",
-            # market/gunicorn_conf.py and the settings (WAIT_MAX_PER_PROCESS: three quarters of the threads) read these
+            # market/gunicorn_conf.py and the settings (WAIT_MAX_PER_PROCESS: the threads less an eighth) read these
             GUNICORN_WORKERS=str(self.args.workers),
             GUNICORN_THREADS=str(self.args.threads),
         )
