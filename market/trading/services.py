@@ -372,6 +372,10 @@ def purchase_create(
             purchase_id=purchase_id,
         )
     except _PriceRose as rose:
+        # (a repeat whose step could be taken again is not read for its key before the price check)
+        found = idempotency_key is not None and _existing_for_key(buyer, idempotency_key, listing_id, eps)
+        if found:
+            return PurchaseResult(found, False, None)
         raise _price_changed(buyer=buyer, listing_id=listing_id, eps=eps, max_price=max_price, price=rose.price) from None
     except IntegrityError as exc:
         found = Purchase.objects.filter(pk=purchase_id).first()

@@ -160,6 +160,10 @@ def test_a_repeat_whose_step_could_be_taken_again_answers_the_first_purchase(
     assert wallet_balance(user=buyer) == Decimal("100.00")
     again, created_again, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-9")
     assert not created_again and again.pk == failed.pk and again.status == "failed"
+    # the same, with a max_price the step's price is now above: still the first purchase, not a new price
+    again, created_again, _ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="1", idempotency_key="k-9",
+                                              max_price="0.01")
+    assert not created_again and again.pk == failed.pk
     assert wallet_balance(user=buyer) == Decimal("100.00") and Purchase.objects.filter(buyer=buyer).count() == 1
     with pytest.raises(Conflict):  # the same key for another step
         purchase_create(buyer=buyer, listing_id=listing.pk, epsilon="2", idempotency_key="k-9")
