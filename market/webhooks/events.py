@@ -21,7 +21,7 @@ from django.db import transaction
 from market.accounts.roles import has_role
 from market.core import queueing
 
-from .models import Outbox
+from .models import Endpoint, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +66,32 @@ def emit(*events: tuple[str, str, int]) -> None:
     """Note ``(type, object_id, user_id)`` events in the current transaction (one INSERT in the
     outbox, committed or rolled back with the caller's change) and, once it commits, queue one task
     on the webhooks queue to record them. A broker that cannot be reached never fails or slows the
-    caller: the notes wait for the sweeper (``services.outbox_sweep``)."""
+    caller: the notes wait for the sweeper (``services.outbox_sweep``).
+
+    Only events that an active endpoint of their user subscribes to are noted (one read of the
+    users' endpoints): an event nobody listens to is never recorded (``services.events_record``
+    checks again), so most changes (users without webhooks) write no note and send no task."""
 
     items = [(kind, str(obj), int(user)) for kind, obj, user in events]
-    if not items:
-        return
     for kind, _, _ in items:
         if kind not in EVENT_TYPES:
             raise ValueError(f"unknown webhook event type {kind!r}")
+    items = _listened(items)
+    if not items:
+        return
     Outbox.objects.bulk_create([Outbox(type=kind, object_id=obj, user_id=user) for kind, obj, user in items])
     transaction.on_commit(lambda: _send(items))
+
+
+def _listened(items: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """The ``items`` whose user has an active endpoint subscribed to their type."""
+    if not items:
+        return items
+    wanted: set[tuple[int, str]] = set()
+    endpoints = Endpoint.objects.filter(owner_id__in={user for _, _, user in items}, is_active=True)
+    for owner_id, kinds in endpoints.values_list("owner_id", "events"):
+        wanted.update((owner_id, kind) for kind in kinds)
+    return [item for item in items if (item[2], item[0]) in wanted]
 
 
 def _send(items: list[tuple[str, str, int]]) -> None:

@@ -17,6 +17,8 @@ from market.webhooks.services import (
     RETRY_DELAYS,
     deliveries_sweep,
     delivery_attempt,
+    endpoint_create,
+    endpoint_update,
     events_record,
     outbox_sweep,
 )
@@ -49,10 +51,17 @@ def bought(listing, buyer, fund, seeded_noise):
     return buy(listing, buyer)
 
 
+def listen(user, events, url):
+    """An active endpoint of ``user``'s subscribed to ``events`` (made through the service)."""
+    return endpoint_create(user=user, url=url, events=events)[0]
+
+
 def test_a_release_emits_its_events_when_it_commits(listing, owner, buyer, fund, seeded_noise, monkeypatch,
-                                                     django_capture_on_commit_callbacks):
+                                                     django_capture_on_commit_callbacks, receiver):
     sent = []
     monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: sent.append([tuple(i) for i in items]))
+    listen(buyer, ["purchase.released", "purchase.failed"], receiver.url())
+    listen(owner, ["listing.sold"], receiver.url())
     fund(buyer, 1000)
     purchase = buy(listing, buyer, release=False)
     with django_capture_on_commit_callbacks(execute=False):
@@ -68,6 +77,29 @@ def test_a_release_emits_its_events_when_it_commits(listing, owner, buyer, fund,
     with django_capture_on_commit_callbacks(execute=True):
         purchase_fail(purchase_id=third.pk, reason="test")
     assert sent == [[("purchase.failed", str(third.pk), buyer.pk)]]
+
+
+def test_an_event_nobody_listens_to_is_not_noted(listing, owner, buyer, fund, seeded_noise, monkeypatch,
+                                                 django_capture_on_commit_callbacks, receiver):
+    """Events are noted (and a task sent) only for users with an active endpoint subscribed to their
+    type: without one a release writes no outbox note and queues nothing; a disabled endpoint, or
+    one subscribed to other events, does not count."""
+    sent = []
+    monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: sent.append([tuple(i) for i in items]))
+    Outbox.objects.all().delete()  # the listing's dataset.ready, if its owner listened
+    fund(buyer, 1000)
+    first = buy(listing, buyer, release=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_release(purchase_id=first.pk)
+    assert sent == [] and not Outbox.objects.exists()
+
+    quiet = listen(buyer, ["purchase.released"], receiver.url())
+    endpoint_update(user=buyer, endpoint_id=quiet.pk, is_active=False)
+    listen(owner, ["listing.sold"], receiver.url())
+    second = buy(listing, buyer, epsilon="2", release=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        purchase_release(purchase_id=second.pk)
+    assert sent == [[("listing.sold", str(second.pk), owner.pk)]]  # the owner's only
 
 
 def test_a_failing_broker_never_fails_a_release(listing, buyer, fund, seeded_noise, monkeypatch,
@@ -94,12 +126,15 @@ def test_an_event_whose_task_is_lost_is_sent_by_the_sweeper(api, listing, owner,
 
     monkeypatch.setattr(tasks.events_record_task, "delay", down)
     monkeypatch.setattr(tasks.delivery_attempt_task, "delay", lambda delivery_id: None)  # sent below, by hand
-    Outbox.objects.all().delete()  # the listing's dataset.ready, noted when the fixture made it
+    Outbox.objects.all().delete()  # the listing's dataset.ready, had its owner listened
     add_endpoint(api(buyer), receiver.url(), ["purchase.released"])
+    owners = listen(owner, ["listing.sold"], receiver.url())
     fund(buyer, 1000)
     purchase = buy(listing, buyer, release=False)
     with django_capture_on_commit_callbacks(execute=True):
+        # the owner's endpoint is disabled after the event was noted: the sweeper then records nothing for it
         purchase_release(purchase_id=purchase.pk)
+    endpoint_update(user=owner, endpoint_id=owners.pk, is_active=False)
     notes = set(Outbox.objects.values_list("type", "object_id", "user_id"))
     assert notes == {("purchase.released", str(purchase.pk), buyer.pk), ("listing.sold", str(purchase.pk), owner.pk)}
     assert not Event.objects.exists()
@@ -107,7 +142,7 @@ def test_an_event_whose_task_is_lost_is_sent_by_the_sweeper(api, listing, owner,
     assert outbox_sweep(now=clock.now) == 0  # a note just written still has its task coming
     clock.advance(minutes=3)
     assert outbox_sweep(now=clock.now) == 2
-    assert not Outbox.objects.exists()  # recorded (the buyer's) or wanted by no one (the owner's)
+    assert not Outbox.objects.exists()  # recorded (the buyer's) or wanted by no one any more (the owner's)
     [delivery] = Delivery.objects.all()
     delivery_attempt(delivery_id=delivery.pk)
     [request] = receiver.requests
@@ -117,10 +152,12 @@ def test_an_event_whose_task_is_lost_is_sent_by_the_sweeper(api, listing, owner,
     assert outbox_sweep(now=clock.now) == 0 and Delivery.objects.count() == 1
 
 
-def test_an_event_is_noted_only_if_its_change_commits(listing, buyer, fund, seeded_noise):
+def test_an_event_is_noted_only_if_its_change_commits(listing, owner, buyer, fund, seeded_noise, receiver):
     """The outbox note is written in the release's transaction: a release that rolls back leaves none."""
     from django.db import transaction
 
+    listen(buyer, ["purchase.released"], receiver.url())
+    listen(owner, ["listing.sold"], receiver.url())
     fund(buyer, 1000)
     purchase = buy(listing, buyer, release=False)
     with pytest.raises(RuntimeError), transaction.atomic():
@@ -437,13 +474,12 @@ def test_a_dataset_ready_event_to_its_owner(api, owner, users, receiver, monkeyp
 
     sent = []
     monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: sent.extend(tuple(i) for i in items))
-    with django_capture_on_commit_callbacks(execute=True):
-        dataset = ready_dataset(owner=owner, name="visits", data=make_csv(50), total_budget="10")
-    assert sent == [("dataset.ready", dataset.public_id, owner.pk)]
-
     owner_client = api(owner)
     add_endpoint(owner_client, receiver.url(), ["dataset.ready"])
     add_endpoint(api(users("eve", owner=True)), receiver.url("/eve"), ["dataset.ready"])
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset = ready_dataset(owner=owner, name="visits", data=make_csv(50), total_budget="10")
+    assert sent == [("dataset.ready", dataset.public_id, owner.pk)]
     send(sent)
     [request] = receiver.requests
     assert request.path == "/hook"
