@@ -645,7 +645,8 @@ def _listing_release(*, listing_id, rng, only=None) -> dict:
     """One attempt at a release transaction: every purchase of the listing in flight (or only
     ``only``), its locks in the product's order (path, holdings, purchases). Returns
     ``{purchase_id: release}``. Ten statements for one new level, whatever the batch's size (the
-    tenth notes the release's webhook events in the outbox)."""
+    tenth reads which of the release's webhook events anyone listens to; an eleventh notes those in
+    the outbox)."""
     with transaction.atomic():
         path = path_lock(listing_id=listing_id)
         pending = Purchase.objects.filter(listing_id=listing_id, status__in=Purchase.IN_FLIGHT)
