@@ -7,7 +7,8 @@ For each regime of levels it times, in coordinates per second of CPU time
 (best of ``--repeat`` runs, each on ``--n`` coordinates; CPU time, so that
 other work on a shared machine does not count), ``sample``, ``relax``,
 ``tighten`` and ``bridge``, with the product's bit source
-(``secrets.SystemRandom``) and, for comparison, ``random.Random``:
+(``lattice.new_rng()``: ChaCha20 under a key from ``os.urandom``) and, for comparison,
+``random.Random``:
 
 * levels around 1 (ratios 1.001, 2 and 100 between the two levels) and
   tiny per-unit levels (1e-5 to 1e-3, what a sum counted in grid units has);
@@ -36,7 +37,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import secrets
 import time
 from decimal import Decimal
 from fractions import Fraction
@@ -180,13 +180,13 @@ def main(argv=None) -> int:
         return 0
 
     load = os.getloadavg()[0]
-    sources = {"system": secrets.SystemRandom, "random": lambda: random.Random(12345)}
+    sources = {"system": lattice.new_rng, "random": lambda: random.Random(12345)}
     rows = run_regimes(args.n, args.repeat, sources)
     baseline = run_baseline(args.n, args.repeat)
     listing = run_listing(max(args.repeat, 10))
 
     print(f"machine: {machine()}; load average {load:.1f} at the start")
-    print_table("coordinates per CPU second, secrets.SystemRandom (the product's bit source)", rows, "system")
+    print_table("coordinates per CPU second, the product's bit source (lattice.new_rng)", rows, "system")
     print_table("coordinates per CPU second, random.Random (for comparison)", rows, "random")
     print("\nfloat path baseline, coordinates per CPU second: " + ", ".join(f"{k} {v:,.0f}" for k, v in baseline.items()))
     print("\n1,000-value listing (weights 3 and 3e4), step and values, ms per release (CPU / wall),"

@@ -35,7 +35,7 @@ from .selectors import path_released
 
 log = logging.getLogger(__name__)
 
-#: The lattice path's bit source: the operating system's generator (``secrets.SystemRandom``);
+#: The lattice path's bit source: ChaCha20 under a key from the operating system (``lattice.new_rng``);
 #: tests replace it with a seeded one.
 new_bit_source = lattice.new_rng
 

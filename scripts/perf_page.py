@@ -118,7 +118,7 @@ def lattice(d: dict) -> str:
         "## The exact lattice path",
         f"{command(d, '')}: each step of `releases/engine/lattice.py` in coordinates per CPU second "
         f"(best of {d.get('repeat', 3)} runs of {d['n']:,} coordinates) with the product's bit source, "
-        f"`secrets.SystemRandom`. Target: 20,000 coordinates a CPU second for every step in every regime, "
+        f"`lattice.new_rng()` (ChaCha20's keystream under a key from `os.urandom`). Target: 20,000 coordinates a CPU second for every step in every regime, "
         f"and a 1,000-value release under 100 ms.",
         measured(d),
         table(["levels"] + [s.replace("x_lo=x_hi", "ends equal").replace("|d|=1e6", "ends 10⁶ apart") for s in steps], rows),

@@ -54,8 +54,8 @@ functions below, some reached by another exact route (docs/mathematics.md sectio
 coordinates at once"), so a seeded source gives other values than they would. Coordinates whose
 levels are too fine for int64 products are drawn one at a time by those functions.
 
-``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (the operating
-system's generator, ``secrets.SystemRandom``) in the product,
+``rng`` is any object with ``getrandbits(k)``: :func:`new_rng` (ChaCha20's keystream under a
+key from the operating system's generator, :mod:`releases.engine.keystream`) in the product,
 ``random.Random(seed)`` in tests. The public steps read a system generator
 through a buffer (:class:`_Bits`) that fetches its bits in large blocks.
 This module never imports Django.
@@ -440,11 +440,13 @@ class _Columns:
     coins as tables."""
 
     def __init__(self, gaps: list, which: np.ndarray, fits: np.ndarray):
+        self.gaps = gaps
         moves = [g.moves() if ok else None for g, ok in zip(gaps, fits)]
-        table = np.array([(*g.gap, *m.both, m.span, m.cap, m.tails) if m else (0,) * 7 for g, m in zip(gaps, moves)],
-                         dtype=np.int64)[which]
+        table = np.array([(m.span, m.cap, m.tails) if m else (0,) * 3 for m in moves], dtype=np.int64)[which]
         self.which = which
-        self.gn, self.gd, self.bn, self.bd, self.span, self.cap, self.tails = table.T
+        self.span, self.cap, self.tails = table.T
+        # the geometrics' levels (lattice_batch.geometric's ``levels``): each gap's, then each lo + hi
+        self.levels = [g.gap for g in gaps] + [m.both if m else (1, 1) for m in moves]
         self.ratio2 = [g.ratio2.coin for g in gaps]
         self.wide = [m.wide if m else None for m in moves]
         self.tail = [m.tail if m else None for m in moves]
@@ -465,7 +467,7 @@ def _relax_rows(src, x: np.ndarray, gaps: list, which: np.ndarray) -> np.ndarray
     if not rows.size:
         return out
     x, n, c = x[rows], n[rows], _Columns(gaps, which[rows], fits)
-    stay = lattice_batch.geometric(src, c.gn, c.gd) > n  # Bernoulli(r^{n+1})
+    stay = lattice_batch.geometric_levels(src, c.levels, c.which) > n  # Bernoulli(r^{n+1})
     at = np.flatnonzero(stay)
     stay[at] = lattice_batch.flips(src, c.ratio2, c.which[at])
     y = x.copy()
@@ -519,8 +521,7 @@ def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
         # above: G >= n) and the far inside's value; ratio q for every tail's value
         a = np.flatnonzero(near_in | (heads & (near_up | far_in)))
         b = np.flatnonzero(heads)
-        g = lattice_batch.geometric(src, np.concatenate([c.gn[r[a]], c.bn[r[b]]]),
-                                    np.concatenate([c.gd[r[a]], c.bd[r[b]]]))
+        g = lattice_batch.geometric_levels(src, c.levels, np.concatenate([which[a], groups + which[b]]))
         g_r = np.zeros(r.size, dtype=np.int64)
         g_r[a] = g[: a.size]
         g_q = np.zeros(r.size, dtype=np.int64)
@@ -533,7 +534,15 @@ def _moves(src, n: np.ndarray, c: _Columns, rows: np.ndarray) -> np.ndarray:
         y = np.where(kept_in, y_in, np.where(low, -1 - g_q, np.where(far_low, g_r, nn + 1 + g_q)))
         return kept_in | low | up | far_low | far_up, y
 
-    return lattice_batch.first_accepted(rows.size, trial)
+    def rest(at):  # the few left after a round: the scalar loops
+        out = []
+        for i in rows[at].tolist():
+            g = c.gaps[int(c.which[i])]
+            k, ni = g.moves(), int(n[i])
+            out.append(_move_near(src, ni, g, k) if ni < k.cap else _move_far(src, ni, g, k))
+        return out
+
+    return lattice_batch.first_accepted(rows.size, trial, rest)
 
 
 def _dlap_rows(src, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

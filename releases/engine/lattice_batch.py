@@ -30,7 +30,7 @@ import numpy as np
 from . import exact_bounds
 from . import lattice_coins as coins
 
-__all__ = ["halves", "below", "flips", "first_accepted", "geometric", "dlap", "signs"]
+__all__ = ["halves", "below", "flips", "first_accepted", "geometric", "geometric_levels", "dlap", "signs"]
 
 _TWO32 = 1 << 32
 _LOW = np.int64(_TWO32 - 1)
@@ -103,18 +103,30 @@ def _levels_of(s: np.ndarray, t: np.ndarray) -> tuple[list[tuple[int, int]], np.
     return [(a, b) for a, b in pairs.tolist()], which.reshape(-1)
 
 
-def first_accepted(m: int, trial) -> np.ndarray:
+#: At most this many coordinates left after a round of :func:`first_accepted` are finished one
+#: by one (its ``rest``): a round of numpy calls costs about as much as some 50 scalar loops.
+FEW = 48
+
+
+def first_accepted(m: int, trial, rest=None) -> np.ndarray:
     """For each of ``m`` coordinates, the value of its first accepted trial of a rejection loop.
 
     ``trial(rows)`` runs one independent trial for each entry of ``rows`` (coordinates, each
     possibly several times) and returns ``(accepted, value)``. Two trials per coordinate are run
     at once, four for those that need another round; the first accepted (in the order of
     ``rows``) is the coordinate's: the law of the scalar loop that tries until one is accepted.
+    ``rest(rows)``, if given, runs that scalar loop for each of ``rows`` (their values): once at
+    most :data:`FEW` coordinates are left they are finished by it. Trials are independent and a
+    refused one leaves nothing behind, so a loop started afresh after any number of refusals
+    has the law of the loop it continues.
     """
     out = np.empty(m, dtype=np.int64)
     todo = np.arange(m)
     per = 2
     while todo.size:
+        if rest is not None and per > 2 and todo.size <= FEW:
+            out[todo] = rest(todo)
+            break
         accepted, value = trial(np.repeat(todo, per))
         accepted = accepted.reshape(-1, per)
         has = accepted.any(axis=1)
@@ -171,7 +183,16 @@ def _padded(tables: list, name: str, width: int, dtype) -> np.ndarray:
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` for each coordinate
-    (``0 < s, t``, int64), all levels at once, from binary digits (:class:`_Digits`).
+    (``0 < s, t``, int64): :func:`geometric_levels` on the distinct levels of ``s/t``."""
+    if s.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return geometric_levels(src, *_levels_of(s, t))
+
+
+def geometric_levels(src, levels: list, which: np.ndarray) -> np.ndarray:
+    """``G >= 0`` with ``P(G = g)`` proportional to ``e^{-g s/t}`` for each coordinate ``i``, its
+    level ``s/t = levels[which[i]]`` (``levels``: pairs of ints ``0 < s, t``), all levels at once,
+    from binary digits (:class:`_Digits`).
 
     ``P(G = g)`` is proportional to ``alpha^g`` (``alpha = e^{-s/t}``), the product over ``g``'s
     binary digits ``b_i`` of ``alpha^{b_i 2^i}``: the digits are independent coins, digit ``i``
@@ -182,11 +203,12 @@ def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
     :func:`~releases.engine.lattice_coins._geometric`). A digit's uniform is read 8 bits first
     and compared with the 8-bit bracket of its probability; those on the bracket (probability
     about ``2^-8``) read 32 more together, against the 40-bit bracket, and the very rare ones
-    still on it are finished by the coin itself."""
-    n = s.size
+    still on it are finished by the coin itself. A caller that knows each coordinate's level
+    among a few (the relaxation: one per pair of levels) passes them here and saves finding
+    them (:func:`_levels_of`, a sort)."""
+    n = which.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    levels, which = _levels_of(s, t)
     tables = [_digit_table(a, b) for a, b in levels]
     width = max(d.size for d in tables)
     if len(tables) == 1:

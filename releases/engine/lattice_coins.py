@@ -18,6 +18,7 @@ import numpy as np
 
 from releases.engine import exact_bounds
 
+from .keystream import KeyStream
 from .lattice_inputs import GeneratorBits
 
 # --------------------------------------------------------------------------
@@ -29,7 +30,8 @@ class _Bits:
     draws of :mod:`releases.engine.lattice_batch`, whole 64-bit words from blocks of their own:
     :meth:`u64`).
 
-    ``secrets.SystemRandom`` makes a system call for every ``getrandbits``; the
+    The product's source (:class:`~releases.engine.keystream.KeyStream`) runs a cipher call, and
+    ``secrets.SystemRandom`` a system call, for every ``getrandbits``; the
     coins below ask for a few bits at a time, dozens of times a coordinate.
     This buffer asks ``rng`` for one large block and serves each request from
     its next bits: the bits handed out are the block's bits, each used once,
@@ -57,12 +59,15 @@ class _Bits:
         the ``first`` words the caller expects to use) is read and appended
         to them, so that every word read is handed out once and a call reads little more than it
         uses (the operating system's generator costs a few microseconds a kilobyte). It is read
-        with ``os.urandom`` directly: the same bytes its ``getrandbits`` reads."""
+        with ``randbytes`` (``os.urandom`` for ``secrets.SystemRandom``): the same bytes its
+        ``getrandbits`` reads."""
         left = self.batch.size - self.used
         if n > left:
             size = max(n - left, self.WORDS, self.first)
             self.first = 0
-            if type(self.rng) is secrets.SystemRandom:
+            if type(self.rng) is KeyStream:
+                block = np.frombuffer(self.rng.randbytes(8 * size), dtype="<u8")
+            elif type(self.rng) is secrets.SystemRandom:
                 block = np.frombuffer(os.urandom(8 * size), dtype="<u8")
             else:
                 block = np.frombuffer(self.rng.getrandbits(64 * size).to_bytes(8 * size, "little"), dtype="<u8")
@@ -92,11 +97,12 @@ class _Bits:
 
 
 def _bit_source(rng, words: int = 0):
-    """A :class:`_Bits` buffer over the operating system's generator (``secrets.SystemRandom``,
-    whose every call reads the kernel); a numpy generator (a test's, handed to the product's
+    """A :class:`_Bits` buffer over the product's generator (a
+    :class:`~releases.engine.keystream.KeyStream`, or ``secrets.SystemRandom``, whose every call
+    reads the kernel); a numpy generator (a test's, handed to the product's
     release code) through :class:`GeneratorBits`; any other source with ``getrandbits`` as it is
     (a test's ``random.Random``, whose calls are already cheap, or a buffer already)."""
-    if isinstance(rng, secrets.SystemRandom):
+    if isinstance(rng, (KeyStream, secrets.SystemRandom)):
         return _Bits(rng, words)
     if not hasattr(rng, "getrandbits") and hasattr(rng, "bytes"):
         return GeneratorBits(rng)

@@ -1,16 +1,17 @@
 """What the exact lattice path (``releases.engine.lattice``) takes in: levels as exact
 rationals within the range whose noise fits in int64, integer noise vectors, and its
-sources of random bits (the operating system's in the product, a seeded generator's in
-tests). Pure: no Django."""
+sources of random bits (a keystream keyed by the operating system's generator in the product,
+a seeded generator's in tests). Pure: no Django."""
 
 from __future__ import annotations
 
-import secrets
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from numbers import Integral
 
 import numpy as np
+
+from .keystream import KeyStream
 
 #: Levels below this are refused: the noise would no longer fit in an int64. (A listing's
 #: smallest per-coordinate level is eps 0.0001 over ~40 groups of up to 2e8 steps: about 1e-14.)
@@ -21,9 +22,10 @@ MAX_LEVEL = Fraction(10**6)
 _INT64 = 2**63 - 1
 
 
-def new_rng() -> secrets.SystemRandom:
-    """The product's bit source: the operating system's cryptographic generator."""
-    return secrets.SystemRandom()
+def new_rng() -> KeyStream:
+    """The product's bit source: ChaCha20's keystream under a key from the operating system's
+    cryptographic generator (:mod:`releases.engine.keystream`), one per release."""
+    return KeyStream()
 
 
 class GeneratorBits:

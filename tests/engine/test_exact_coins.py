@@ -187,6 +187,14 @@ def _gamma_off(monkeypatch, name: str, factor: F = UP, module=lattice_coins) -> 
         monkeypatch.setattr(lattice, name, off)
 
 
+def _levels_off(monkeypatch, factor: F = UP) -> None:
+    """``lattice_batch.geometric_levels`` (every batched geometric, the relaxation's ``r^m`` coins
+    among them) run at ``factor`` times each of its levels."""
+    real, a, b = lattice_batch.geometric_levels, factor.numerator, factor.denominator
+    off = lambda src, levels, which: real(src, [(s * a, t * b) for s, t in levels], which)  # noqa: E731
+    monkeypatch.setattr(lattice_batch, "geometric_levels", off)
+
+
 def _units_off(monkeypatch) -> None:
     """``_units``'s table of ``e^{-j}`` built from ``1.03 e^{-1}``."""
     one = eb.mul(eb.exp_neg(1, 1, 96), eb.exact(103, 100, 96), 96)
@@ -460,7 +468,7 @@ CASES: dict[str, Case] = {
         events={"stays": lambda v: v == -4, "beyond 0": lambda v: v > 0, "beyond x": lambda v: v < -4},
         exact=lambda: _events(_relax_law(-4, R_LO, R_HI), {"stays": lambda v: v == -4, "beyond 0": lambda v: v > 0,
                                                             "beyond x": lambda v: v < -4}),
-        mutate=lambda mp_: _gamma_off(mp_, "geometric", module=lattice_batch),
+        mutate=lambda mp_: _levels_off(mp_),
         mutation="every e^-gamma coin's rate 3% high (batched: its r^m coins are geometrics of ratio r)",
         n=300_000,  # the mutant's expected z(stays) is about -5 at 150,000: too close to the alarm
     ),

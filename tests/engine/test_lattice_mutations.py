@@ -67,7 +67,8 @@ def _float_geometrics(rng, s, t):
 
 def _moves_without_acceptance(src, n, c, rows):
     """(c): the stay as in the engine, then the raw ``DLap(r)`` proposal, never rejected."""
-    return lattice_batch.dlap(src, c.gn[rows], c.gd[rows])
+    gaps = np.array([c.gaps[i].gap for i in c.which[rows]], dtype=np.int64).reshape(-1, 2)
+    return lattice_batch.dlap(src, gaps[:, 0], gaps[:, 1])
 
 
 def _bridge_from_below_only(src, x_lo, x_hi, triples, which):

@@ -2,8 +2,9 @@
 
 Every noise draw in ``releases/`` and ``market/``, and every secret order of a
 release's rows, must come from the operating system's random bits:
-``releases.engine.osrandom`` (``mechanism.new_rng()`` is one of its sources) or
-``secrets`` itself. No production module builds a seeded numpy generator. This scans the production modules' syntax trees for the
+``releases.engine.osrandom`` (``mechanism.new_rng()`` is one of its sources),
+``secrets`` itself, or ``releases.engine.keystream`` (ChaCha20 under a key read
+from them: the exact paths' ``lattice.new_rng()``). No production module builds a seeded numpy generator. This scans the production modules' syntax trees for the
 ways a fixed or weak source could slip in.
 """
 
@@ -134,3 +135,42 @@ def test_the_os_source_has_no_seed():
     assert a.random(8).tolist() != b.random(8).tolist()
     with pytest.raises(TypeError):
         osrandom.new_source(1)
+
+
+def test_the_exact_paths_source_is_chacha20_under_a_key_from_the_operating_system(monkeypatch):
+    """``lattice.new_rng()`` reads a 256-bit key and a 96-bit nonce from os.urandom and serves
+    ChaCha20's keystream under them (block counter from 0), bits in order, never twice; after
+    REKEY_BYTES it reads a new key. Fails if the source were seeded otherwise, reused a key, or
+    handed out keystream bytes twice."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    from releases.engine import keystream, lattice
+
+    asked, real = [], os.urandom
+
+    def spy(n):
+        asked.append(real(n))
+        return asked[-1]
+
+    monkeypatch.setattr(keystream.os, "urandom", spy)
+    rng = lattice.new_rng()
+    assert [len(b) for b in asked] == [12, 32]  # the nonce, then the key
+    nonce, key = asked
+    expected = Cipher(algorithms.ChaCha20(key, bytes(4) + nonce), mode=None).encryptor().update(bytes(5000))
+    got = rng.randbytes(1000) + rng.getrandbits(8 * 3000).to_bytes(3000, "little") + rng.randbytes(1000)
+    assert got[:1000] == expected[:1000] and got[4000:] == expected[4000:]
+    # getrandbits(k): the next whole bytes, read as a little-endian integer, its top k bits
+    assert got[1000:4000] == expected[1000:4000]
+    assert 0 <= rng.getrandbits(13) < 2**13 and rng.getrandbits(0) == 0
+    assert lattice.new_rng().randbytes(32) != lattice.new_rng().randbytes(32)
+    with pytest.raises(TypeError):
+        keystream.KeyStream(b"a key")
+
+    monkeypatch.setattr(keystream, "REKEY_BYTES", 64)
+    asked.clear()
+    short = keystream.KeyStream()
+    first_key = asked[1]
+    out = short.randbytes(100)  # 64 bytes under the first key, 36 under a second
+    assert len(asked) == 4 and asked[3] != first_key
+    again = Cipher(algorithms.ChaCha20(asked[3], bytes(4) + asked[2]), mode=None).encryptor().update(bytes(36))
+    assert out[64:] == again
