@@ -74,7 +74,7 @@ def flips(src, table: list, which: np.ndarray) -> np.ndarray:
     finished by the coin itself in the rare case the uniform lies inside it."""
     if not which.size:
         return np.zeros(0, dtype=bool)
-    pairs = np.array([(0, 0) if c is None else c.brackets(32) for c in table], dtype=np.int64)[which]
+    pairs = _brackets32(tuple(table))[which]
     w = halves(src, which.size)
     yes = w < pairs[:, 0]
     open_ = ~yes & (w < pairs[:, 1])
@@ -82,6 +82,15 @@ def flips(src, table: list, which: np.ndarray) -> np.ndarray:
         for i in np.flatnonzero(open_).tolist():
             yes[i] = table[int(which[i])].finish(src, int(w[i]), 32)
     return yes
+
+
+@lru_cache(maxsize=256)
+def _brackets32(table: tuple) -> np.ndarray:
+    """The coins' 32-bit brackets as rows of an int64 array, read-only, kept for the next call with
+    the same coins (the key holds the coins themselves: a coin's bracket never changes)."""
+    pairs = np.array([(0, 0) if c is None else c.brackets(32) for c in table], dtype=np.int64).reshape(-1, 2)
+    pairs.flags.writeable = False
+    return pairs
 
 
 def signs(src, n: int) -> np.ndarray:
@@ -112,9 +121,12 @@ def first_accepted(m: int, trial, rest=None) -> np.ndarray:
     """For each of ``m`` coordinates, the value of its first accepted trial of a rejection loop.
 
     ``trial(rows)`` runs one independent trial for each entry of ``rows`` (coordinates, each
-    possibly several times) and returns ``(accepted, value)``. Two trials per coordinate are run
-    at once, four for those that need another round; the first accepted (in the order of
-    ``rows``) is the coordinate's: the law of the scalar loop that tries until one is accepted.
+    possibly several times) and returns ``(accepted, value)``. One trial per coordinate is run
+    first, then three at once for those that need another round; the first accepted (in the
+    order of ``rows``) is the coordinate's: the law of the scalar loop that tries until one is
+    accepted. (The relaxation's loops keep at least about a third of their trials, most near
+    all: one round of two trials each cost more than a round of one and a round of three for
+    the few left.)
     ``rest(rows)``, if given, runs that scalar loop for each of ``rows`` (their values): once at
     most :data:`FEW` coordinates are left they are finished by it. Trials are independent and a
     refused one leaves nothing behind, so a loop started afresh after any number of refusals
@@ -122,9 +134,9 @@ def first_accepted(m: int, trial, rest=None) -> np.ndarray:
     """
     out = np.empty(m, dtype=np.int64)
     todo = np.arange(m)
-    per = 2
+    per = 1
     while todo.size:
-        if rest is not None and per > 2 and todo.size <= FEW:
+        if rest is not None and per > 1 and todo.size <= FEW:
             out[todo] = rest(todo)
             break
         accepted, value = trial(np.repeat(todo, per))
@@ -133,7 +145,7 @@ def first_accepted(m: int, trial, rest=None) -> np.ndarray:
         first = np.argmax(accepted, axis=1)[has]
         out[todo[has]] = value.reshape(-1, per)[has, first]
         todo = todo[~has]
-        per = 4
+        per = 3
     return out
 
 
@@ -173,12 +185,30 @@ def _digit_table(s: int, t: int) -> _Digits:
 
 
 def _padded(tables: list, name: str, width: int, dtype) -> np.ndarray:
-    """The tables' ``name`` arrays as rows of one array, each padded with zeros to ``width``."""
+    """The tables' ``name`` arrays as rows of one array, each padded with zeros to ``width``
+    (a padded digit's bracket is empty: it is never 1 and never read further)."""
     out = np.zeros((len(tables), width), dtype=dtype)
     for g, table in enumerate(tables):
         row = getattr(table, name)
         out[g, : row.size] = row
     return out
+
+
+@lru_cache(maxsize=256)
+def _brackets_of(tables: tuple) -> tuple:
+    """The brackets of the :class:`_Digits` ``tables`` for :func:`geometric_levels`: ``width``
+    (the most digits) and the 8-bit and 40-bit brackets, one table's own arrays or, for several,
+    rows padded to ``width`` (read-only), kept for the next call with the same tables (the key
+    holds the tables themselves)."""
+    width = max(d.size for d in tables)
+    if len(tables) == 1:
+        d = tables[0]
+        return width, d.lo8, d.width8, d.lo40, d.hi40
+    arrays = [_padded(tables, name, width, dtype) for name, dtype in
+              (("lo8", np.uint8), ("width8", np.uint8), ("lo40", np.int64), ("hi40", np.int64))]
+    for a in arrays:
+        a.flags.writeable = False
+    return width, *arrays
 
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -209,14 +239,10 @@ def geometric_levels(src, levels: list, which: np.ndarray) -> np.ndarray:
     n = which.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    tables = [_digit_table(a, b) for a, b in levels]
-    width = max(d.size for d in tables)
-    if len(tables) == 1:
-        lo8, width8, lo40, hi40 = tables[0].lo8, tables[0].width8, tables[0].lo40, tables[0].hi40
-    else:
-        lo8 = _padded(tables, "lo8", width, np.uint8)[which]
-        width8 = _padded(tables, "width8", width, np.uint8)[which]
-        lo40, hi40 = _padded(tables, "lo40", width, np.int64), _padded(tables, "hi40", width, np.int64)
+    tables = tuple(_digit_table(a, b) for a, b in levels)
+    width, lo8, width8, lo40, hi40 = _brackets_of(tables)
+    if len(tables) > 1:
+        lo8, width8 = lo8[which], width8[which]
     w = words(src, -(-n * width // 8)).view(np.uint8)[: n * width].reshape(n, width)
     ones = w < lo8
     at = np.flatnonzero((w - lo8) < width8)  # lo8 <= w < hi8 (uint8 arithmetic wraps below lo8)

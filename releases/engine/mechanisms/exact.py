@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,7 +82,8 @@ class Lattice(Base):
 
     def step(self, level, *, dim, weights, rng, below=None, above=None):
         sides = {name: side for name, side in (("below", below), ("above", above)) if side is not None}
-        return lattice.step(level, [int(w) for w in weights], rng, **sides)
+        arr = np.asarray(weights)  # the listing's integer weights: no conversion one by one
+        return lattice.step(level, arr if arr.dtype.kind in "iu" else [int(w) for w in weights], rng, **sides)
 
     def values(self, answer, noise, *, level, weights, lower, upper, grids) -> list:
         """Whole steps clamped to the declared range, times each value's grid (ints on an integer grid)."""
@@ -116,7 +118,13 @@ def _int64(values):
 
 
 def _grid_fractions(grids) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each value's grid ``p / q`` in lowest terms as two int64 arrays (None: a grid beyond int64)."""
+    """Each value's grid ``p / q`` in lowest terms as two int64 arrays, read-only (None: a grid
+    beyond int64). A listing's grids are the same at every release: kept for the last few."""
+    return _grid_fractions_of(tuple(grids))
+
+
+@lru_cache(maxsize=64)
+def _grid_fractions_of(grids: tuple) -> tuple[np.ndarray, np.ndarray] | None:
     distinct = {g: i for i, g in enumerate(dict.fromkeys(grids))}
     which = np.array(list(map(distinct.__getitem__, grids)), dtype=np.int64)
     fractions = [Fraction(Decimal(g)) for g in distinct]
@@ -125,7 +133,9 @@ def _grid_fractions(grids) -> tuple[np.ndarray, np.ndarray] | None:
         q = np.array([f.denominator for f in fractions], dtype=np.int64)
     except OverflowError:
         return None
-    return p[which], q[which]
+    p, q = p[which], q[which]
+    p.flags.writeable = q.flags.writeable = False
+    return p, q
 
 
 def grid_amounts(answer, noise, lower, upper, grids) -> list:
