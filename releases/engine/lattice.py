@@ -445,7 +445,7 @@ class _Columns:
         table = np.array([(m.span, m.cap, m.tails) if m else (0,) * 3 for m in moves], dtype=np.int64)[which]
         self.which = which
         self.span, self.cap, self.tails = table.T
-        # the geometrics' levels (lattice_batch.geometric's ``levels``): each gap's, then each lo + hi
+        # the geometrics' levels (lattice_batch.geometric_levels): each gap's, then each lo + hi
         self.levels = [g.gap for g in gaps] + [m.both if m else (1, 1) for m in moves]
         self.ratio2 = [g.ratio2.coin for g in gaps]
         self.wide = [m.wide if m else None for m in moves]
