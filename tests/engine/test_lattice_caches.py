@@ -9,7 +9,10 @@
   in one call, each keep their law; brackets kept on the wrong key (the number of levels) are
   caught;
 * the geometric's top coin, read as one more digit: with a coin of 1/2 in its place, ``G``
-  reaches ``2^D`` half the time and never ``2^{D+1}``.
+  reaches ``2^D`` half the time and never ``2^{D+1}``;
+* the lattice mechanism's weights (``mechanisms.exact._lattice_weights_of``, kept per tuple of
+  weights): a step with one listing's weights and then another's draws as ``lattice.step``
+  does with each; weights kept on the wrong key (their number) are caught.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 
 from releases.engine import exact_bounds as eb
 from releases.engine import lattice, lattice_batch, lattice_coins
+from releases.engine.mechanisms import exact, mechanism
 
 from . import lattice_checks as checks
 from . import lattice_laws as laws
@@ -115,3 +119,28 @@ def test_the_top_coin_read_as_a_digit_adds_its_power_of_two(monkeypatch):
     assert binomial_close(int(high.sum()), N, 1 / 2)
     low = draws & ((1 << size) - 1)  # below 2^D: the geometric itself but with probability e^{-32}
     assert checks.geometric_fit(low, s, t).passes
+
+
+def _steps_match_the_modules(seed: int) -> list[bool]:
+    """The lattice mechanism's step with weights ``[1, 3, 3]`` then ``[30, 1, 2]`` (new lists each
+    time), a relax for each: whether it draws what ``lattice.step`` draws with those weights."""
+    same = []
+    for weights in ([1, 3, 3], [30, 1, 2]):
+        below = (F(1), np.array([5, -3, 0]))
+        got, _ = mechanism("lattice").step(F(2), dim=3, weights=list(weights), rng=checks.bits_only(seed), below=below)
+        want, _ = lattice.step(F(2), weights, checks.bits_only(seed), below=below)
+        same.append(bool(np.array_equal(got, want)))
+    return same
+
+
+def test_the_mechanisms_kept_weights_are_each_listings_own():
+    assert _steps_match_the_modules(64) == [True, True]
+    kept = exact._lattice_weights([4, 5])
+    assert isinstance(kept, np.ndarray) and not kept.flags.writeable  # shared between releases: read-only
+
+
+def test_weights_kept_for_another_listing_are_caught(monkeypatch):
+    """The mutant keeps one entry per number of weights: the second listing runs at the first's."""
+    real, kept = exact._lattice_weights_of, {}
+    monkeypatch.setattr(exact, "_lattice_weights_of", lambda weights: kept.setdefault(len(weights), real(weights)))
+    assert _steps_match_the_modules(64) == [True, False]
