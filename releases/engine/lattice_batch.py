@@ -74,7 +74,7 @@ def flips(src, table: list, which: np.ndarray) -> np.ndarray:
     finished by the coin itself in the rare case the uniform lies inside it."""
     if not which.size:
         return np.zeros(0, dtype=bool)
-    pairs = _brackets32(tuple(table))[which]
+    pairs = np.take(_brackets32(tuple(table)), which, axis=0)  # a row gather: faster than pairs[which]
     w = halves(src, which.size)
     yes = w < pairs[:, 0]
     open_ = ~yes & (w < pairs[:, 1])
@@ -197,18 +197,22 @@ def _padded(tables: list, name: str, width: int, dtype) -> np.ndarray:
 @lru_cache(maxsize=256)
 def _brackets_of(tables: tuple) -> tuple:
     """The brackets of the :class:`_Digits` ``tables`` for :func:`geometric_levels`: ``width``
-    (the most digits) and the 8-bit and 40-bit brackets, one table's own arrays or, for several,
-    rows padded to ``width`` (read-only), kept for the next call with the same tables (the key
-    holds the tables themselves)."""
-    width = max(d.size for d in tables)
-    if len(tables) == 1:
-        d = tables[0]
-        return width, d.lo8, d.width8, d.lo40, d.hi40
+    (the most digits, and one), the tables' sizes (int64) and the 8-bit and 40-bit brackets, one
+    row per table (read-only): its digits', then at column ``size`` those of its coin ``top``
+    (``P(G >= 2^size)``, read as one more digit), then zeros to ``width``. Kept for the next call
+    with the same tables (the key holds the tables themselves)."""
+    width = max(d.size for d in tables) + 1
     arrays = [_padded(tables, name, width, dtype) for name, dtype in
               (("lo8", np.uint8), ("width8", np.uint8), ("lo40", np.int64), ("hi40", np.int64))]
-    for a in arrays:
+    lo8, width8, lo40, hi40 = arrays
+    for g, d in enumerate(tables):
+        low, high = d.top.brackets(40)  # below 2^8: P(G >= 2^size) < e^{-32}
+        lo8[g, d.size], width8[g, d.size] = low >> 32, -(-high >> 32) - (low >> 32)
+        lo40[g, d.size], hi40[g, d.size] = low, high
+    sizes = np.array([d.size for d in tables], dtype=np.int64)
+    for a in (sizes, *arrays):
         a.flags.writeable = False
-    return width, *arrays
+    return width, sizes, *arrays
 
 
 def geometric(src, s: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -229,8 +233,9 @@ def geometric_levels(src, levels: list, which: np.ndarray) -> np.ndarray:
     one with probability ``alpha^{2^i} / (1 + alpha^{2^i})``, and ``floor(G / 2^D)`` is
     independent of the ``D`` digits below it, a geometric of ratio ``alpha^{2^D}``. ``D = L + 6``
     (``2^L s/t >= 1/2``), so that it is 0 but with probability below ``e^{-32}``: one constant
-    coin says so, and in the rare other case it is ``1 +`` a geometric of that ratio (the scalar
-    :func:`~releases.engine.lattice_coins._geometric`). A digit's uniform is read 8 bits first
+    coin says so, read as one more digit (a set one adds ``2^D``), and in the rare other case
+    ``G`` is ``2^D`` times ``1 +`` a geometric of that ratio (the scalar
+    :func:`~releases.engine.lattice_coins._geometric`) and its digits. A digit's uniform is read 8 bits first
     and compared with the 8-bit bracket of its probability; those on the bracket (probability
     about ``2^-8``) read 32 more together, against the 40-bit bracket, and the very rare ones
     still on it are finished by the coin itself. A caller that knows each coordinate's level
@@ -240,28 +245,29 @@ def geometric_levels(src, levels: list, which: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     tables = tuple(_digit_table(a, b) for a, b in levels)
-    width, lo8, width8, lo40, hi40 = _brackets_of(tables)
-    if len(tables) > 1:
-        lo8, width8 = lo8[which], width8[which]
+    width, sizes, lo8, width8, lo40, hi40 = _brackets_of(tables)
+    if len(tables) == 1:
+        lo8, width8 = lo8[0], width8[0]
+    else:  # row gathers (np.take: several times faster than lo8[which])
+        lo8, width8 = np.take(lo8, which, axis=0), np.take(width8, which, axis=0)
     w = words(src, -(-n * width // 8)).view(np.uint8)[: n * width].reshape(n, width)
     ones = w < lo8
     at = np.flatnonzero((w - lo8) < width8)  # lo8 <= w < hi8 (uint8 arithmetic wraps below lo8)
     if at.size:
         rows, cols = at // width, at % width
         u = (w[rows, cols].astype(np.int64) << 32) | halves(src, rows.size)
-        if len(tables) == 1:
-            low, high = lo40[cols], hi40[cols]
-        else:
-            low, high = lo40[which[rows], cols], hi40[which[rows], cols]
+        groups = which[rows] if len(tables) > 1 else np.zeros(rows.size, dtype=np.int64)
+        low, high = lo40[groups, cols], hi40[groups, cols]
         yes = u < low
         for k in np.flatnonzero(~yes & (u < high)).tolist():
-            yes[k] = tables[int(which[rows[k]])].coins[int(cols[k])].finish(src, int(u[k]), 40)
+            d, col = tables[int(groups[k])], int(cols[k])
+            yes[k] = (d.coins[col] if col < d.size else d.top).finish(src, int(u[k]), 40)
         ones[rows, cols] = yes
-    out = ones.dot(np.int64(1) << np.arange(width, dtype=np.int64))
-    high = np.flatnonzero(flips(src, [d.top for d in tables], which))
-    for i in high.tolist():  # G >= 2^D: probability below 1.3e-14
+    out = ones.dot(np.int64(1) << np.arange(width, dtype=np.int64))  # a set top coin adds 2^D
+    beyond = out >> (sizes[0] if len(tables) == 1 else np.take(sizes, which))
+    for i in np.flatnonzero(beyond).tolist():  # G >= 2^D: probability below 1.3e-14
         d = tables[int(which[i])]
-        out[i] += (1 + coins._geometric(src, d.s << d.size, d.t)) << d.size
+        out[i] += coins._geometric(src, d.s << d.size, d.t) << d.size
     return out
 
 

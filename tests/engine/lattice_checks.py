@@ -81,6 +81,18 @@ def g_test(observed, probabilities) -> Fit:
     return Fit(g, df, float(stats.chi2.sf(g, df)), int(n))
 
 
+def geometric_fit(draws: np.ndarray, s: int, t: int, cells: int = 60) -> Fit:
+    """G-test of geometric draws against ``P(G >= g) = alpha^g``, ``alpha = e^{-s/t}``, in cells of
+    equal width (about ``cells`` of them up to where the tail is below 1e-5, and the tail)."""
+    top = int(math.ceil(12 * t / s)) + 1
+    width = max(1, top // cells)
+    edges = np.arange(0, top + width, width)
+    tail = np.exp(-edges.astype(float) * (s / t))  # P(G >= edge)
+    probabilities = np.append(-np.diff(tail), tail[-1])
+    observed = np.bincount(np.minimum(draws // width, edges.size - 1), minlength=edges.size)
+    return g_test(observed, probabilities)
+
+
 def cuts_for(law: laws.Law) -> list[int]:
     """Cell boundaries for a one-dimensional law: single integers where the law is narrow,
     about ``CELLS`` equal stretches where it is wide, and every point mass in a cell of its own."""

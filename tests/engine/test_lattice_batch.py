@@ -41,18 +41,6 @@ def _bits(seed):
     return checks.bits_only(seed)
 
 
-def _geometric_fit(draws: np.ndarray, s: int, t: int) -> checks.Fit:
-    """G-test of geometric draws against ``P(G >= g) = alpha^g``, in cells of equal width (about 60
-    of them up to where the tail is below 1e-5, and the tail)."""
-    top = int(math.ceil(12 * t / s)) + 1
-    width = max(1, top // 60)
-    edges = np.arange(0, top + width, width)
-    tail = np.exp(-edges.astype(float) * (s / t))  # P(G >= edge)
-    probabilities = np.append(-np.diff(tail), tail[-1])
-    observed = np.bincount(np.minimum(draws // width, edges.size - 1), minlength=edges.size)
-    return checks.g_test(observed, probabilities)
-
-
 def _geometrics(s: int, t: int, n: int, seed: int) -> np.ndarray:
     return lattice_batch.geometric(_bits(seed), np.full(n, s, dtype=np.int64), np.full(n, t, dtype=np.int64))
 
@@ -60,7 +48,7 @@ def _geometrics(s: int, t: int, n: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("s, t", [(1, 30), (3, 7), (1, 30_000), (2, 3), (5, 2), (3, 1), (1, 3 * 10**8), (7, 10**12)])
 def test_geometric_has_the_geometric_law(s, t, report):
     draws = _geometrics(s, t, N, seed=s * 7 + t)
-    fit = _geometric_fit(draws, s, t)
+    fit = checks.geometric_fit(draws, s, t)
     report(f"geometric, ratio {s}/{t}: {fit}")
     assert (draws >= 0).all() and fit.passes, fit
 
@@ -71,7 +59,7 @@ def test_geometric_of_several_levels_in_one_call_keeps_each_law():
     t = np.array([b for _, b in levels], dtype=np.int64)
     draws = lattice_batch.geometric(_bits(41), s, t)
     for a, b in set(levels):
-        fit = _geometric_fit(draws[(s == a) & (t == b)], a, b)
+        fit = checks.geometric_fit(draws[(s == a) & (t == b)], a, b)
         assert fit.passes, (a, b, fit)
 
 
@@ -191,9 +179,9 @@ def _parameter_off_by_one(monkeypatch):
                                           (_parameter_off_by_one, 1, 30)])
 def test_the_geometric_check_catches_a_mutated_sampler(mutate, s, t, monkeypatch, report):
     n = 200_000  # a 3% error in the rate needs it
-    real = _geometric_fit(_geometrics(s, t, n, seed=99), s, t)
+    real = checks.geometric_fit(_geometrics(s, t, n, seed=99), s, t)
     mutate(monkeypatch)
-    broken = _geometric_fit(_geometrics(s, t, n, seed=99), s, t)
+    broken = checks.geometric_fit(_geometrics(s, t, n, seed=99), s, t)
     report(f"{mutate.__name__}, ratio {s}/{t}: real {real}; mutant {broken}")
     assert real.passes and not broken.passes
 

@@ -82,12 +82,38 @@ class Lattice(Base):
 
     def step(self, level, *, dim, weights, rng, below=None, above=None):
         sides = {name: side for name, side in (("below", below), ("above", above)) if side is not None}
-        arr = np.asarray(weights)  # the listing's integer weights: no conversion one by one
-        return lattice.step(level, arr if arr.dtype.kind in "iu" else [int(w) for w in weights], rng, **sides)
+        return lattice.step(level, _lattice_weights(weights), rng, **sides)
 
     def values(self, answer, noise, *, level, weights, lower, upper, grids) -> list:
         """Whole steps clamped to the declared range, times each value's grid (ints on an integer grid)."""
         return grid_amounts(answer, noise, lower, upper, grids)
+
+
+def _lattice_weights(weights):
+    """The weights as ``lattice.step`` takes them: integer weights as one int64 array (no
+    conversion one by one), others each through ``int``. A listing's weights are the same at
+    every release: a list or tuple's are kept for the last few (read-only; equal weights convert
+    alike, so an equal key's entry is the same answer)."""
+    if isinstance(weights, (list, tuple)):
+        try:
+            return _lattice_weights_of(tuple(weights))
+        except TypeError:  # an unhashable weight: converted as it is (lattice.step refuses it)
+            pass
+    return _converted_weights(weights)
+
+
+@lru_cache(maxsize=64)
+def _lattice_weights_of(weights: tuple):
+    out = _converted_weights(weights)
+    if isinstance(out, np.ndarray):
+        out.flags.writeable = False
+        return out
+    return tuple(out)
+
+
+def _converted_weights(weights):
+    arr = np.asarray(weights)
+    return arr if arr.dtype.kind in "iu" else [int(w) for w in weights]
 
 
 #: Integers below this are exact in a float64, and so is their quotient's rounding.
