@@ -8,8 +8,9 @@ cells, 4 categorical, 1 date, 1 boolean), then times, each in a fresh process
 (so peak RSS is its own):
 
 * ``gradual``: what the processing task does after decrypting the upload
-  (``market.catalog.ingest.read_upload``: one pass over the CSV writing the raw text Parquet,
-  classifying the cells and writing the typed Parquet, then the summaries from the typed file);
+  (``market.catalog.ingest.read_upload`` with no raw file: one pass over the CSV classifying the
+  cells and writing the typed Parquet, then the summaries from the typed file; the upload is kept
+  as the dataset's source);
 * ``duckdb``: the baseline ``COPY (SELECT * FROM read_csv(file)) TO 'out.parquet'`` (DuckDB's own
   sniffing and type detection, its default threads and memory; no checks, no summaries);
 * ``pandas``: the baseline ``pandas.read_csv`` + ``DataFrame.to_parquet`` (inference
@@ -74,9 +75,9 @@ def run_gradual(path: str) -> dict:
     from market.catalog import ingest
 
     with tempfile.TemporaryDirectory() as tmp:
-        raw, typed = os.path.join(tmp, "raw.parquet"), os.path.join(tmp, "typed.parquet")
+        typed = os.path.join(tmp, "typed.parquet")
         t0, c0 = time.perf_counter(), time.process_time()
-        found = ingest.read_upload(path, raw, max_rows=10**8, max_columns=100, typed_path=typed, tmpdir=tmp)
+        found = ingest.read_upload(path, None, max_rows=10**8, max_columns=100, typed_path=typed, tmpdir=tmp)
         t1, c1 = time.perf_counter(), time.process_time()
         types = sorted({c["type"] for c in found.columns})
     return {"rows": found.rows, "seconds": t1 - t0, "cpu_seconds": c1 - c0, "types": types}

@@ -15,8 +15,11 @@ class Dataset(models.Model):
     """An owner's uploaded table. Its data is never shown to anyone else.
 
     The table lives in files (``market.catalog.files``: sealed, in Django's
-    storage), never in a row: ``raw_file`` (the cells' text, Parquet) and
-    ``typed_file`` (the confirmed column types, Parquet). ``status`` is
+    storage), never in a row: ``upload_file`` (the upload as the owner sent
+    it, kept as the dataset's source: a change of column types reads it again),
+    ``raw_file`` (the cells' text, Parquet: the source of datasets read before
+    the upload was kept; empty since) and ``typed_file`` (the confirmed column
+    types, Parquet). ``status`` is
     ``processing`` while a task reads the upload or rebuilds the typed file
     (``progress`` says how far), then ``ready`` or ``failed`` (``failure``
     lists the reasons). ``columns`` is a list of ``{"name", "type", "missing",

@@ -96,7 +96,9 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
     job = current_job
     if not _run_begins(dataset, job):
         return Dataset.objects.filter(pk=dataset_id).first()
-    fresh = not dataset.raw_file
+    # read for the first time (no columns yet), or again for new column types: from the raw file of a
+    # dataset read before the upload was kept, else from the sealed upload, kept as the dataset's source
+    fresh = _fresh(dataset)
     new_files: list[str] = []
     limits = uploads.ingest_limits()  # memory and uncompressed sizes (a worker's budget)
     try:
@@ -110,20 +112,25 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
                 else:  # made from a resumable upload: its parts joined (and stored as the upload) here
                     chunks.upload_join(dataset=dataset, path=upload)
                 _progress(dataset.pk, job, phase="reading", rows=0, percent=0)
-                found = ingest.read_upload(  # one pass: the raw file, the columns inferred and the typed file
-                    upload, raw, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
+                found = ingest.read_upload(  # one pass: the columns inferred and the typed file
+                    upload, None, max_rows=settings.UPLOAD_MAX_ROWS, max_columns=settings.UPLOAD_MAX_COLUMNS,
                     progress=_Throttled(dataset.pk, job, every=settings.DATASET_PROGRESS_EVERY), limits=limits,
                     typed_path=typed, tmpdir=tmp,
                 )
                 os.remove(upload)
                 columns, row_count, fmt = found.columns, found.rows, found.format
             else:
-                files.unseal_to(dataset.raw_file, raw)
                 columns, row_count, fmt = dataset.columns, dataset.row_count, dataset.format
                 _progress(dataset.pk, job, phase="typing", rows=row_count, percent=100)
+                if dataset.raw_file:
+                    files.unseal_to(dataset.raw_file, raw)
+                else:  # the cells' text read again from the upload (only the typed file is kept from it)
+                    upload = os.path.join(tmp, "upload")
+                    files.unseal_to(dataset.upload_file, upload)
+                    ingest.read_upload(upload, raw, max_rows=settings.UPLOAD_MAX_ROWS,
+                                       max_columns=settings.UPLOAD_MAX_COLUMNS, limits=limits, tmpdir=tmp)
+                    os.remove(upload)
                 ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
-            if fresh:
-                new_files.append(files.seal_path(raw, files.new_name(dataset.public_id, "raw")))
             new_files.append(files.seal_path(typed, files.new_name(dataset.public_id, "typed")))
     except ingest.IngestError as exc:
         files.delete(*new_files)
@@ -141,9 +148,7 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
         if current is None or current.status != Dataset.Status.PROCESSING or (current.progress or {}).get("job") != job:
             transaction.on_commit(lambda: files.delete(*new_files))  # another run finished first
             return current
-        old = [current.typed_file] + ([current.upload_file, current.raw_file] if fresh else [])
-        if fresh:
-            current.raw_file, current.upload_file = new_files[0], ""
+        old = [current.typed_file]  # the upload (or an older dataset's raw file) is kept: its source
         current.typed_file = new_files[-1]
         current.columns, current.row_count, current.format = columns, row_count, fmt
         current.status, current.progress, current.failure = Dataset.Status.READY, {}, []
@@ -155,6 +160,12 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
         transaction.on_commit(lambda: files.delete(*old))
         webhook_emit(("dataset.ready", current.public_id, current.owner_id))
     return current
+
+
+def _fresh(dataset: Dataset) -> bool:
+    """Whether ``dataset`` was never read (its upload is read for the first time): no row count yet
+    and no raw file (datasets read before the upload was kept have one)."""
+    return dataset.row_count is None and not dataset.raw_file
 
 
 def _run_begins(dataset: Dataset, job: str) -> bool:
@@ -184,7 +195,7 @@ def _finish_failed(pk: int, job: str, reasons: list[str]) -> Dataset | None:
 
 def _mark_failed(current: Dataset, reasons: list[str]) -> None:
     """(Under the dataset's lock.) Failed with ``reasons``; a fresh upload's file is deleted on commit."""
-    stale = [current.upload_file] if not current.raw_file else []
+    stale = [current.upload_file] if _fresh(current) else []
     current.status, current.failure, current.progress = Dataset.Status.FAILED, list(reasons), {}
     if stale:
         current.upload_file = ""

@@ -1,4 +1,5 @@
-"""Read each file given the way the ingest worker does (``dataset_process``'s steps, with the limits
+"""Read each file given the way the ingest worker does (``dataset_process``'s steps: the first read,
+then a change of column types, with the limits
 from the settings) and print, per file, what came of it and how long it took; then the process's
 peak resident memory (VmHWM), for ``test_ingest_memory.py``. Run as
 ``python -m tests.market.ingest_probe TMPDIR FILE...``; no database is used.
@@ -47,9 +48,12 @@ def main() -> None:
         start = time.monotonic()
         raw, typed = os.path.join(tmp, "raw.parquet"), os.path.join(tmp, "typed.parquet")
         try:
-            found = ingest.read_upload(path, raw, max_rows=10**7, max_columns=100, limits=limits)
-            columns = ingest.infer(raw, line_offset=1, tmpdir=tmp, limits=limits)
-            ingest.write_typed(raw, typed, columns, tmpdir=tmp, limits=limits)
+            # the first read (one pass, no raw file: the upload is kept), then a change of types (the
+            # upload read again into a raw file, the typed file rebuilt from it)
+            found = ingest.read_upload(path, None, max_rows=10**7, max_columns=100, limits=limits,
+                                       typed_path=typed, tmpdir=tmp)
+            ingest.read_upload(path, raw, max_rows=10**7, max_columns=100, limits=limits)
+            ingest.write_typed(raw, typed, found.columns, tmpdir=tmp, limits=limits)
             outcome = {"rows": found.rows}
         except ingest.IngestError as exc:
             outcome = {"refused": exc.reasons}

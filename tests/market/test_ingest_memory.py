@@ -73,3 +73,29 @@ def test_hostile_parquet_is_refused_at_once_and_a_large_file_read_within_the_bud
     assert all(outcome[n]["seconds"] < 5 for n in names[:3]), outcome  # reading them whole takes minutes
     assert outcome["legitimate.parquet"] == {"rows": 250_000, "seconds": outcome["legitimate.parquet"]["seconds"]}
     assert found["peak_mb"] < BUDGET_MB, found
+
+
+def test_a_refused_file_leaves_no_read_waiting(files, tmp_path):
+    """The one pass over a hostile file (refused while its first row group is decoded, after the
+    summaries' query began reading the typed batches) leaves no thread waiting for a batch: one did,
+    for ever, and kept the process from exiting (the probe above timed out). A read still waiting
+    once the query is over now ends within a tenth of a second."""
+    import threading
+    import time
+    import traceback
+
+    from market.catalog import ingest
+
+    def waiting() -> list[str]:
+        main = threading.main_thread().ident
+        return [line for ident, frame in sys._current_frames().items() if ident != main
+                for line in traceback.format_stack(frame) if "in _batches" in line]
+
+    for name in ("identical.parquet", "varied.parquet"):
+        with pytest.raises(ingest.IngestError):
+            ingest.read_upload(str(files / name), None, max_rows=10**7, max_columns=100,
+                               typed_path=str(tmp_path / "typed.parquet"), tmpdir=str(tmp_path))
+        deadline = time.monotonic() + 2
+        while waiting() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting() == [], f"{name}: a read still waits for a batch"

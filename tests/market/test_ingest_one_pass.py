@@ -159,6 +159,26 @@ def test_parquet_nulls_and_a_type_that_changes_late(tmp_path):
     assert pq.read_table(typed).equals(pq.read_table(reference))
 
 
+def test_a_late_misfit_without_a_raw_file_reads_the_upload_again(tmp_path):
+    """The processing task writes no raw file (it keeps the upload): a cell past the first rows that
+    misfits the type chosen has the typed file written from a raw file made then from the upload, the
+    same file as with a raw file written in the pass, and nothing is left behind."""
+    rows = [f"{v},{v + (0.5 if v > ingest.PROBE_ROWS else 0)},s{v % 5}" for v in range(ingest.PROBE_ROWS + 10)]
+    path = tmp_path / "upload.csv"
+    path.write_text("n,late,s\n" + "\n".join(rows) + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    typed, raw, with_raw = (str(tmp_path / n) for n in ("typed.parquet", "raw.parquet", "with_raw.parquet"))
+    found = ingest.read_upload(str(path), None, max_rows=10**7, max_columns=10, typed_path=typed, tmpdir=str(work))
+    columns = {c["name"]: c for c in found.columns}
+    assert [columns[n]["type"] for n in ("n", "late", "s")] == ["integer", "decimal", "categorical"]
+    assert columns["late"]["fits"]["integer"]["line"] == ingest.PROBE_ROWS + 3  # the header is line 1
+    again = ingest.read_upload(str(path), raw, max_rows=10**7, max_columns=10, typed_path=with_raw)
+    assert again.columns == found.columns
+    assert pq.read_table(typed).equals(pq.read_table(with_raw))
+    assert list(work.iterdir()) == []  # the raw file made for the misfit is gone with its folder
+
+
 def test_formula_cells_are_refused_in_the_one_pass_as_in_the_steps(tmp_path):
     path = tmp_path / "upload.csv"
     path.write_text("name,note\n" + "".join(f"x{k},ok{k}\n" for k in range(70_000)) + "y,@SUM(A1)\n")

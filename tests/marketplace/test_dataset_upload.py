@@ -4,6 +4,7 @@ Tasks run eagerly where they are queued, on the commit of the request
 (``django_capture_on_commit_callbacks(execute=True)`` with ``eager_celery``).
 """
 
+import os
 from pathlib import Path
 
 import palmerpenguins
@@ -47,11 +48,12 @@ def test_penguins_upload_is_accepted_then_ready_with_columns(upload, api, owner,
     sex = next(c for c in body["columns"] if c["name"] == "sex")
     assert sex["type"] == sex["inferred"] == "categorical" and sex["missing"] == "exclude" and sex["missing_count"] == 11
     assert sex["markers"] == ["NA"] and {c["value"] for c in sex["categories"]} == {"male", "female"}
-    # the files are sealed in storage, the upload itself deleted; nothing in the row
+    # the files are sealed in storage: the upload, kept as the dataset's source, and the typed file;
+    # no raw text file (a change of types reads the upload again); nothing in the row
     dataset = Dataset.objects.get()
-    assert dataset.raw_file and dataset.typed_file and not dataset.upload_file
+    assert dataset.upload_file and dataset.typed_file and not dataset.raw_file
     stored = sorted(p.name for p in (tmp_path / "media").rglob("*") if p.is_file())
-    assert len(stored) == 2 and all(name.endswith(".parquet.sealed") for name in stored)
+    assert len(stored) == 2 and sum(name.endswith(".parquet.sealed") for name in stored) == 1
     with files.dataset_table_path(dataset) as path:
         import pyarrow.parquet as pq
 
@@ -110,7 +112,7 @@ def test_processing_is_idempotent_and_progress_is_reported(owner, settings, monk
     reading = [f for f in seen if f["phase"] == "reading"]
     assert len(reading) >= 2 and reading[-1]["rows"] == 200_000 and reading[0]["rows"] < 200_000
     again = dataset_process(dataset_id=dataset.pk)
-    assert (again.typed_file, again.raw_file) == (first.typed_file, first.raw_file) and again.row_count == 200_000
+    assert (again.typed_file, again.upload_file) == (first.typed_file, first.upload_file) and again.row_count == 200_000
 
 
 def test_limits_bytes_413_and_rows_failed(upload, api, owner, settings):
@@ -171,3 +173,53 @@ def test_the_admin_shows_column_types_never_summaries(client, owner, users):
     page = client.get(f"/admin/catalog/dataset/{dataset.pk}/change/").content.decode()
     assert "species (categorical, missing none)" in page
     assert "Adelie" not in page and "2700" not in page and dataset.typed_file not in page
+
+
+def test_a_change_of_types_reads_the_kept_upload_again(owner, tmp_path, django_capture_on_commit_callbacks):
+    """The upload is kept (sealed) as the dataset's source: a change of column types rebuilds the typed
+    file from it, and only the old typed file is deleted. A dataset read before the upload was kept
+    (a raw text file, no upload) is rebuilt from its raw file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from market.catalog import ingest
+    from market.catalog.services import dataset_columns_set
+
+    text = "code,n\n" + "".join(f"{i % 7},{i}\n" for i in range(300))
+    dataset = services.dataset_create(owner=owner, name="codes", upload=text.encode(), total_budget="5")
+    dataset = dataset_process(dataset_id=dataset.pk)
+    assert dataset.status == "ready" and dataset.upload_file and not dataset.raw_file
+    assert {c["name"]: c["type"] for c in dataset.columns}["code"] == "integer"
+    upload, first_typed = dataset.upload_file, dataset.typed_file
+
+    def retyped(d):
+        d = dataset_columns_set(owner=owner, dataset_id=d.public_id, columns=[{"name": "code", "type": "categorical"}])
+        with django_capture_on_commit_callbacks(execute=True):  # the old typed file is deleted on commit
+            d = dataset_process(dataset_id=d.pk)
+        assert d.status == "ready", d.failure
+        with files.dataset_table_path(d) as path:
+            table = pq.read_table(path)
+        kind = table.schema.field("code").type
+        assert pa.types.is_string(kind) or pa.types.is_string(getattr(kind, "value_type", None) or pa.int8())
+        assert sorted(set(table.column("code").to_pylist())) == [str(k) for k in range(7)]
+        assert table.column("n").to_pylist() == list(range(300))
+        return d
+
+    dataset = retyped(dataset)
+    assert dataset.upload_file == upload and dataset.typed_file != first_typed and not dataset.raw_file
+    assert not files.storage().exists(first_typed) and files.storage().exists(upload)
+
+    # an older dataset: its raw text file and no upload
+    with files.private_dir() as tmp:
+        kept = os.path.join(tmp, "upload")
+        files.unseal_to(upload, kept)
+        raw = os.path.join(tmp, "raw.parquet")
+        ingest.read_upload(kept, raw, max_rows=10**6, max_columns=10)
+        raw_name = files.seal_path(raw, files.new_name(dataset.public_id, "raw"))
+    Dataset.objects.filter(pk=dataset.pk).update(raw_file=raw_name, upload_file="")
+    files.delete(upload)
+    dataset.refresh_from_db()
+    dataset = dataset_columns_set(owner=owner, dataset_id=dataset.public_id, columns=[{"name": "code", "type": "integer"}])
+    dataset = dataset_process(dataset_id=dataset.pk)
+    assert dataset.status == "ready" and dataset.raw_file == raw_name and not dataset.upload_file
+    assert {c["name"]: c["type"] for c in dataset.columns}["code"] == "integer"

@@ -74,10 +74,12 @@ def test_a_file_in_parts_becomes_the_same_ready_dataset_as_in_one_request(
     # the content hash was computed by the task: the notice appears once processed
     assert parts["same_content_as"] == [one["id"]] and "same content" in parts["notice"]
     dataset = Dataset.objects.get(public_id=parts["id"])
-    assert dataset.upload_size == len(PENGUINS) and not dataset.upload_file
-    # the session and its parts are gone; only the two datasets' raw and typed files remain
+    assert dataset.upload_size == len(PENGUINS) and dataset.upload_file and not dataset.raw_file
+    # the session and its parts are gone; only the two datasets' uploads (their parts joined: kept as
+    # the source) and typed files remain
     assert not UploadSession.objects.exists()
-    assert len(stored(tmp_path)) == 4 and all(p.name.endswith(".parquet.sealed") for p in stored(tmp_path))
+    names = sorted(p.name for p in stored(tmp_path))
+    assert len(names) == 4 and sum(n.endswith(".parquet.sealed") for n in names) == 2
     assert client.get(f"/api/v1/uploads/{session['id']}/").status_code == 404
 
 

@@ -66,7 +66,7 @@ def test_a_dataset_whose_task_was_lost_is_queued_again_as_a_new_run_and_becomes_
     assert Dataset.objects.get(pk=dataset.pk).progress == swept.progress
     queued[0]()  # the new run's task (run where it is queued: eager)
     ready = Dataset.objects.get(pk=dataset.pk)
-    assert ready.status == "ready" and ready.row_count == 30 and not ready.upload_file
+    assert ready.status == "ready" and ready.row_count == 30 and ready.upload_file  # kept: its source
     assert processing.datasets_sweep(older_than=timedelta(0)) == {"requeued": 0, "failed": 0, "skipped": 0}
 
 

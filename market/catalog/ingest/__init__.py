@@ -7,13 +7,15 @@ bytes are not UTF-8, gzip-compressed or not; or Parquet, its values turned into 
 whole-file limits and reporting progress; what it holds in memory and how large the table may be once
 uncompressed are bounded by :class:`~.bounded.Limits`. Each batch, in the same pass (:mod:`.scan`):
 
-* is written to the *raw* Parquet file, its columns the cells' text (kept: a change of column types
-  later rebuilds the typed file from it);
+* is written to the *raw* Parquet file, its columns the cells' text, when a path is given for it
+  (the processing task gives none: it keeps the sealed upload instead, and a change of column types
+  later reads the upload again into a raw file and rebuilds the typed file from that);
 * has its cells classified and counted per column: missing (and by which marker), for each type
   whether it fits, formula-like; the first row and text of each (for the owner's messages);
 * is written to the *typed* Parquet file the statistics read (the layout of
   ``market.catalog.spec.columns``: BIGINT, DOUBLE, VARCHAR, BOOLEAN, DATE, TIMESTAMP; missing is NULL)
-  with the types its first rows suggest; a later misfit has it written again from the raw file.
+  with the types its first rows suggest; a later misfit has it written again from the raw file
+  (made then from the upload when the pass wrote none).
 
 Then each column's inferred type, missing count and markers, and for each type how many present
 values would not fit it (with the first) are known, and the summaries for the owner (min/max, distinct
@@ -27,6 +29,7 @@ on. This package is plain Python, pyarrow and DuckDB; it does not import Django.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from contextlib import contextmanager
@@ -62,16 +65,19 @@ _PREFIX_ROWS = PROBE_ROWS
 
 
 def read_upload(
-    path: str, raw_path: str, *, max_rows: int, max_columns: int, progress: Progress | None = None,
+    path: str, raw_path: str | None, *, max_rows: int, max_columns: int, progress: Progress | None = None,
     batch_rows: int = 65_536, limits: Limits | None = None, typed_path: str | None = None,
     tmpdir: str | None = None,
 ) -> Upload:
     """Stream the upload at ``path`` into ``raw_path``: a Parquet file of text columns (the cells as
     written, an empty cell as ""; a Parquet upload's values as text, null as null). With
     ``typed_path``, in the same pass, also infer the columns (``Upload.columns``: as :func:`infer`)
-    and write the typed file of their inferred types (as :func:`write_typed`).
-    ``progress(rows_read, percent_of_bytes)`` is called every few batches. A gzip-compressed file is
-    expanded beside ``path`` first (and removed after)."""
+    and write the typed file of their inferred types (as :func:`write_typed`); ``raw_path`` may then
+    be None (no raw file: the caller keeps the upload). ``progress(rows_read, percent_of_bytes)`` is
+    called every few batches. A gzip-compressed file is expanded beside ``path`` first (and removed
+    after)."""
+    if raw_path is None and typed_path is None:
+        raise ValueError("read_upload writes a raw file, a typed file or both")
     limits = limits or Limits()
     with _arrow_memory():
         return _read_upload(path, raw_path, max_rows=max_rows, max_columns=max_columns, progress=progress,
@@ -88,8 +94,11 @@ def _read_upload(path, raw_path, *, max_rows, max_columns, progress, batch_rows,
                 for batch in reader.batches:
                     out.write(batch)
             return reader.upload()
+        again = {"max_rows": max_rows, "max_columns": max_columns, "progress": None, "batch_rows": batch_rows,
+                 "limits": limits, "typed_path": None, "tmpdir": tmpdir, "encoding": reader.encoding}
         columns = _scan(reader.batches, reader.schema, raw_path=raw_path, typed_path=typed_path,
-                        line_offset=2 if reader.format == "csv" else 1, tmpdir=tmpdir, limits=limits)
+                        line_offset=2 if reader.format == "csv" else 1, tmpdir=tmpdir, limits=limits,
+                        raw_source=raw_path or functools.partial(_raw_again, path, again))
         return reader.upload(columns)
     except NotUtf8:  # bytes past the first 64 KB are not UTF-8: the whole file is Latin-1 text
         reader.close()
@@ -98,6 +107,16 @@ def _read_upload(path, raw_path, *, max_rows, max_columns, progress, batch_rows,
                             encoding="latin-1")
     finally:
         reader.close()
+
+
+@contextmanager
+def _raw_again(path: str, again: dict):
+    """A raw file of the upload at ``path``, read again (a cell misfit its type after the first rows,
+    and the pass wrote no raw file), in a temporary folder removed on leaving."""
+    with tempfile.TemporaryDirectory(dir=again["tmpdir"]) as folder:
+        made = os.path.join(folder, "raw.parquet")
+        _read_upload(path, made, **again)
+        yield made
 
 
 def infer(
@@ -136,7 +155,9 @@ def _arrow_memory():
 
 
 def _scan(batches, schema, *, raw_path, typed_path, line_offset, tmpdir, limits: Limits,
-          raw_source: str | None = None) -> list[dict]:
+          raw_source=None) -> list[dict]:
+    """``raw_source``: the raw file a misfit's typed file is written from, or a function making it (a
+    context manager giving its path)."""
     con = _connect(tmpdir, limits)
     try:
         scan = Scan(con, schema, raw_path=raw_path, typed_path=typed_path, batch_bytes=limits.batch_bytes,
@@ -150,7 +171,11 @@ def _scan(batches, schema, *, raw_path, typed_path, line_offset, tmpdir, limits:
             raise
         columns = described(scan.columns, line_offset=line_offset)
         if not held:  # a cell past the first rows misfit the type chosen: the typed file from the raw one
-            write_typed(raw_source or raw_path, typed_path, columns, tmpdir=tmpdir, limits=limits)
+            if callable(raw_source):  # made now from the upload
+                with raw_source() as source:
+                    write_typed(source, typed_path, columns, tmpdir=tmpdir, limits=limits)
+            else:
+                write_typed(raw_source or raw_path, typed_path, columns, tmpdir=tmpdir, limits=limits)
         summarize(con, typed_path, columns, scan.columns, scan.aggregates if held else None)
         return columns
     finally:

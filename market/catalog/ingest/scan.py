@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -282,12 +283,22 @@ class Aggregating:
 
     def __init__(self, con, schema: pa.Schema, query: str):
         self.queue: queue.Queue = queue.Queue(maxsize=_WRITES_AHEAD)
+        self.stopped = threading.Event()
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-summaries")
         self.done = self.thread.submit(self._run, con.cursor(), pa.RecordBatchReader.from_batches(schema, self._batches()),
                                        query)
 
     def _batches(self):
-        while (batch := self.queue.get()) is not None:
+        # Read by whichever thread the query's scan reads on (Arrow may read ahead on a thread of its
+        # own): once the query is over (finished, failed or abandoned) a read still waiting here ends,
+        # rather than waiting for ever for a batch nobody will put (and keeping the process alive).
+        while not self.stopped.is_set():
+            try:
+                batch = self.queue.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if batch is None:
+                return
             yield batch
 
     @staticmethod
@@ -316,6 +327,7 @@ class Aggregating:
         except Exception as exc:
             raise IngestError([f"the file's summaries could not be computed ({str(exc)[:200]})"]) from None
         finally:
+            self.stopped.set()
             self.thread.shutdown()
 
     def abandon(self) -> None:
@@ -324,6 +336,7 @@ class Aggregating:
             self.done.result()
         except Exception:
             pass
+        self.stopped.set()
         self.thread.shutdown()
 
 
