@@ -49,29 +49,31 @@ def lattice_level(mu: Fraction) -> Fraction:
     return Fraction(-math.log(a)).limit_denominator(10**6)
 
 
+def steps(engine, first, second, at_first, at_second, n: int, *, lower_first: bool) -> dict:
+    """The four timed steps of ``engine`` between its points ``at_first`` (less noise, at ``first``)
+    and ``at_second`` (more noise): the first draw at ``first``, more noise (first to second), less
+    noise (second to first) and the point halfway. ``lower_first``: the engine's bridge takes the
+    point at ``first`` as its lower one (Skellam times; the lattice's lower level is ``second``)."""
+    mid = (first + second) / 2
+    ends = (at_first, first, at_second, second) if lower_first else (at_second, second, at_first, first)
+    return {
+        "sample": lambda: engine.sample(first, n, lattice.new_rng()),
+        "tighten": lambda: engine.tighten(at_first, first, second, lattice.new_rng()),
+        "relax": lambda: engine.relax(at_second, second, first, lattice.new_rng()),
+        "bridge": lambda: engine.bridge(*ends, mid, lattice.new_rng()),
+    }
+
+
 def cases(mu: Fraction, n: int):
+    """The Skellam path between times ``mu`` and ``2 mu``, and the lattice between the levels of the
+    same two noise sizes (more noise is a larger time and a lower level)."""
     rng = lattice.new_rng()
-    low, high = mu, 2 * mu
-    at_low = skellam.sample(low, n, rng)
-    at_high = skellam.tighten(at_low, low, high, rng)
-    mid = (low + high) / 2
-    out = {
-        "sample": lambda: skellam.sample(low, n, lattice.new_rng()),
-        "tighten": lambda: skellam.tighten(at_low, low, high, lattice.new_rng()),
-        "relax": lambda: skellam.relax(at_high, high, low, lattice.new_rng()),
-        "bridge": lambda: skellam.bridge(at_low, low, at_high, high, mid, lattice.new_rng()),
-    }
-    # the lattice between the same noise sizes: more noise is a lower level
-    lvl_low, lvl_high = lattice_level(high), lattice_level(low)
+    at_low = skellam.sample(mu, n, rng)
+    out = steps(skellam, mu, 2 * mu, at_low, skellam.tighten(at_low, mu, 2 * mu, rng), n, lower_first=True)
+    lvl_high, lvl_low = lattice_level(mu), lattice_level(2 * mu)
     x_high = lattice.sample(lvl_high, n, rng)
-    x_low = lattice.tighten(x_high, lvl_high, lvl_low, rng)
-    lvl_mid = (lvl_low + lvl_high) / 2
-    base = {
-        "sample": lambda: lattice.sample(lvl_high, n, lattice.new_rng()),
-        "tighten": lambda: lattice.tighten(x_high, lvl_high, lvl_low, lattice.new_rng()),
-        "relax": lambda: lattice.relax(x_low, lvl_low, lvl_high, lattice.new_rng()),
-        "bridge": lambda: lattice.bridge(x_low, lvl_low, x_high, lvl_high, lvl_mid, lattice.new_rng()),
-    }
+    base = steps(lattice, lvl_high, lvl_low, x_high, lattice.tighten(x_high, lvl_high, lvl_low, rng), n,
+                 lower_first=False)
     return out, base
 
 
