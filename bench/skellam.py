@@ -24,8 +24,6 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
-
 from bench.engine import machine
 from bench.stamp import write_json
 from releases.engine import lattice, skellam

@@ -139,8 +139,7 @@ def skellam(d: dict) -> str:
         f"{d['repeat']} runs of {d['n']:,} coordinates) with the product's bit source, beside the lattice path's "
         f"same step (baseline) at the level whose discrete Laplace noise has the same variance, between the same "
         f"two noise sizes (time mu and 2 mu). The first draw and more noise draw Poisson counts by exact "
-        f"rejection, one coordinate at a time; less noise and the bridge are binomial thinnings, all "
-        f"coordinates at once.",
+        f"rejection, less noise and the bridge binomial thinnings; all coordinates at once.",
         measured(d),
         table(["time mu (sd of the noise)"] + [f"{s}: Skellam / lattice" for s in steps], rows),
     ])

@@ -45,9 +45,9 @@ import numpy as np
 
 from . import exact_bounds as eb
 from . import lattice_batch
-from .lattice_coins import _bit_source, _Coin, _dlap
+from .lattice_coins import _bit_source, _Coin
 
-__all__ = ["sample", "tighten", "relax", "bridge", "binomial", "poisson", "as_time"]
+__all__ = ["as_time", "binomial", "bridge", "fair_binomial", "noise", "poisson", "relax", "sample", "tighten"]
 
 _HALF = Fraction(1, 2)
 #: Times above this are refused (the counts would be about this large; work grows like it).
@@ -137,7 +137,7 @@ class _Rejection:
     """The constants of :func:`poisson` at ``lam``: the mode ``m``, the proposal's level ``s``, and
     ``K`` (a rational at least every ``R(d)``)."""
 
-    __slots__ = ("lam", "a", "b", "m", "s", "k_num", "k_den")
+    __slots__ = ("a", "b", "coins", "k_den", "k_num", "lam", "m", "s")
 
     def __init__(self, lam: Fraction):
         self.lam, self.a, self.b = lam, lam.numerator, lam.denominator
@@ -161,6 +161,7 @@ class _Rejection:
         best = max((self.ratio(d, bits) for d in candidates), key=lambda iv: Fraction(iv.hi) * Fraction(2) ** iv.e)
         k = Fraction(best.hi) * Fraction(2) ** best.e
         self.k_num, self.k_den = k.numerator, k.denominator
+        self.coins: dict[int, _Coin] = {}
 
     def weight(self, d: int) -> tuple[int, int]:
         """``lam^d m!/(m+d)!`` as an integer pair (``d >= -m``)."""
@@ -178,7 +179,13 @@ class _Rejection:
         return eb.div(eb.exact(num, den, bits), eb.exp_neg(abs(d) * self.s.numerator, self.s.denominator, bits), bits)
 
     def kept(self, d: int) -> _Coin:
-        """The coin ``R(d) / K``."""
+        """The coin ``R(d) / K`` (made once per ``d``: every proposal of ``m + d`` flips the same coin)."""
+        coin = self.coins.get(d)
+        if coin is None:
+            coin = self.coins[d] = self._coin(d)
+        return coin
+
+    def _coin(self, d: int) -> _Coin:
         num, den = self.weight(d)
         s = self.s
 
@@ -194,28 +201,28 @@ def _rejection(lam: Fraction) -> _Rejection:
     return _Rejection(lam)
 
 
-def _poisson1(rng, lam: Fraction) -> int:
-    """One ``Poisson(lam)`` draw (``lam > 0``): the rejection of the module's docstring."""
-    c = _rejection(lam)
-    s = c.s
-    while True:
-        d = _dlap(rng, s.numerator, s.denominator)
-        if d < -c.m:
-            continue  # a negative count: weight 0
-        if c.kept(d)(rng):
-            return c.m + d
-
-
 def poisson(src, lam, size: int) -> np.ndarray:
-    """``size`` independent ``Poisson(lam)`` counts (``lam >= 0`` rational)."""
+    """``size`` independent ``Poisson(lam)`` counts (``lam >= 0`` rational): the rejection of the
+    module's docstring for all of them at once, in rounds (every proposal of the same ``m + d`` flips
+    the same constant coin, so a round is one batched discrete Laplace draw and one batched flip of
+    the distinct proposals' coins, ``lattice_batch.flips``)."""
     lam = Fraction(lam)
     if lam < 0:
         raise ValueError(f"a Poisson mean is never negative, got {lam}")
     out = np.zeros(int(size), dtype=np.int64)
-    if lam == 0:
+    if lam == 0 or not out.size:
         return out
-    for i in range(out.size):
-        out[i] = _poisson1(src, lam)
+    c = _rejection(lam)
+    todo = np.arange(out.size)
+    while todo.size:
+        d = lattice_batch.dlap(src, np.full(todo.size, c.s.numerator, dtype=np.int64),
+                               np.full(todo.size, c.s.denominator, dtype=np.int64))
+        possible = np.flatnonzero(d >= -c.m)  # below: a negative count, weight 0
+        distinct, which = np.unique(d[possible], return_inverse=True)
+        kept = lattice_batch.flips(src, [c.kept(int(v)) for v in distinct.tolist()], which.reshape(-1))
+        done = possible[kept]
+        out[todo[done]] = c.m + d[done]
+        todo = np.delete(todo, done)
     return out
 
 

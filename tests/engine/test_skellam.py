@@ -23,7 +23,6 @@ import pytest
 from scipy import stats
 
 from releases.engine import skellam
-
 from tests import mc
 
 from . import lattice_checks as checks
