@@ -1,0 +1,106 @@
+"""The Skellam path's privacy figures (``releases.engine.skellam_privacy``): ``delta(eps)`` is an
+upper bound that is also tight, the calibration meets the listing's ``delta`` with the least noise
+on its grid, and the error bounds are the Skellam law's quantiles.
+
+The reference for ``delta`` is the hockey-stick divergence summed directly over the outputs
+(one or two coordinates: ``sum_k (P(k) - e^eps P(k - t))_+``, scipy's Bessel functions); the check
+that must hold above it is the Rényi-DP bound of Agarwal et al. for the Skellam mechanism.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from releases.engine import skellam_privacy as sp
+
+
+def _direct(mu: float, shifts: list[int], eps: float) -> float:
+    """``delta(eps)`` summed over every output of one or two coordinates."""
+    k = np.arange(-int(14 * np.sqrt(2 * mu) + 40), int(14 * np.sqrt(2 * mu) + 40) + 1)
+
+    def p(x):
+        return special.ive(np.abs(x), 2 * mu)
+
+    if len(shifts) == 1:
+        return float(np.sum(np.maximum(p(k) - np.exp(eps) * p(k - shifts[0]), 0)))
+    a, b = np.meshgrid(k, k, indexing="ij")
+    return float(np.sum(np.maximum(p(a) * p(b) - np.exp(eps) * p(a - shifts[0]) * p(b - shifts[1]), 0)))
+
+
+CASES = [(F(5), [1], 0.5), (F(5), [1], 1.0), (F(3, 2), [2], 1.0), (F(20), [1, 1], 0.5), (F(50), [1, 2], 0.3),
+         (F(200), [3], 0.2)]
+
+
+@pytest.mark.parametrize("mu, shifts, eps", CASES)
+def test_delta_is_above_the_direct_sum_and_close_to_it(mu, shifts, eps):
+    ours, direct = sp.delta(mu, shifts, eps), _direct(float(mu), shifts, eps)
+    assert direct <= ours <= direct * 1.005 + 1e-15, (ours, direct)
+
+
+@pytest.mark.parametrize("mu, shifts, eps", CASES + [(F(2000), {1: 40}, 1.0), (F(30), {1: 12, 2: 3}, 1.5)])
+def test_delta_stays_below_the_renyi_bound(mu, shifts, eps):
+    assert sp.delta(mu, shifts, eps) <= sp.rdp_delta(mu, shifts, eps)
+
+
+def test_losses_rounded_down_would_be_caught(monkeypatch):
+    """The mutation: each loss rounded down to the grid instead of up (an optimistic figure)."""
+    import mpmath
+
+    monkeypatch.setattr(sp.mpmath, "ceil", mpmath.floor)
+    sp._loss_law.cache_clear()
+    sp._composed.cache_clear()
+    try:
+        mu, shifts, eps = CASES[0]
+        assert sp.delta(mu, shifts, eps) < _direct(float(mu), shifts, eps)
+    finally:
+        sp._loss_law.cache_clear()
+        sp._composed.cache_clear()
+
+
+def test_delta_falls_with_more_noise_and_a_larger_eps_and_adds_up_over_coordinates():
+    assert sp.delta(F(10), [1], 0.5) > sp.delta(F(20), [1], 0.5) > sp.delta(F(40), [1], 0.5)
+    d = sp.deltas(F(10), [1], [0.1, 0.5, 1.0, 2.0])
+    assert d == sorted(d, reverse=True)
+    assert sp.delta(F(10), [1, 1], 0.5) > sp.delta(F(10), [1], 0.5)
+    assert sp.delta(F(10), [], 0.5) == 0.0
+    assert sp.delta(F(10), {1: 3}, 0.5) == sp.delta(F(10), [1, -1, 1], 0.5)  # signs do not matter
+
+
+def test_the_calibration_is_the_least_grid_time_meeting_delta():
+    assert [sp._grid_index(float(sp._grid_time(j))) for j in (0, 5, 899, 900, 2345)] == [0, 5, 899, 900, 2345]
+    for eps, target, shifts in ((1.0, 1e-6, [1]), (2.0, 1e-6, [2, 1])):
+        mu = sp.time_for(eps, target, shifts)
+        assert sp.delta(mu, shifts, eps) <= target
+        step = F(1, 100) * F(10) ** (len(str(int(mu))) - 1) if mu >= 1 else F(1, 1000)
+        assert sp.delta(mu - step, shifts, eps) > target, (mu, step)
+
+
+def test_the_error_bound_is_the_skellam_quantile():
+    def inside(x, m):
+        return stats.skellam.cdf(x, m, m) - stats.skellam.cdf(-x - 1, m, m)
+
+    for mu in (F(1, 2), F(5), F(123, 2)):
+        q = sp.error_bound(mu)
+        assert inside(q, float(mu)) >= 0.95 > inside(q - 1, float(mu))
+
+
+def test_shown_rounds_up():
+    assert str(sp.shown(1.234e-7)) == "1.3E-7" and str(sp.shown(1.2e-7)) == "1.2E-7"
+    assert sp.shown(0.0) == 0
+
+
+def test_the_recurrences_probabilities_are_mpmaths_bessel_values():
+    import mpmath
+
+    for mu in (F(1, 3), F(5), F(2000)):
+        k_max, probs = sp._support(mu)
+        assert len(probs) == 2 * k_max + 1
+        with mpmath.workdps(40):
+            for k in (0, 1, 7, k_max // 2, k_max):
+                exact = sp._pmf(mu, k)
+                assert abs(probs[k_max + k] - exact) <= exact * mpmath.mpf("1e-30"), (mu, k)
+                assert probs[k_max - k] == probs[k_max + k]
