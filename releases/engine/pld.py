@@ -32,7 +32,7 @@ import numpy as np
 
 from . import skellam_privacy
 
-__all__ = ["Pld", "pure", "skellam", "compose", "GRID"]
+__all__ = ["GRID", "Pld", "compose", "pure", "skellam"]
 
 GRID = skellam_privacy.GRID
 SLACK = skellam_privacy.SLACK
