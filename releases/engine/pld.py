@@ -95,10 +95,10 @@ def pure(eps) -> Pld:
 
 def skellam(mu, shift) -> Pld:
     """The PLD of a release on the Skellam path at time ``mu`` for the worst-case shift vector."""
-    shifts = skellam_privacy._shifts(shift)
+    shifts = skellam_privacy.shift_pairs(shift)
     if not shifts:
         return Pld(0, np.ones(1), 0.0)
-    low, p, infinite = skellam_privacy._composed(Fraction(mu), shifts)
+    low, p, infinite = skellam_privacy.composed_law(Fraction(mu), shifts)
     return Pld(low, p, infinite)
 
 
@@ -108,11 +108,11 @@ def compose(*plds: Pld) -> Pld:
         return Pld(0, np.ones(1), 0.0)
     out = (plds[0].low, plds[0].p, plds[0].infinite)
     for other in plds[1:]:
-        out = skellam_privacy._compose(out, (other.low, other.p, other.infinite))
+        out = skellam_privacy.convolve_laws(out, (other.low, other.p, other.infinite))
     return Pld(*out)
 
 
 def self_compose(pld: Pld, k: int) -> Pld:
     """``k`` independent copies of ``pld`` together (repeated squaring)."""
-    law = skellam_privacy._power((pld.low, pld.p, pld.infinite), int(k))
+    law = skellam_privacy.law_power((pld.low, pld.p, pld.infinite), int(k))
     return Pld(*law) if law is not None else Pld(0, np.ones(1), 0.0)

@@ -37,7 +37,8 @@ from functools import lru_cache
 import mpmath
 import numpy as np
 
-__all__ = ["GRID", "delta", "deltas", "error_bound", "rdp_delta", "shown", "time_for"]
+__all__ = ["GRID", "composed_law", "convolve_laws", "delta", "deltas", "error_bound", "law_power", "rdp_delta", "shift_pairs",
+           "shown", "time_for"]
 
 #: Digits of the Bessel probabilities.
 DIGITS = 40
@@ -117,7 +118,7 @@ def _trimmed(low: int, p: np.ndarray, infinite: float) -> tuple[int, np.ndarray,
     return low + first, p[first:last].copy(), infinite + moved
 
 
-def _compose(a: tuple[int, np.ndarray, float], b: tuple[int, np.ndarray, float]) -> tuple[int, np.ndarray, float]:
+def convolve_laws(a: tuple[int, np.ndarray, float], b: tuple[int, np.ndarray, float]) -> tuple[int, np.ndarray, float]:
     """The loss law of the sum of two independent losses (offsets add; the infinite masses combine)."""
     low_a, p_a, inf_a = a
     low_b, p_b, inf_b = b
@@ -126,18 +127,18 @@ def _compose(a: tuple[int, np.ndarray, float], b: tuple[int, np.ndarray, float])
     return _trimmed(low_a + low_b, p, inf_a + inf_b - inf_a * inf_b)
 
 
-def _power(law, n: int):
+def law_power(law, n: int):
     out = None
     while n:
         if n & 1:
-            out = law if out is None else _compose(out, law)
+            out = law if out is None else convolve_laws(out, law)
         n >>= 1
         if n:
-            law = _compose(law, law)
+            law = convolve_laws(law, law)
     return out
 
 
-def _shifts(shift) -> tuple[tuple[int, int], ...]:
+def shift_pairs(shift) -> tuple[tuple[int, int], ...]:
     """The shift vector as sorted ``(|t|, how many)`` pairs (zero shifts dropped)."""
     if isinstance(shift, dict):
         pairs = {abs(int(t)): int(c) for t, c in shift.items()}
@@ -150,11 +151,11 @@ def _shifts(shift) -> tuple[tuple[int, int], ...]:
 
 
 @lru_cache(maxsize=256)
-def _composed(mu: Fraction, shifts: tuple) -> tuple[int, np.ndarray, float]:
+def composed_law(mu: Fraction, shifts: tuple) -> tuple[int, np.ndarray, float]:
     law = None
     for t, count in shifts:
-        part = _power(_loss_law(mu, t), count)
-        law = part if law is None else _compose(law, part)
+        part = law_power(_loss_law(mu, t), count)
+        law = part if law is None else convolve_laws(law, part)
     return law
 
 
@@ -163,10 +164,10 @@ def deltas(mu, shift, eps_values) -> list[float]:
     worst-case neighbour shifts the coordinates by ``shift`` (a list of integers, or
     ``{|t|: how many}``): upper bounds."""
     mu = Fraction(mu)
-    shifts = _shifts(shift)
+    shifts = shift_pairs(shift)
     if not shifts:
         return [0.0 for _ in eps_values]
-    low, p, infinite = _composed(mu, shifts)
+    low, p, infinite = composed_law(mu, shifts)
     losses = (low + np.arange(p.size)) * GRID
     out = []
     for eps in eps_values:
@@ -215,7 +216,7 @@ def time_for(eps, delta_target, shift) -> Fraction:
     steps: the answer is found by the exact figures either way)."""
     if not 0 < delta_target < 1:
         raise ValueError("delta lies in (0, 1)")
-    l2 = math.sqrt(sum(t * t * c for t, c in _shifts(shift)))
+    l2 = math.sqrt(sum(t * t * c for t, c in shift_pairs(shift)))
     guess = (l2 * math.sqrt(2 * math.log(1.25 / delta_target)) / float(eps)) ** 2 / 2
     lo = _grid_index(guess / 4)
     if lo and delta(_grid_time(lo), shift, eps) <= delta_target:
@@ -259,7 +260,7 @@ def rdp_delta(mu, shift, eps) -> float:
     variance ``2 mu``, converted by ``delta = e^{(alpha - 1)(eps(alpha) - eps)} (1 - 1/alpha)^alpha
     / (alpha - 1)`` (Canonne, Kamath and Steinke 2020), the smallest over ``alpha``."""
     mu = float(Fraction(mu))
-    shifts = _shifts(shift)
+    shifts = shift_pairs(shift)
     d1 = sum(t * c for t, c in shifts)
     d2sq = sum(t * t * c for t, c in shifts)
     best = 1.0

@@ -52,13 +52,13 @@ def test_losses_rounded_down_would_be_caught(monkeypatch):
 
     monkeypatch.setattr(sp.mpmath, "ceil", mpmath.floor)
     sp._loss_law.cache_clear()
-    sp._composed.cache_clear()
+    sp.composed_law.cache_clear()
     try:
         mu, shifts, eps = CASES[0]
         assert sp.delta(mu, shifts, eps) < _direct(float(mu), shifts, eps)
     finally:
         sp._loss_law.cache_clear()
-        sp._composed.cache_clear()
+        sp.composed_law.cache_clear()
 
 
 def test_delta_falls_with_more_noise_and_a_larger_eps_and_adds_up_over_coordinates():
