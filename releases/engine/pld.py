@@ -74,9 +74,16 @@ class Pld:
         return compose(self, other)
 
 
+def _cell(loss: float) -> int:
+    """The grid cell a loss is rounded up to: the least ``j`` with ``j GRID >= loss`` (in floating
+    point, as :meth:`Pld.delta` reads the cells back)."""
+    cell = math.ceil(loss / GRID - 1e-9)  # a quotient a hair above a whole number is that number ...
+    return cell if cell * GRID >= loss else cell + 1  # ... unless its cell would lie below the loss
+
+
 def _law(pairs: list[tuple[float, float]]) -> Pld:
     """A PLD from ``(loss, probability)`` pairs, each loss rounded up to the grid."""
-    cells = [math.ceil(loss / GRID - 1e-12 * abs(loss) / GRID) for loss, _ in pairs]
+    cells = [_cell(loss) for loss, _ in pairs]
     low = min(cells)
     p = np.zeros(max(cells) - low + 1)
     for cell, (_, prob) in zip(cells, pairs):

@@ -40,12 +40,14 @@ def test_a_hundred_listings_at_0_1_compose_to_about_5_6_at_delta_1e_8_not_10():
 
 
 def test_losses_rounded_down_would_be_caught(monkeypatch):
+    """The mutation: each loss rounded down to the grid cell below it (an optimistic figure)."""
     import math
 
-    monkeypatch.setattr(pld.math, "ceil", math.floor)
+    monkeypatch.setattr(pld, "_cell", lambda loss: math.floor(loss / pld.GRID - 1e-9))
     ours = pld.self_compose(pld.pure(0.5), 10).delta(2.0)
     monkeypatch.undo()
     assert ours < _exact_pure(10, 0.5, 2.0)
+    assert pld._cell(0.5) * pld.GRID >= 0.5 and (pld._cell(0.5) - 1) * pld.GRID < 0.5
 
 
 def test_skellam_listings_compose_as_one_release_of_all_their_shifts():
