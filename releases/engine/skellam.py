@@ -27,8 +27,9 @@ exact integers or exact brackets (:mod:`releases.engine.exact_bounds`); no float
   e^{s |d|}`` is the target's weight over the proposal's and ``K`` a rational at least the largest
   ``R`` (found from the two places where ``R`` stops rising: ``R`` is log-concave on each side of
   0). ``R(d)`` is a rational times ``e^{s |d|}``, bracketed exactly; the coin compares a uniform
-  with the bracket, drawing more bits only when it falls inside. About three proposals in four are
-  kept, whatever ``lam``.
+  with the bracket, drawing more bits only when it falls inside. Three proposals in four are kept
+  for ``lam`` from about 100 up (measured: 0.75 at 400 and at 10^6), two in five or more below
+  (0.41 at 1, 0.54 at 1/7).
 
 ``rng`` is the lattice path's bit source (:func:`releases.engine.lattice.new_rng`: ChaCha20 under
 a key from the operating system) in the product, a seeded ``random.Random`` in tests. This module
