@@ -96,8 +96,8 @@ def dataset_process(*, dataset_id: int, job: str | None = None) -> Dataset | Non
     job = current_job
     if not _run_begins(dataset, job):
         return Dataset.objects.filter(pk=dataset_id).first()
-    # read for the first time (no columns yet), or again for new column types: from the raw file of a
-    # dataset read before the upload was kept, else from the sealed upload, kept as the dataset's source
+    # read for the first time (no row count yet), or again for new column types: from the raw file of
+    # a dataset read before the upload was kept, else from the sealed upload, kept as its source
     fresh = _fresh(dataset)
     new_files: list[str] = []
     limits = uploads.ingest_limits()  # memory and uncompressed sizes (a worker's budget)

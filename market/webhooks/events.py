@@ -76,15 +76,16 @@ def emit(*events: tuple[str, str, int]) -> None:
     for kind, _, _ in items:
         if kind not in EVENT_TYPES:
             raise ValueError(f"unknown webhook event type {kind!r}")
-    items = _listened(items)
+    items = listened(items)
     if not items:
         return
     Outbox.objects.bulk_create([Outbox(type=kind, object_id=obj, user_id=user) for kind, obj, user in items])
     transaction.on_commit(lambda: _send(items))
 
 
-def _listened(items: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
-    """The ``items`` whose user has an active endpoint subscribed to their type."""
+def listened(items: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """The ``items`` whose user has an active endpoint subscribed to their type (one query): what
+    :func:`emit` notes and ``services.events_record`` records."""
     if not items:
         return items
     wanted: set[tuple[int, str]] = set()

@@ -192,8 +192,10 @@ def events_record(*, items) -> list[str]:
     from django.contrib.auth import get_user_model
 
     made: list[str] = []
+    items = [(kind, str(object_id), int(user_id)) for kind, object_id, user_id in items]
+    listened = set(event_types.listened(items))  # one read of the users' endpoints, as emit does
     for kind, object_id, user_id in items:
-        if not _subscribed(user_id, kind):
+        if (kind, object_id, user_id) not in listened:
             continue
         builder = event_types.payload_builder(kind)
         user = get_user_model().objects.filter(pk=user_id).first()
