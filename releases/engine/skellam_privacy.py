@@ -11,8 +11,9 @@ symmetric, so the neighbour's other direction has the same law of ``L``.
 
 How it is computed (an upper bound, never below the truth):
 
-* each coordinate's loss law for its ``|t_i|``: the probabilities from mpmath's Bessel functions at
-  ``DIGITS`` digits, over the ``k`` that hold all but ``TAIL`` of the mass; the mass left out counts
+* each coordinate's loss law for its ``|t_i|``: the probabilities from Miller's backward recurrence
+  for the Bessel functions' ratios in float64 (checked against mpmath at 40 digits in the tests), over
+  the ``k`` that hold all but ``TAIL`` of the mass; the mass left out counts
   as an infinite loss (it adds itself to every ``delta``);
 * every loss rounded *up* to a multiple of ``GRID`` (pessimistic discretisation: a larger loss
   never lowers ``delta``), so a law is an array of probabilities on ``GRID`` steps;
@@ -34,72 +35,86 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-import mpmath
 import numpy as np
 
-__all__ = ["GRID", "composed_law", "convolve_laws", "delta", "deltas", "error_bound", "law_power", "rdp_delta", "shift_pairs",
-           "shown", "time_for"]
+__all__ = ["GRID", "calibrate", "case_law", "case_of", "composed_law", "convolve_laws", "delta", "deltas", "error_bound",
+           "ladder", "law_power", "profile", "rdp_delta", "shift_pairs", "shown", "time_for"]
 
-#: Digits of the Bessel probabilities.
-DIGITS = 40
 #: The mass of each coordinate's law left out of the computed range (counted as an infinite loss).
-TAIL = mpmath.mpf("1e-18")
+TAIL = 1e-18
 #: The losses' grid: each rounded up to a multiple of it.
 GRID = 1e-4
 #: The relative margin added for the floating-point sums.
 SLACK = 1e-9
 
 
-def _pmf(mu, k) -> mpmath.mpf:
-    two_mu = 2 * mpmath.mpf(mu.numerator) / mu.denominator
-    return mpmath.besseli(abs(k), two_mu) * mpmath.exp(-two_mu)
+def _ratios(x: float, top: int) -> np.ndarray:
+    """``r[k] = I_k(x) / I_{k-1}(x)`` for ``1 <= k <= top`` (``r[0]`` unused), by the backward
+    recurrence ``r_k = 1 / (2k/x + r_{k+1})`` run down from ``START(top, x)`` with ``r = 0`` there:
+    every ratio lies in (0, 1) and the recurrence is stable downwards (Miller's algorithm on ratios,
+    Gautschi 1967), so nothing overflows and each ratio carries a relative error near the unit
+    roundoff."""
+    start = top + 60 + int(8 * math.sqrt(x)) + int(min(x, 4 * top))
+    r = np.zeros(top + 1)
+    ratio = 0.0
+    for k in range(start, 0, -1):
+        ratio = 1.0 / (2.0 * k / x + ratio)
+        if k <= top:
+            r[k] = ratio
+    return r
 
 
 @lru_cache(maxsize=64)
-def _support(mu: Fraction) -> tuple[int, tuple]:
-    """``(K, probabilities)``: ``P(Z = k)`` for ``-K <= k <= K`` (mpmath), ``K`` the smallest
-    multiple of the first guess with all but ``TAIL`` of the mass inside.
+def _support(mu: Fraction, extra: int = 0) -> tuple[int, np.ndarray]:
+    """``(K, probabilities)``: ``P(Z = k)`` for ``-K - extra <= k <= K + extra`` in float64, ``K``
+    the smallest range found with all but ``TAIL`` of the mass inside ``[-K, K]`` (``extra`` more
+    on each side: the values a shift of up to ``extra`` reads beyond the range).
 
-    The Bessel values come from Miller's backward recurrence, ``I_{k-1}(x) = I_{k+1}(x) + (2k/x)
-    I_k(x)`` run down from far above ``K`` (twice the range plus 60: what it leaves out is below
-    ``e^{-60}`` of the smallest value kept), normalised by ``I_0(x) + 2 sum_k I_k(x) = e^x``, so
-    ``P(0) + 2 sum_{k >= 1} P(k) = 1``; one pass of multiplications at ``DIGITS`` digits, checked
-    against mpmath's own ``besseli`` in the tests."""
-    with mpmath.workdps(DIGITS + 10):
-        x = 2 * mpmath.mpf(mu.numerator) / mu.denominator
-        k_max = int(8 * math.sqrt(2 * float(mu)) + 20)
-        while True:
-            start = 2 * k_max + 60 + int(float(x))
-            values = [mpmath.mpf(0)] * (start + 2)
-            values[start] = mpmath.mpf(1)
-            for k in range(start, 0, -1):
-                values[k - 1] = values[k + 1] + (2 * k / x) * values[k]
-            total = values[0] + 2 * mpmath.fsum(values[1:])
-            probs = [v / total for v in values[: k_max + 1]]
-            tail = 2 * mpmath.fsum(values[k_max + 1:]) / total
-            if tail <= TAIL:
-                return k_max, tuple(probs[:0:-1]) + tuple(probs)
-            k_max = int(k_max * 1.5) + 10
+    ``P(k) = P(0) prod_{j <= k} r_j`` (:func:`_ratios`) with ``P(0) = 1 / (1 + 2 sum_{k >= 1} prod_{j
+    <= k} r_j)``, since ``P(0) + 2 sum_{k >= 1} P(k) = 1``: each probability's relative error is at
+    most about ``k`` unit roundoffs (the tests check them against mpmath's ``besseli`` at 40 digits
+    to ``1e-11`` of each); the losses read from them are rounded up with a margin above that
+    (:data:`MARGIN`)."""
+    x = 2 * float(mu)
+    k_max = int(8 * math.sqrt(x) + 20)
+    while True:
+        top = 3 * (k_max + extra) + 40  # the normalising sum reaches far past the range kept
+        products = np.cumprod(_ratios(x, top)[1:])
+        p0 = 1.0 / (1.0 + 2.0 * math.fsum(products))
+        side = np.concatenate(([p0], p0 * products))
+        tail = 2.0 * math.fsum(side[k_max + 1:])
+        if tail <= TAIL:
+            kept = side[: k_max + extra + 1]
+            probs = np.concatenate((kept[:0:-1], kept))
+            probs.flags.writeable = False
+            return k_max, probs
+        k_max = int(k_max * 1.5) + 10
+
+
+#: How a loss in cells is rounded to the grid (up; a test rounds down to show it would be caught).
+_round_up = np.ceil
+#: Added to every loss (in grid cells) before it is rounded up: a wide margin over the relative
+#: error of the float64 probabilities (about 1e-13 in each loss, 1e-9 of a cell).
+MARGIN = 1e-6
 
 
 @lru_cache(maxsize=256)
 def _loss_law(mu: Fraction, t: int) -> tuple[int, np.ndarray, float]:
     """``(offset, p, infinite)``: one coordinate's loss law for a shift ``t`` — ``p[j]`` the
-    probability of the loss ``(offset + j) GRID`` (each loss rounded up to the grid), ``infinite``
-    the mass counted as an infinite loss."""
-    k_max, probs = _support(mu)
-    with mpmath.workdps(DIGITS):
-        left_out = 1 - mpmath.fsum(probs)
-        losses, masses = [], []
-        for i, p in enumerate(probs):
-            k = i - k_max
-            shifted = probs[i - t] if 0 <= i - t < len(probs) else _pmf(mu, k - t)  # (only beyond -K)
-            losses.append(int(mpmath.ceil(mpmath.log(p / shifted) / GRID)))
-            masses.append(float(p))
-    low = min(losses)
-    out = np.zeros(max(losses) - low + 1)
-    np.add.at(out, np.asarray(losses) - low, masses)
-    return low, out, float(left_out) * (1 + 1e-6)
+    probability of the loss ``(offset + j) GRID`` (each loss rounded up to the grid, after
+    :data:`MARGIN`), ``infinite`` the mass counted as an infinite loss."""
+    k_max, probs = _support(mu, t)
+    kept = probs[t: probs.size - t]  # k = -K..K
+    shifted = probs[: kept.size]  # P(k - t) for the same k
+    left_out = max(0.0, 1.0 - math.fsum(kept))
+    with np.errstate(divide="ignore"):
+        losses = _round_up((np.log(kept) - np.log(shifted)) / GRID + MARGIN)
+    finite = np.isfinite(losses) & (kept > 0)
+    left_out += float(kept[~finite].sum())
+    cells = losses[finite].astype(np.int64)
+    low = int(cells.min())
+    out = np.bincount(cells - low, weights=kept[finite])
+    return low, out, left_out * (1 + 1e-6) + 1e-15
 
 
 #: Mass below this at either end of a composed law is moved to the infinite loss (pessimistic).
@@ -118,13 +133,44 @@ def _trimmed(low: int, p: np.ndarray, infinite: float) -> tuple[int, np.ndarray,
     return low + first, p[first:last].copy(), infinite + moved
 
 
+#: Above this many multiplications a convolution runs by FFT (with its error bound counted).
+DIRECT = 1 << 24
+#: A law with at most this many nonzero cells is convolved atom by atom (exact sums, any length).
+SPARSE = 4096
+
+
+def _convolved(p_a: np.ndarray, p_b: np.ndarray) -> tuple[np.ndarray, float]:
+    """``p_a * p_b`` and a bound on its total absolute error. Exact sums (error 0 here: their
+    relative rounding is in ``SLACK``) when one law has few atoms (a randomised response, a single
+    coordinate's law: each atom adds a scaled copy of the other) or the two are short; else by FFT,
+    whose error in each entry is at most ``c u log2(n) |p_a|_2 |p_b|_2`` (``u`` the unit roundoff;
+    ``c = 20``, a wide margin over the usual constant), counted in full over every entry."""
+    nz_a, nz_b = np.flatnonzero(p_a), np.flatnonzero(p_b)
+    if nz_b.size < nz_a.size:
+        p_a, p_b, nz_a, nz_b = p_b, p_a, nz_b, nz_a
+    if nz_a.size <= SPARSE and nz_a.size * p_b.size <= 16 * DIRECT:
+        out = np.zeros(p_a.size + p_b.size - 1)
+        for i in nz_a:
+            out[i: i + p_b.size] += p_a[i] * p_b
+        return out, 0.0
+    if p_a.size * p_b.size <= DIRECT:
+        return np.convolve(p_a, p_b), 0.0
+    from scipy.signal import fftconvolve
+
+    out = fftconvolve(p_a, p_b)
+    n = out.size
+    per_entry = 20 * np.finfo(np.float64).eps * math.log2(n) * float(np.linalg.norm(p_a) * np.linalg.norm(p_b))
+    return out, per_entry * n
+
+
 def convolve_laws(a: tuple[int, np.ndarray, float], b: tuple[int, np.ndarray, float]) -> tuple[int, np.ndarray, float]:
-    """The loss law of the sum of two independent losses (offsets add; the infinite masses combine)."""
+    """The loss law of the sum of two independent losses (offsets add; the infinite masses combine;
+    an FFT's error bound is added to the infinite mass, so no ``delta`` read from it falls)."""
     low_a, p_a, inf_a = a
     low_b, p_b, inf_b = b
-    p = np.convolve(p_a, p_b)
+    p, error = _convolved(p_a, p_b)
     np.maximum(p, 0, out=p)
-    return _trimmed(low_a + low_b, p, inf_a + inf_b - inf_a * inf_b)
+    return _trimmed(low_a + low_b, p, inf_a + inf_b - inf_a * inf_b + error)
 
 
 def law_power(law, n: int):
@@ -159,6 +205,17 @@ def composed_law(mu: Fraction, shifts: tuple) -> tuple[int, np.ndarray, float]:
     return law
 
 
+def _read(law, eps_values) -> list[float]:
+    low, p, infinite = law
+    losses = (low + np.arange(p.size)) * GRID
+    out = []
+    for eps in eps_values:
+        above = losses > float(eps)
+        d = float(np.sum(p[above] * -np.expm1(float(eps) - losses[above]))) + infinite
+        out.append(min(1.0, d * (1 + SLACK)))
+    return out
+
+
 def deltas(mu, shift, eps_values) -> list[float]:
     """``delta(eps)`` at each of ``eps_values`` for a release at time ``mu`` (a Fraction) whose
     worst-case neighbour shifts the coordinates by ``shift`` (a list of integers, or
@@ -167,14 +224,7 @@ def deltas(mu, shift, eps_values) -> list[float]:
     shifts = shift_pairs(shift)
     if not shifts:
         return [0.0 for _ in eps_values]
-    low, p, infinite = composed_law(mu, shifts)
-    losses = (low + np.arange(p.size)) * GRID
-    out = []
-    for eps in eps_values:
-        above = losses > float(eps)
-        d = float(np.sum(p[above] * -np.expm1(float(eps) - losses[above]))) + infinite
-        out.append(min(1.0, d * (1 + SLACK)))
-    return out
+    return _read(composed_law(mu, shifts), eps_values)
 
 
 def delta(mu, shift, eps) -> float:
@@ -188,6 +238,91 @@ def shown(value: float, digits: int = 2) -> Decimal:
     d = Decimal(repr(value))
     exponent = d.adjusted() - digits + 1
     return d.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_CEILING)
+
+
+# --------------------------------------------------------------------------
+# a listing's worst cases, with a weight per coordinate
+
+def case_of(moves, weights) -> tuple[tuple[int, int, int], ...]:
+    """One worst case of a listing as ``((w, |t|, how many), ...)``, sorted: ``moves`` the
+    ``(coordinate, move in steps)`` pairs of the case, ``weights[i]`` coordinate ``i``'s weight (its
+    noise runs at time ``mu w^2``: a group whose sensitivity is ``w`` steps gets ``w`` times the
+    noise, as each group of a lattice listing gets a share of the budget)."""
+    counted: dict[tuple[int, int], int] = {}
+    for i, move in moves:
+        key = (int(weights[i]), abs(int(move)))
+        if key[1]:
+            counted[key] = counted.get(key, 0) + 1
+    return tuple(sorted((w, t, c) for (w, t), c in counted.items()))
+
+
+@lru_cache(maxsize=128)
+def case_law(mu: Fraction, case: tuple) -> tuple[int, np.ndarray, float]:
+    """The loss law at base time ``mu`` of one worst case (:func:`case_of`)."""
+    law = None
+    for w, t, count in case:
+        if not count:
+            continue
+        part = law_power(_loss_law(mu * w * w, t), count)
+        law = part if law is None else convolve_laws(law, part)
+    return law if law is not None else (0, np.ones(1), 0.0)
+
+
+def profile(mu, cases, eps_values) -> list[float]:
+    """``delta(eps)`` at each of ``eps_values`` of a release at base time ``mu``: the largest over the
+    listing's worst cases (:func:`case_of`), point by point."""
+    mu = Fraction(mu)
+    worst = [0.0 for _ in eps_values]
+    for case in cases:
+        worst = [max(a, b) for a, b in zip(worst, _read(case_law(mu, tuple(case)), eps_values))]
+    return worst
+
+
+def calibrate(eps, delta_target, cases, guess: float | None = None) -> Fraction:
+    """The least grid time ``mu`` whose release is ``(eps, delta_target)``-DP for every case (the
+    least noise meeting the listing's ``delta`` at ``eps``). ``guess`` (a time near the answer)
+    only saves steps: the search widens until it brackets the answer by the exact figures."""
+    if not 0 < delta_target < 1:
+        raise ValueError("delta lies in (0, 1)")
+
+    def meets(j: int) -> bool:
+        return profile(_grid_time(j), cases, [eps])[0] <= delta_target
+
+    if guess is None:
+        l2sq = max(sum(c * (t / w) ** 2 for w, t, c in case) for case in cases)
+        guess = l2sq * 2 * math.log(1.25 / delta_target) / float(eps) ** 2 / 2
+    j = _grid_index(guess)
+    width = 8
+    lo, hi = max(0, j - width), j + width
+    while lo > 0 and meets(lo):
+        lo, width = max(0, lo - 2 * width), 2 * width
+    while not meets(hi):
+        lo, hi, width = hi, hi + 2 * width, 2 * width
+        if hi > 900 * 14:
+            raise ValueError("no time below 10^12 meets this delta")
+    if lo == 0 and meets(0):
+        return _grid_time(0)
+    while hi - lo > 1:  # meets(hi), not meets(lo)
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return _grid_time(hi)
+
+
+def ladder(levels, delta_target, cases) -> list[Fraction]:
+    """:func:`calibrate` at each of ``levels`` (sorted from the highest: each answer, scaled by the
+    squared ratio of the levels, guesses the next)."""
+    out: dict = {}
+    guess = None
+    previous = None
+    for eps in sorted(levels, key=lambda e: -Fraction(str(e))):
+        if previous is not None:
+            guess = float(out[previous]) * (float(Fraction(str(previous))) / float(Fraction(str(eps)))) ** 2
+        out[eps] = calibrate(eps, delta_target, cases, guess)
+        previous = eps
+    return [out[eps] for eps in levels]
 
 
 # --------------------------------------------------------------------------
@@ -240,13 +375,8 @@ def error_bound(mu, coverage: float = 0.95) -> int:
     exact error bound of a released count before purchase, in noise units."""
     mu = Fraction(mu)
     k_max, probs = _support(mu)
-    with mpmath.workdps(DIGITS):
-        inside = probs[k_max]
-        q = 0
-        while inside < coverage:
-            q += 1
-            inside += probs[k_max + q] + probs[k_max - q]
-    return q
+    inside = np.concatenate(([probs[k_max]], 2 * probs[k_max + 1:])).cumsum()
+    return int(np.searchsorted(inside, coverage * (1 + 1e-12)))
 
 
 # --------------------------------------------------------------------------
