@@ -28,7 +28,7 @@ NOTHING = lambda: pytest.fail("not asked for")  # noqa: E731 (a lazy read a mech
 
 
 def test_every_mechanism_follows_the_protocol_and_is_registered_under_its_name():
-    assert list(MECHANISMS) == ["laplace", "laplace_l2", "lattice", "bits"]
+    assert list(MECHANISMS) == ["laplace", "laplace_l2", "lattice", "skellam", "bits"]
     for name, found in MECHANISMS.items():
         assert isinstance(found, Mechanism) and found.name == name and mechanism(name) is found
     with pytest.raises(ValueError, match="no mechanism is named 'gauss'"):

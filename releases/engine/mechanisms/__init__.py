@@ -12,13 +12,14 @@ from .base import FLOATS, INTS, Codec, Mechanism, Refusal
 from .bits import BitReports
 from .exact import Lattice
 from .floats import FLOAT_NOT_COMPUTED, FLOAT_RETIRED, FloatL2, FloatLaplace, l2_error_radius
+from .skellam import Skellam
 
 __all__ = ["Mechanism", "Refusal", "Codec", "FLOATS", "INTS", "MECHANISMS", "mechanism", "mechanism_for",
            "FLOAT_RETIRED", "FLOAT_NOT_COMPUTED", "l2_error_radius", "FloatLaplace", "FloatL2", "Lattice",
-           "BitReports"]
+           "BitReports", "Skellam"]
 
 #: Every mechanism by the name stored for it.
-MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (FloatLaplace(), FloatL2(), Lattice(), BitReports())}
+MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (FloatLaplace(), FloatL2(), Lattice(), Skellam(), BitReports())}
 
 
 def mechanism(name: str) -> Mechanism:

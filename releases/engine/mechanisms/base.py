@@ -92,7 +92,10 @@ class Mechanism(Protocol):
     releases every record rather than statistics: microdata), ``no_risk_reason`` (why the paper's
     privacy at risk does not describe it; None when it does), ``gamma_applies`` and ``on_grid``
     (its values are whole numbers of grid steps: a plan laid out for it keeps each statistic's grid
-    and an integer layout, ``market.catalog.spec.plan.build_plan``).
+    and an integer layout, ``market.catalog.spec.plan.build_plan``), ``shares_budget`` (each group of
+    values gets an equal share of eps, its weight the number of groups times its sensitivity; else
+    the weight is the sensitivity alone and the calibration composes the groups), ``states_delta``
+    (its listings are ``(eps, delta)``-DP with a delta of their own, on datasets with a delta only).
     """
 
     name: str
@@ -107,6 +110,28 @@ class Mechanism(Protocol):
     no_risk_reason: str | None
     gamma_applies: bool
     on_grid: bool
+    shares_budget: bool
+    states_delta: bool
+
+    def bound(self, plan: dict | None) -> Mechanism:
+        """This mechanism as it runs one listing, from its stored ``plan`` (a mechanism calibrated per
+        listing, the Skellam path, carries its calibration; the others are the same for every listing)."""
+
+    def calibration_for(self, *, ceiling, delta, unit_cases, unit_weights) -> dict | None:
+        """What a new listing stores of its calibration (``plan["calibration"]``), computed from public
+        inputs only: its ``delta`` and worst cases; None for a mechanism that needs none."""
+
+    def value_bound(self, layout, i: int, level, confidence: float) -> float | None:
+        """Value ``i``'s ``confidence`` error bound at ``level`` in its units, from the plan's integer
+        layout (``layout``: ``Lattice``), when its noise is not the lattice's (None: the lattice's tails)."""
+
+    def ladder(self) -> list | None:
+        """The levels a listing calibrated per level sells (None: any level up to its ceiling, or, for
+        microdata, its spec's ladder)."""
+
+    def top_law(self, plan: dict):
+        """The exact privacy-loss distribution (``releases.engine.pld.Pld``) of a listing's release at
+        its ceiling, for composing a dataset's listings; None: it is pure eps-DP at its ceiling."""
 
     def words(self) -> str:
         """The noise its releases carry, in plain words for the listing's pages."""
@@ -168,6 +193,23 @@ class Base:
     no_risk_reason: ClassVar[str | None] = None
     gamma_applies: ClassVar[bool] = True
     on_grid: ClassVar[bool] = False
+    shares_budget: ClassVar[bool] = True
+    states_delta: ClassVar[bool] = False
+
+    def bound(self, plan: dict | None) -> Base:
+        return self
+
+    def calibration_for(self, *, ceiling, delta, unit_cases, unit_weights) -> dict | None:
+        return None
+
+    def ladder(self) -> list | None:
+        return None
+
+    def value_bound(self, layout, i: int, level, confidence: float) -> float | None:
+        return None
+
+    def top_law(self, plan: dict):
+        return None
 
     def __repr__(self) -> str:
         return f"<mechanism {self.name}>"
