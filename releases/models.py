@@ -25,7 +25,8 @@ class NoisePath(models.Model):
     mechanism = models.CharField(
         max_length=12, default="lattice",
         help_text="the listing's mechanism (releases.engine.mechanisms): lattice, the exact integer path "
-        "(releases.engine.lattice); laplace and laplace_l2, the retired float paths (releases.engine.path; l2: one "
+        "(releases.engine.lattice); skellam, the exact Skellam path (a pair of counts per value, releases.engine.skellam); "
+        "laplace and laplace_l2, the retired float paths (releases.engine.path; l2: one "
         "vector path kept as a jump list); bits, one exact lattice path per record and bit of a microdata listing "
         "(releases.engine.bitreport), sampled from the ladder's top down. Fixed when the path is made",
     )
@@ -40,7 +41,7 @@ class NoisePath(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(released_max__gte=0), name="path_released_nonnegative"),
-            models.CheckConstraint(condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "bits"]),
+            models.CheckConstraint(condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "skellam", "bits"]),
                                    name="path_mechanism_known"),
         ]
 

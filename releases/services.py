@@ -148,7 +148,7 @@ def _point_at(path: NoisePath, mechanism, level, weights, rng, known: _Known) ->
     for name, p in (("below", below), ("above", above)):
         if p is not None:
             noise = _opened(lambda p=p: p.noise_of(mechanism.noise), f"the stored noise at level {level_text(p.level)}")
-            if noise.shape != (path.dim,):
+            if noise.shape[:1] != (path.dim,):
                 raise ReleaseImpossible(f"stored noise at level {level_text(p.level)} does not match the listing's statistics")
             sides[name] = (p.level, noise)
     noise, method = mechanism.step(level, dim=path.dim, weights=weights, rng=rng, **sides)
@@ -230,7 +230,7 @@ def releases_make(*, path: NoisePath, listing, orders: list[Order], rng=None, fi
     is damaged, or a level cannot be given on the path (the caller's transaction then writes nothing).
     """
     levels = sorted({order.level for order in orders})
-    mechanism = path.release_mechanism
+    mechanism = path.release_mechanism.bound(listing.plan)  # a calibrated mechanism carries the listing's calibration
     _levels_check(path, listing, mechanism, levels)
     made_at = _STORES[mechanism.store](listing, path, mechanism, levels, rng)
     return _releases_store(path, listing, orders, made_at, figures)

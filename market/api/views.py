@@ -133,6 +133,8 @@ class ListingListView(ScopedListView):
             price_per_epsilon=d.get("price_per_epsilon"),
             price_curve=d.get("price_curve"),
             compensation=d.get("compensation"),
+            mechanism=d.get("mechanism", "lattice"),
+            delta=d.get("delta"),
         )
         spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
         return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)
@@ -175,6 +177,8 @@ class MicrodataCreateView(APIView):
             price_per_epsilon=d.get("price_per_epsilon"),
             price_curve=d.get("price_curve"),
             compensation=d.get("compensation"),
+            mechanism=d.get("mechanism", "lattice"),
+            delta=d.get("delta"),
         )
         spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
         return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)
@@ -354,7 +358,8 @@ class DatasetBudgetView(APIView):
         form.is_valid(raise_exception=True)
         d = form.validated_data
         dataset = catalog.dataset_get(user=request.user, dataset_id=dataset_id)
-        dataset_budget_set(actor=request.user, dataset_id=dataset.public_id, budget=d["budget"], reason=d["reason"])
+        extra = {"delta": d["delta"]} if "delta" in d else {}
+        dataset_budget_set(actor=request.user, dataset_id=dataset.public_id, budget=d["budget"], reason=d["reason"], **extra)
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
 

@@ -7,7 +7,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from market.core import crypto, ids
-from market.core.fields import LevelField, MoneyField
+from market.core.fields import DeltaField, LevelField, MoneyField
 from releases.engine.mechanisms import mechanism
 
 
@@ -77,6 +77,12 @@ class Dataset(models.Model):
         help_text="The dataset's privacy budget: its listings' ceilings (point listings aside) may not add up "
         "to more. Changed only through market.catalog.services.dataset_budget_set (audited)."
     )
+    delta_budget = DeltaField(
+        null=True, blank=True,
+        help_text="The dataset's delta (none: every listing is pure eps-DP and their ceilings add up to at most "
+        "total_budget). With a delta, its listings compose by privacy-loss distributions: together, at their "
+        "ceilings, they must be (total_budget, delta_budget)-DP (market.catalog.composition). At most 1e-6",
+    )
     content_hash = models.CharField(
         max_length=64, db_index=True, editable=False,
         help_text="sha256 of the uploaded bytes: the same people twice",
@@ -111,6 +117,10 @@ class Dataset(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(total_budget__gt=0), name="dataset_budget_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(delta_budget__isnull=True) | Q(delta_budget__gt=0, delta_budget__lte=Decimal("1e-6")),
+                name="dataset_delta_at_most_1e-6",
             ),
             models.CheckConstraint(
                 condition=Q(relation__in=["private_size", "public_size"]), name="dataset_relation_known"
@@ -176,6 +186,8 @@ class DatasetBudgetChange(models.Model):
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="budget_changes")
     old = LevelField()
     new = LevelField()
+    old_delta = DeltaField(null=True, blank=True, help_text="the dataset's delta before (null: none)")
+    new_delta = DeltaField(null=True, blank=True, help_text="the dataset's delta after (null: none)")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     reason = models.CharField(max_length=500)
     at = models.DateTimeField(auto_now_add=True)
@@ -217,12 +229,14 @@ class Listing(models.Model):
 
         LAPLACE = "laplace", mechanism("laplace").label
         LATTICE = "lattice", mechanism("lattice").label
+        SKELLAM = "skellam", mechanism("skellam").label
         BITS = "bits", mechanism("bits").label
 
     class Mechanism(models.TextChoices):
         LAPLACE = "laplace", mechanism("laplace").label
         LAPLACE_L2 = "laplace_l2", mechanism("laplace_l2").label
         LATTICE = "lattice", mechanism("lattice").label
+        SKELLAM = "skellam", mechanism("skellam").label
         BITS = "bits", mechanism("bits").label
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="listings")
@@ -249,6 +263,11 @@ class Listing(models.Model):
     answer = models.BinaryField(
         help_text="the true answer (float64), encrypted for this row (market.core.crypto): secret. "
         "Read and written only through true_answer() and set_true_answer()"
+    )
+    delta = DeltaField(
+        null=True, blank=True,
+        help_text="the delta of every level the listing sells ((eps, delta)-DP): set on the Skellam path only, whose "
+        "plan holds the calibration that meets it (plan.calibration)",
     )
     ceiling = LevelField(help_text="the highest eps ever sold on this listing (with a size release, the owner's "
                          "ceiling less size_level: the listing's total is total_level)")
@@ -288,11 +307,18 @@ class Listing(models.Model):
             ),
             models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
             models.CheckConstraint(
-                condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "bits"]), name="listing_mechanism_known"
+                condition=Q(mechanism__in=["laplace", "laplace_l2", "lattice", "skellam", "bits"]),
+                name="listing_mechanism_known",
             ),
             models.CheckConstraint(
                 condition=Q(mechanism__in=["laplace", "laplace_l2", "bits"]) | Q(plan__grids__isnull=False),
                 name="listing_lattice_has_grids",
+            ),
+            models.CheckConstraint(  # a delta exactly when the mechanism states one, and it is calibrated
+                condition=(Q(mechanism="skellam", delta__gt=0, delta__lte=Decimal("1e-6"),
+                             plan__calibration__isnull=False)
+                           | (~Q(mechanism="skellam") & Q(delta__isnull=True))),
+                name="listing_delta_on_skellam",
             ),
         ]
 
@@ -381,8 +407,9 @@ class Listing(models.Model):
 
     @property
     def release_mechanism(self):
-        """How the listing's values are released: its mechanism (``releases.engine.mechanisms``)."""
-        return mechanism(self.mechanism)
+        """How the listing's values are released: its mechanism (``releases.engine.mechanisms``), bound to
+        the listing's plan (a calibrated mechanism carries its calibration)."""
+        return mechanism(self.mechanism).bound(self.plan)
 
     @property
     def engine(self) -> str:

@@ -28,6 +28,25 @@ def ceilings_needed(*, dataset_pk: int) -> Decimal:
     return Decimal(total or 0).quantize(Decimal("0.0001"))
 
 
+def counted_listings(*, dataset_pk: int) -> QuerySet:
+    """A dataset's counted listings, open or closed, with what their privacy-loss distributions read
+    (``market.catalog.composition``): the services' composition check, under the dataset's lock,
+    over every listing of the dataset, whoever asks."""
+    return (visibility.dangerously_unscoped(Listing).filter(counted(), dataset_id=dataset_pk)
+            .only("mechanism", "plan", "ceiling", "size_level").order_by("pk"))
+
+
+def dataset_composed(dataset):
+    """What a dataset with a delta spends, its counted listings composed at their ceilings
+    (``market.catalog.composition.Composed``); None without a delta."""
+    if dataset.delta_budget is None:
+        return None
+    from . import composition
+
+    plds = composition.dataset_plds(counted_listings(dataset_pk=dataset.pk))
+    return composition.composed(plds, eps=dataset.total_budget, delta=dataset.delta_budget)
+
+
 def with_budget_figures(datasets: QuerySet) -> QuerySet:
     """``datasets`` annotated in the same query with ``ceilings_total`` (the counted listings'
     totals: ceiling plus size release level) and ``spent`` (the sum over counted listings of each
@@ -153,7 +172,7 @@ def listing_plan(listing):
         return plan_restore(
             layout=implied or listing.layout, statistics=listing.statistics, labels=listing.labels,
             sensitivity=listing.sensitivity, weights=listing.weights, lower=listing.lower, upper=listing.upper,
-            grids=None if implied else listing.grids,
+            grids=None if implied else listing.grids, mechanism=listing.release_mechanism,
         )
     dataset = listing.dataset
     return build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(), offer=False,

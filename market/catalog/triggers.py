@@ -5,8 +5,12 @@ ORM ``update()``, the admin, raw SQL), on PostgreSQL and SQLite (installed by
 * A listing's ceiling never drops below a level already sold.
 * A listing's insert or update keeps the sum of its dataset's counted listing
   totals (``ceiling + size_level``; ``market.catalog.budget.counted_sql``: point
-  listings aside) within the dataset's budget.
-* A dataset's budget never drops below that sum.
+  listings aside) within the dataset's budget. On a dataset with a delta
+  (``delta_budget``), whose listings compose by privacy-loss distributions
+  (``market.catalog.composition``: a figure SQL cannot compute, checked by the
+  services under the same lock), each counted listing's total is still at most
+  the budget: the part of that rule the database can state.
+* A dataset's budget never drops below that sum (with a delta: below any listing's total).
 * Budget-change rows (``DatasetBudgetChange``) cannot be changed (nor, on PostgreSQL, deleted).
 
 Concurrency (PostgreSQL, READ COMMITTED): the listing trigger locks the dataset
@@ -34,7 +38,7 @@ def _total(row: str = "") -> str:
 
 _POSTGRES_GUARDS = f"""
     CREATE OR REPLACE FUNCTION listing_ceiling_guard() RETURNS trigger AS $$
-    DECLARE sold numeric; others numeric; budget numeric;
+    DECLARE sold numeric; others numeric; budget numeric; delta numeric;
     BEGIN
         IF TG_OP = 'UPDATE' THEN
             SELECT COALESCE(MAX(purchased), 0) INTO sold FROM trading_holding WHERE listing_id = NEW.id;
@@ -48,9 +52,13 @@ _POSTGRES_GUARDS = f"""
             OR NEW.dataset_id <> OLD.dataset_id OR NEW.counted_in_budget <> OLD.counted_in_budget
         ) THEN
             -- the dataset's row lock: writers of its listings and of its budget take turns
-            SELECT total_budget INTO budget FROM catalog_dataset WHERE id = NEW.dataset_id FOR UPDATE;
-            SELECT COALESCE(SUM({_total()}), 0) INTO others FROM catalog_listing
-                WHERE dataset_id = NEW.dataset_id AND id <> NEW.id AND {counted_sql()};
+            SELECT total_budget, delta_budget INTO budget, delta FROM catalog_dataset WHERE id = NEW.dataset_id FOR UPDATE;
+            IF delta IS NULL THEN
+                SELECT COALESCE(SUM({_total()}), 0) INTO others FROM catalog_listing
+                    WHERE dataset_id = NEW.dataset_id AND id <> NEW.id AND {counted_sql()};
+            ELSE
+                others := 0;  -- composed by privacy-loss distributions: each listing within the budget
+            END IF;
             IF others + {_total("NEW.")} > budget THEN
                 RAISE EXCEPTION 'listing totals % exceed the dataset budget %', others + {_total("NEW.")}, budget
                     USING ERRCODE = 'check_violation';
@@ -63,9 +71,14 @@ _POSTGRES_GUARDS = f"""
     CREATE OR REPLACE FUNCTION dataset_budget_floor() RETURNS trigger AS $$
     DECLARE need numeric;
     BEGIN
-        IF NEW.total_budget < OLD.total_budget THEN
-            SELECT COALESCE(SUM({_total()}), 0) INTO need FROM catalog_listing
-                WHERE dataset_id = NEW.id AND {counted_sql()};
+        IF NEW.total_budget < OLD.total_budget OR (NEW.delta_budget IS NULL AND OLD.delta_budget IS NOT NULL) THEN
+            IF NEW.delta_budget IS NULL THEN
+                SELECT COALESCE(SUM({_total()}), 0) INTO need FROM catalog_listing
+                    WHERE dataset_id = NEW.id AND {counted_sql()};
+            ELSE
+                SELECT COALESCE(MAX({_total()}), 0) INTO need FROM catalog_listing
+                    WHERE dataset_id = NEW.id AND {counted_sql()};
+            END IF;
             IF NEW.total_budget < need THEN
                 RAISE EXCEPTION 'budget % is below the listings'' totals %', NEW.total_budget, need
                     USING ERRCODE = 'check_violation';
@@ -81,6 +94,7 @@ _POSTGRES_APPEND_ONLY, _SQLITE_APPEND_ONLY = append_only("catalog_append_only", 
 
 _TOTALS = f"(SELECT COALESCE(SUM({_total()}), 0) FROM catalog_listing WHERE dataset_id = NEW.dataset_id AND "
 _BUDGET = "(SELECT total_budget FROM catalog_dataset WHERE id = NEW.dataset_id)"
+_SUMMED = "(SELECT delta_budget IS NULL FROM catalog_dataset WHERE id = NEW.dataset_id)"
 
 TRIGGERS = Triggers(
     postgres=[_POSTGRES_GUARDS, _POSTGRES_APPEND_ONLY],
@@ -89,14 +103,15 @@ TRIGGERS = Triggers(
             WHEN NEW.ceiling < (SELECT COALESCE(MAX(purchased), 0) FROM trading_holding WHERE listing_id = NEW.id)
             BEGIN SELECT RAISE(ABORT, 'ceiling is below a level already sold'); END""",
         f"""CREATE TRIGGER catalog_listing_budget_ins BEFORE INSERT ON catalog_listing
-            WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {_TOTALS}{counted_sql()}) > {_BUDGET} + {SLACK}
+            WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {_SUMMED} * {_TOTALS}{counted_sql()}) > {_BUDGET} + {SLACK}
             BEGIN SELECT RAISE(ABORT, 'listing totals exceed the dataset budget'); END""",
         f"""CREATE TRIGGER catalog_listing_budget_upd BEFORE UPDATE ON catalog_listing
-            WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {_TOTALS}{counted_sql()} AND id <> NEW.id)
+            WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {_SUMMED} * {_TOTALS}{counted_sql()} AND id <> NEW.id)
                 > {_BUDGET} + {SLACK}
             BEGIN SELECT RAISE(ABORT, 'listing totals exceed the dataset budget'); END""",
         f"""CREATE TRIGGER catalog_dataset_budget_floor BEFORE UPDATE ON catalog_dataset
-            WHEN NEW.total_budget + {SLACK} < (SELECT COALESCE(SUM({_total()}), 0) FROM catalog_listing
+            WHEN NEW.total_budget + {SLACK} < (SELECT CASE WHEN NEW.delta_budget IS NULL
+                THEN COALESCE(SUM({_total()}), 0) ELSE COALESCE(MAX({_total()}), 0) END FROM catalog_listing
                 WHERE dataset_id = NEW.id AND {counted_sql()})
             BEGIN SELECT RAISE(ABORT, 'the dataset budget is below its listings'' totals'); END""",
         *_SQLITE_APPEND_ONLY,

@@ -17,6 +17,13 @@ def LevelField(**kwargs):
     return models.DecimalField(**kwargs)
 
 
+def DeltaField(**kwargs):
+    """A delta of (eps, delta)-DP: NUMERIC(20, 20), exact down to 1e-20 (datasets and listings allow at most 1e-6)."""
+    kwargs.setdefault("max_digits", 20)
+    kwargs.setdefault("decimal_places", 20)
+    return models.DecimalField(**kwargs)
+
+
 def MoneyField(**kwargs):
     """An amount of credits: NUMERIC(18, 2)."""
     kwargs.setdefault("max_digits", 18)

@@ -116,3 +116,19 @@ def reading_figures(value, bound, *, grid=None) -> dict:
     as_number = int if places <= 0 else float
     return {"value": as_number(shown_value), "error_bound": as_number(shown_bound),
             "value_text": f"{shown_value:f}", "bound_text": f"{shown_bound:f}", "places": places}
+
+
+def parse_delta(value, *, at_most: Decimal, field: str = "delta", what: str = "the delta") -> Decimal:
+    """A delta of (eps, delta)-DP as a Decimal: above 0, at most ``at_most``, at most 20 decimal
+    places (a ``DeltaField``); 400 on ``field`` otherwise, naming ``what`` and the limit."""
+    try:
+        delta = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        delta = None
+    limit = f"{at_most.normalize():E}".replace("E", "e").replace("e+", "e")
+    if delta is None or not delta.is_finite() or not 0 < delta <= at_most:
+        raise InvalidInput(f"{what} must be a number above 0 and at most {limit}; got {value!r}",
+                           fields={field: [f"Above 0, at most {limit}."]})
+    if delta != delta.quantize(Decimal("1e-20")):
+        raise InvalidInput(f"{what} has more than 20 decimal places", fields={field: ["At most 20 decimal places."]})
+    return delta

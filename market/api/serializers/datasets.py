@@ -4,11 +4,13 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from market.catalog.composition import delta_text
+from market.catalog.selectors import dataset_composed as composed_of
 from market.catalog.services import same_content_notice
 from market.catalog.spec.columns import MISSING as MISSING_POLICIES
 from market.catalog.spec.columns import TYPES as COLUMN_TYPES
 
-from .base import LevelTextField, StrictSerializer, text_field
+from .base import DeltaTextField, LevelTextField, StrictSerializer, text_field
 
 
 class CategoryCountSerializer(serializers.Serializer):
@@ -56,6 +58,12 @@ class DatasetProgressSerializer(serializers.Serializer):
     percent = serializers.FloatField(required=False, help_text="percent of the file's bytes read")
 
 
+class ComposedSerializer(serializers.Serializer):
+    delta = serializers.CharField(help_text='δ spent at ε = budget by the listings at their ceilings, rounded up, e.g. "3.10e-7"')
+    epsilon = serializers.CharField(allow_null=True, help_text="the least ε at the dataset's δ, rounded up to 0.001 "
+                                    "(null: none meets it)")
+
+
 class DatasetSerializer(serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text='opaque, e.g. "ds_4mGz2QpXk8RbT1vLwYc7Na"')
     name = serializers.CharField()
@@ -80,8 +88,15 @@ class DatasetSerializer(serializers.Serializer):
         help_text="the privacy budget: the listings' ceilings (point listings aside) may not add up to more",
     )
     total_budget = serializers.DecimalField(max_digits=9, decimal_places=4, help_text="the same as budget (its older name)")
+    delta = serializers.SerializerMethodField(
+        help_text='the dataset\'s δ as text, e.g. "1e-6" (null: none; its listings are then pure ε-DP and their '
+        "ceilings add up to at most budget)")
+    composed = serializers.SerializerMethodField(
+        help_text="with a δ: what its counted listings spend together at their ceilings, composed by privacy-loss "
+        "distributions: delta (at ε budget, rounded up) and epsilon (the least ε at the dataset's δ, rounded up); "
+        "null without a δ")
     ceilings_total = serializers.DecimalField(
-        max_digits=12, decimal_places=4, help_text="what the listings' ceilings add up to (at most budget)"
+        max_digits=12, decimal_places=4, help_text="what the listings' ceilings add up to (at most budget without a δ)"
     )
     spent = serializers.DecimalField(
         max_digits=12, decimal_places=4,
@@ -94,6 +109,15 @@ class DatasetSerializer(serializers.Serializer):
     public_size = serializers.IntegerField(allow_null=True, help_text="what buyers see of the number of records")
     protects = serializers.CharField(help_text="whom a release protects, in one sentence (shown on listing pages)")
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field({"type": "string", "nullable": True, "example": "1e-6"})
+    def get_delta(self, dataset):
+        return delta_text(dataset.delta_budget)
+
+    @extend_schema_field(ComposedSerializer(allow_null=True))
+    def get_composed(self, dataset):
+        found = composed_of(dataset)
+        return None if found is None else {"delta": found.delta_text, "epsilon": found.epsilon_text}
 
     @extend_schema_field(DatasetProgressSerializer(allow_null=True))
     def get_progress(self, dataset):
@@ -180,4 +204,8 @@ class DatasetColumnsSerializer(StrictSerializer):
 
 class BudgetChangeSerializer(StrictSerializer):
     budget = LevelTextField(help_text="the new budget, e.g. \"4\": at least what the listings' ceilings add up to")
+    delta = DeltaTextField(
+        required=False, allow_null=True,
+        help_text='the dataset\'s δ, at most "1e-6" (left out: as it is; null: none). With a δ its listings compose by '
+        "privacy-loss distributions and may use the Skellam path; without, their ceilings add up to at most the budget")
     reason = text_field(max_length=500, help_text="why, for the dataset's audit record")

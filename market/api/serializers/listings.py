@@ -7,15 +7,18 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from market.catalog import sizes
+from market.catalog.composition import delta_text
 from market.catalog.models import Listing
 from market.catalog.pricing import curve_of
 from market.catalog.spec import S_CONFIRM
 from market.core import ids
 from market.core.fields import LEVEL_QUANTUM
+from market.core.levels import level_text
 
 from .base import (
     OPTIONAL_TEXT_PATTERN,
     TEXT_PATTERN,
+    DeltaTextField,
     LevelTextField,
     MoneyTextField,
     StrictSerializer,
@@ -203,6 +206,12 @@ class ListingSerializer(serializers.Serializer):
         "delta was established for most of their releases, no new noise is drawn on them, and only levels they "
         "have released can be bought)",
     )
+    mechanism = serializers.ChoiceField(choices=Listing.Mechanism.choices, help_text="the release mechanism")
+    delta = serializers.SerializerMethodField(
+        help_text='the δ of every level sold, e.g. "1e-9" (null: exactly ε-DP, δ = 0)')
+    levels = serializers.SerializerMethodField(
+        help_text="the levels a listing sold on a ladder offers (the Skellam path), from the lowest; null: any level "
+        "up to buyable_ceiling")
     sensitivity = serializers.FloatField()
     ceiling = serializers.DecimalField(
         source="total_level", max_digits=9, decimal_places=4,
@@ -233,6 +242,15 @@ class ListingSerializer(serializers.Serializer):
     protects = serializers.CharField(source="dataset.protects", help_text="whom a release protects, in one sentence")
     microdata = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field({"type": "string", "nullable": True, "example": "1e-9"})
+    def get_delta(self, listing):
+        return delta_text(listing.delta)
+
+    @extend_schema_field({"type": "array", "items": {"type": "string"}, "nullable": True})
+    def get_levels(self, listing):
+        ladder = listing.release_mechanism.ladder()
+        return None if ladder is None else [level_text(level) for level in ladder]
 
     @extend_schema_field(MicrodataOfferSerializer(allow_null=True))
     def get_microdata(self, listing):
@@ -322,6 +340,15 @@ class ListingCreateSerializer(StrictSerializer):
     compensation = CompensationField(
         required=False, help_text='the cost model {"E", "rate", "E_min"}: E_min + E e^(-rate/eps), per person when the dataset\'s size is public (times that size), else in total'
     )
+    mechanism = serializers.ChoiceField(
+        choices=["lattice", "skellam"], required=False,
+        help_text="lattice (default: exact integer Laplace-like noise, exactly eps-DP, each group of values its share "
+        "of eps) or skellam (exact integer Gaussian-like noise, (eps, delta)-DP, calibrated to the l2 size of one "
+        "record's change: less noise when a record moves many values; on a dataset with a δ only; sells a ladder "
+        "of levels up to the ceiling)",
+    )
+    delta = DeltaTextField(required=False, help_text='skellam only: the δ of each level sold, default "1e-9", at most '
+                           "the dataset's δ")
 
     def validate(self, attrs):
         return _one_price(attrs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -11,13 +12,15 @@ from django.utils import timezone
 
 from market.core import ids, visibility
 from market.core.errors import Conflict, InvalidInput, NotFound
-from market.core.levels import level_text, parse_level
+from market.core.levels import level_text, parse_delta, parse_level
 
-from .. import chunks, files, ingest, uploads
+from releases.engine.mechanisms import mechanism as mechanism_named
+
+from .. import chunks, composition, files, ingest, uploads
 from ..locks import dataset_lock, dataset_lock_any, listing_lock
 from ..models import Dataset, DatasetBudgetChange, Listing, UploadSession
 from ..processing import dataset_queue, new_job
-from ..selectors import ceilings_needed
+from ..selectors import ceilings_needed, counted_listings
 from .common import _require_owner, _text
 
 log = logging.getLogger(__name__)
@@ -227,32 +230,69 @@ def same_content_notice(earlier) -> str:
     )
 
 
-def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str) -> Dataset:
+#: The largest delta a dataset may have.
+MAX_DELTA = Decimal("1e-6")
+#: ``dataset_budget_set``'s ``delta`` when the dataset's delta stays as it is.
+KEEP = object()
+
+
+def _delta_budget(value) -> Decimal | None:
+    """A dataset's delta as given: None (none), or a number above 0 and at most 1e-6 (400 otherwise)."""
+    return None if value is None else parse_delta(value, at_most=MAX_DELTA, what="the dataset's δ")
+
+
+def dataset_budget_set(*, actor, dataset_id: str, budget, reason: str, delta=KEEP) -> Dataset:
     """Change a dataset's budget (staff, or the dataset's owner) and record who, what and why.
 
-    Refused (400, naming the figure) below what its listings' ceilings need
-    (point listings aside, ``market.catalog.budget``); the dataset's row lock
-    keeps a listing from being created meanwhile. Writes one append-only
-    ``DatasetBudgetChange`` row. The database refuses a budget below the
-    ceilings by itself as well (``catalog/migrations/0006``).
+    ``delta`` (left out: as it is): the dataset's delta, at most 1e-6, or None for none. Without a
+    delta the listings' ceilings add up to at most the budget, and every listing is pure eps-DP;
+    with one they compose by privacy-loss distributions (``market.catalog.composition``) and must be
+    ``(budget, delta)``-DP together at their ceilings. Refused (400, naming the figure) when the
+    listings would not fit the new budget that way (point listings aside, ``market.catalog.budget``),
+    or a listing states a delta of its own and the dataset would have none; the dataset's row lock
+    keeps a listing from being created meanwhile. Writes one append-only ``DatasetBudgetChange``
+    row. The database refuses a budget below the ceilings by itself as well (``market.catalog.triggers``).
     """
     budget = parse_level(budget, field="total_budget")
     reason = _text(reason, "reason", max_length=500)
+    new_delta = KEEP if delta is KEEP else _delta_budget(delta)
     with transaction.atomic():
         dataset = dataset_lock_any(dataset_id=dataset_id)
         if dataset is None or not (actor.is_staff or dataset.owner_id == actor.pk):
             raise NotFound("no such dataset", fields={"dataset": ["No dataset has this id."]})
-        need = ceilings_needed(dataset_pk=dataset.pk)
-        if budget < need:
-            raise InvalidInput(
-                f"the listings on this dataset have ceilings adding up to {level_text(need)}; its budget cannot be below that",
-                fields={"total_budget": [f"At least {level_text(need)} (the listings' ceilings)."]},
-            )
-        old = dataset.total_budget
-        if budget != old:
-            dataset.total_budget, dataset.version = budget, dataset.version + 1  # under the lock
-            Dataset.objects.filter(pk=dataset.pk).update(total_budget=budget, version=dataset.version)
-            DatasetBudgetChange.objects.create(dataset=dataset, old=old, new=budget, actor=actor, reason=reason)
+        if new_delta is KEEP:
+            new_delta = dataset.delta_budget
+        if new_delta is None:
+            if any(mechanism_named(row.mechanism).states_delta for row in counted_listings(dataset_pk=dataset.pk)):
+                raise InvalidInput("a listing on this dataset states a δ of its own (the Skellam path), so the dataset "
+                                   "keeps a δ", fields={"delta": ["A listing needs the dataset's δ."]})
+            need = ceilings_needed(dataset_pk=dataset.pk)
+            if budget < need:
+                raise InvalidInput(
+                    f"the listings on this dataset have ceilings adding up to {level_text(need)}; its budget cannot be below that",
+                    fields={"total_budget": [f"At least {level_text(need)} (the listings' ceilings)."]},
+                )
+        else:
+            listings = list(counted_listings(dataset_pk=dataset.pk))
+            top = max((row.ceiling + row.size_level for row in listings), default=Decimal(0))
+            if budget < top:
+                raise InvalidInput(f"a listing on this dataset has a ceiling of {level_text(top)}; the budget cannot be below it",
+                                   fields={"total_budget": [f"At least {level_text(top)}."]})
+            together = composition.composed(composition.dataset_plds(listings), eps=budget, delta=new_delta)
+            if listings and not together.fits:
+                raise InvalidInput(
+                    f"the listings on this dataset, composed, spend δ {together.delta_text} at ε {level_text(budget)}: "
+                    f"above δ {composition.delta_text(new_delta)}; choose a larger budget or δ",
+                    fields={"total_budget": ["Too low for the listings, composed at this δ."]},
+                )
+        old, old_delta = dataset.total_budget, dataset.delta_budget
+        if budget != old or new_delta != old_delta:
+            dataset.total_budget, dataset.delta_budget = budget, new_delta
+            dataset.version += 1  # under the lock
+            Dataset.objects.filter(pk=dataset.pk).update(total_budget=budget, delta_budget=new_delta,
+                                                         version=dataset.version)
+            DatasetBudgetChange.objects.create(dataset=dataset, old=old, new=budget, old_delta=old_delta,
+                                               new_delta=new_delta, actor=actor, reason=reason)
     return dataset
 
 

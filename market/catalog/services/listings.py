@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from decimal import Decimal
+from fractions import Fraction
 
 from django.db import transaction
 
 from market.core import crypto, visibility
 from market.core.errors import Conflict, InvalidInput, NotFound
-from market.core.levels import level_text, parse_level
+from market.core.levels import level_text, parse_delta, parse_level
 from market.core.locks import retrying
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
@@ -23,9 +24,14 @@ from ..compute import ParquetTable, compute
 from ..locks import dataset_lock, listing_answer_lock, listing_lock
 from ..models import Dataset, Listing
 from ..pricing import CompensationModel, PriceCurve
-from ..selectors import ceilings_needed
+from .. import composition
+from ..selectors import ceilings_needed, counted_listings
+from releases.engine.mechanisms import mechanism as mechanism_named
+from releases.engine.mechanisms.skellam import DEFAULT_DELTA
+
 from ..spec import (
     LATTICE,
+    SKELLAM,
     VECTOR_UNAVAILABLE,
     SpecError,
     build_plan,
@@ -85,19 +91,23 @@ class _Problems:
         return InvalidInput("; ".join(self.messages), fields=self.fields)
 
 
-def _statistics_plan(statistics, dataset: Dataset, problems: _Problems):
+def _statistics_plan(statistics, dataset: Dataset, problems: _Problems, mechanism: str = LATTICE):
     """The statistics laid out for the dataset (as ``listing_create`` lays them out), or None with
     every reason it can find in ``problems``: each statistic is tried alone as well, so that an
     owner sees what is wrong with every one of them at once, not one per attempt."""
     columns, neighbours = columns_from(dataset.columns), dataset.neighbours()
     try:
-        return build_plan(statistics, columns, neighbours=neighbours, mechanism=LATTICE)
+        plan = build_plan(statistics, columns, neighbours=neighbours, mechanism=mechanism)
+        if plan.lattice is not None and mechanism_named(mechanism).states_delta and len(plan.lattice.unit_cases) != 1:
+            raise SpecError("on the Skellam path a listing's statistics must have one worst case (a grouped sum or "
+                            "mean under a public size has two): list it on the lattice path, or on its own")
+        return plan
     except SpecError as whole:
         reasons = []
         if isinstance(statistics, list) and len(statistics) > 1:
             for number, spec in enumerate(statistics, start=1):
                 try:
-                    build_plan([spec], columns, neighbours=neighbours, mechanism=LATTICE)
+                    build_plan([spec], columns, neighbours=neighbours, mechanism=mechanism)
                 except SpecError as alone:  # numbered 1 alone: numbered as given
                     reasons.append(re.sub(r"^statistic 1\b", f"statistic {number}", str(alone)))
         if str(whole) not in reasons:
@@ -108,7 +118,7 @@ def _statistics_plan(statistics, dataset: Dataset, problems: _Problems):
 
 
 def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceiling, price_curve, compensation,
-                      linear: bool) -> tuple:
+                      linear: bool, mechanism: str = LATTICE) -> tuple:
     """Judge a new listing's statistics, ceiling and price on ``dataset`` all at once (a part given
     as None is not judged), adding what is wrong to ``problems``: ``(plan, curve, model)``."""
     plan = curve = model = None
@@ -121,10 +131,11 @@ def _listing_problems(dataset: Dataset, problems: _Problems, *, statistics, ceil
         statistics, unconfirmed = without_confirmation(statistics)
         for reason in unconfirmed:
             problems.add(reason, {"statistics": [reason]})
-        plan = _statistics_plan(statistics, dataset, problems)
+        plan = _statistics_plan(statistics, dataset, problems, mechanism)
         if unconfirmed:
             plan = None
-    _budget_problems(dataset, problems, ceiling=ceiling, kinds=_kinds(plan) if plan else ())
+    if not mechanism_named(mechanism).states_delta:  # its share is known once it is calibrated (listing_create)
+        _budget_problems(dataset, problems, ceiling=ceiling, kinds=_kinds(plan) if plan else ())
     return plan, curve, model
 
 
@@ -132,10 +143,14 @@ def _kinds(plan) -> tuple[str, ...]:
     return tuple(sorted({stat["kind"] for stat in plan.statistics}))
 
 
-def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds) -> None:
+def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds, candidate=None) -> None:
     """A ceiling the dataset's budget has no room for, added to ``problems`` (listings whose kinds
-    are not all eps-DP take none: ``market.catalog.budget``)."""
-    if ceiling is not None and counts(kinds):
+    are not all eps-DP take none: ``market.catalog.budget``). A dataset without a delta sums its
+    listings' totals; one with a delta composes them by privacy-loss distributions with
+    ``candidate`` (the new listing's PLD; pure at ``ceiling`` when None: ``market.catalog.composition``)."""
+    if ceiling is None or not counts(kinds):
+        return
+    if dataset.delta_budget is None:
         used = ceilings_needed(dataset_pk=dataset.pk)
         if used + ceiling > dataset.total_budget:
             left = dataset.total_budget - used
@@ -144,6 +159,51 @@ def _budget_problems(dataset: Dataset, problems: _Problems, *, ceiling, kinds) -
                 f"so this ceiling can be at most {level_text(left)}",
                 {"ceiling": [f"At most {level_text(left)}."]},
             )
+        return
+    if ceiling > dataset.total_budget:
+        problems.add(f"the dataset's budget is {level_text(dataset.total_budget)}: no listing's ceiling can be above it",
+                     {"ceiling": [f"At most {level_text(dataset.total_budget)}."]})
+        return
+    plds = composition.dataset_plds(counted_listings(dataset_pk=dataset.pk))
+    new = candidate if candidate is not None else composition.pld.pure(Fraction(ceiling))
+    together = composition.composed([*plds, new], eps=dataset.total_budget, delta=dataset.delta_budget)
+    if not together.fits:
+        problems.add(
+            f"the dataset's budget is (ε {level_text(dataset.total_budget)}, δ {composition.delta_text(dataset.delta_budget)}); "
+            f"its listings "
+            f"with this one would spend δ {together.delta_text} at ε {level_text(dataset.total_budget)}: lower the "
+            "ceiling, or close a listing",
+            {"ceiling": ["Too high for the dataset's budget with its other listings."]},
+        )
+
+
+#: The mechanisms a new listing of statistics may run on (their stored names).
+NEW_MECHANISMS = (LATTICE, SKELLAM)
+
+
+def _mechanism(name, problems: _Problems) -> str | None:
+    if name in NEW_MECHANISMS:
+        return name
+    reason = f"the mechanism must be one of {', '.join(NEW_MECHANISMS)}; got {name!r}"
+    problems.add(reason, {"mechanism": [f"Choose {' or '.join(NEW_MECHANISMS)}."]})
+    return None
+
+
+def _delta(value, mechanism: str | None, dataset: Dataset, problems: _Problems) -> Decimal | None:
+    """The listing's delta: none off the Skellam path; on it, the owner's (default 1e-9, at most
+    the dataset's delta), and only on a dataset with a delta."""
+    if mechanism is None or not mechanism_named(mechanism).states_delta:
+        if value is not None:
+            problems.add("a delta is given only to a listing on the Skellam path",
+                         {"delta": ["Leave it out, or choose the Skellam path."]})
+        return None
+    if dataset.delta_budget is None:
+        problems.add("the dataset has no δ, so its listings are pure ε-DP: give the dataset a δ (at most 1e-6) to list "
+                     "on the Skellam path", {"mechanism": ["The dataset has no δ."]})
+        return None
+    if value is None:
+        return min(DEFAULT_DELTA, dataset.delta_budget)
+    return problems.collect(lambda: parse_delta(value, at_most=dataset.delta_budget, what="the delta (at most the dataset's δ)"))
 
 
 def _linear_curve(price_per_epsilon, problems: _Problems) -> dict | None:
@@ -242,8 +302,15 @@ def listing_create(
     price_curve: dict | None = None,
     compensation: dict | None = None,
     size_level=None,
+    mechanism: str = LATTICE,
+    delta=None,
 ) -> Listing:
     """Offer statistics over one of the owner's datasets, named by its public id (``dataset.public_id``).
+
+    ``mechanism``: ``"lattice"`` (the exact lattice path, pure eps-DP: the default) or ``"skellam"``
+    (the exact Skellam path, ``(eps, delta)``-DP with the listing's ``delta``, default 1e-9 and at
+    most the dataset's: only on a dataset with a delta). A Skellam listing sells a ladder of levels
+    up to its ceiling, each calibrated here, before the dataset's lock (``releases.engine.mechanisms.skellam``).
 
     ``ceiling`` is the most the listing can ever cost its dataset. When its means divide by a
     released count (a private size; a filter, group-by or column with missing values), the listing
@@ -278,9 +345,11 @@ def listing_create(
     # judged and computed on the dataset as read now, without its lock (decrypting the file and
     # running the statistics take a while); created under the lock if the dataset has not moved
     seen = _listable_dataset(owner, dataset_id, locked=False)
+    mechanism = _mechanism(mechanism, problems)
+    delta = _delta(delta, mechanism, seen, problems)
     plan, curve, model = _listing_problems(
         seen, problems, statistics=statistics, ceiling=ceiling, price_curve=price_curve,
-        compensation=compensation, linear=linear,
+        compensation=compensation, linear=linear, mechanism=mechanism or LATTICE,
     )
     eps_p = None
     if plan is not None and ceiling is not None and sizes.needed(plan):
@@ -301,10 +370,21 @@ def listing_create(
                 "this price gives every level buyers may buy away for 0.00 credits",
                 fields={"price_per_epsilon" if linear else "price_curve": ["Charge at least 0.01 at the ceiling."]},
             )
+    document = Listing.plan_document(
+        labels=plan.labels, sensitivity=float(plan.sensitivity), grids=[str(g) for g in layout.grids],
+        weights=layout.unit_weights, lower=layout.unit_lower, upper=layout.unit_upper, layout=plan_layout(plan),
+    )
+    # a calibrated mechanism's calibration (public inputs only), before the lock
+    calibrated = mechanism_named(mechanism).calibration_for(ceiling=ceiling, delta=delta, unit_cases=layout.unit_cases,
+                                                             unit_weights=layout.unit_weights)
+    if calibrated is not None:
+        document["calibration"] = calibrated
+    candidate = composition.listing_pld(mechanism=mechanism, plan=document, total=owners_ceiling, size_level=eps_p or 0)
     _checkpoint("computed")
     with transaction.atomic():
         dataset = _still_as_computed(owner, dataset_id, seen)
-        _budget_problems(dataset, problems, ceiling=owners_ceiling, kinds=kinds)  # other listings, under the lock
+        # other listings, under the lock
+        _budget_problems(dataset, problems, ceiling=owners_ceiling, kinds=kinds, candidate=candidate)
         if problems.messages:
             raise problems.error()
         listing = Listing.objects.create(
@@ -313,11 +393,9 @@ def listing_create(
             description=description,
             statistics=list(plan.statistics),
             counted_in_budget=counts(kinds),
-            mechanism=Listing.Mechanism.LATTICE,
-            plan=Listing.plan_document(
-                labels=plan.labels, sensitivity=float(plan.sensitivity), grids=[str(g) for g in layout.grids],
-                weights=layout.unit_weights, lower=layout.unit_lower, upper=layout.unit_upper, layout=plan_layout(plan),
-            ),
+            mechanism=mechanism,
+            delta=delta,
+            plan=document,
             answer=b"",  # sealed for the row once it has its id, just below
             ceiling=ceiling,
             size_level=eps_p or Decimal(0),
@@ -533,7 +611,17 @@ def listing_reopen(*, owner, listing_id) -> Listing:
                 f"this listing cannot be reopened: {exc}", code="cannot_reopen",
                 fields={"listing": ["Its statistics are no longer offered on this dataset."]},
             ) from None
-        if listing.counted_in_budget:
+        if listing.counted_in_budget and dataset.delta_budget is not None:  # composed (closed listings stay counted)
+            together = composition.composed(composition.dataset_plds(counted_listings(dataset_pk=dataset.pk)),
+                                            eps=dataset.total_budget, delta=dataset.delta_budget)
+            if not together.fits:
+                raise Conflict(
+                    f"this listing cannot be reopened: its dataset's listings, composed, spend δ {together.delta_text} at "
+                    f"ε {level_text(dataset.total_budget)}, above its δ {composition.delta_text(dataset.delta_budget)}; "
+                    "raise the budget first", code="cannot_reopen",
+                    fields={"listing": ["The dataset's budget is too small for its listings."]},
+                )
+        elif listing.counted_in_budget:
             need = ceilings_needed(dataset_pk=dataset.pk)
             if need > dataset.total_budget:
                 raise Conflict(

@@ -70,6 +70,7 @@ from .kinds.vector import VECTOR_UNAVAILABLE, l2_error_radius
 from .plan import (
     LAPLACE,
     LATTICE,
+    SKELLAM,
     Lattice,
     Plan,
     build_plan,
@@ -84,7 +85,7 @@ from .stability import PRIVATE_SIZE, PUBLIC_SIZE, RELATIONS, Neighbours
 
 __all__ = [
     "CATEGORICAL", "CONFIRM_PUBLIC", "DECLARED_CATEGORIES", "EMPTY_OTHER", "KINDS", "LAPLACE", "LATTICE",
-    "MAX_BINS", "MAX_BOUND", "MAX_CASES", "MAX_CATEGORIES", "MAX_COORDINATES", "MAX_STATISTICS", "MICRODATA_COLUMN",
+    "SKELLAM", "MAX_BINS", "MAX_BOUND", "MAX_CASES", "MAX_CATEGORIES", "MAX_COORDINATES", "MAX_STATISTICS", "MICRODATA_COLUMN",
     "MICRODATA_CURVE_NAME", "MISSING", "NUMERIC", "OFFERED_KINDS", "OTHER_NOTE", "PRIVATE_SIZE", "PUBLIC_SIZE",
     "RELATIONS", "S_CONFIRM", "TEMPORAL", "TOO_FEW", "TYPES", "VECTOR_KINDS", "VECTOR_UNAVAILABLE", "Column", "Kind",
     "Lattice", "Neighbours", "Plan", "Reading", "SizeRelease", "SpecError", "build_plan", "cell_note", "columns_from",

@@ -38,6 +38,8 @@ from .stability import Group, Neighbours
 LAPLACE = "laplace"
 #: The exact lattice path (section 11): integer noise, exactly eps-DP.
 LATTICE = "lattice"
+#: The exact Skellam path (section 17): Gaussian-like integer noise, (eps, delta)-DP.
+SKELLAM = "skellam"
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,13 +138,19 @@ class Plan:
     aggregates: tuple = ()
     vector: object = None
     lattice: Lattice | None = None
+    mechanism: object = None
 
     @property
     def engine(self) -> str:
         return LATTICE if self.lattice is not None else LAPLACE
 
     def bound(self, i: int, eps, confidence: float = 0.95) -> float:
-        """Coordinate ``i``'s ``confidence`` error bound at level ``eps`` (an l1 plan), by its engine's tails."""
+        """Coordinate ``i``'s ``confidence`` error bound at level ``eps`` (an l1 plan), by its engine's tails
+        (the mechanism's own, when it states one: ``Mechanism.value_bound``)."""
+        if self.mechanism is not None and self.lattice is not None:
+            found = self.mechanism.value_bound(self.lattice, i, eps, confidence)
+            if found is not None:
+                return found
         if self.lattice is not None:
             return self.lattice.bound(i, eps, confidence)
         return laplace_error_bound(float(self.weights[i]) / float(eps), confidence)
@@ -253,7 +261,8 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
     the plan would have more than :data:`MAX_COORDINATES` values or
     :data:`MAX_CASES` worst cases, or (lattice) a range too wide for its grid.
     """
-    on_grid = (mechanism_named(mechanism) if isinstance(mechanism, str) else mechanism).on_grid
+    chosen = mechanism_named(mechanism) if isinstance(mechanism, str) else mechanism
+    on_grid = chosen.on_grid
     nb = neighbours or Neighbours()
     cols = {column.name: column for column in columns_from(columns)}
     statistics = _statistics(spec, cols)
@@ -318,7 +327,8 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         s = Fraction(group.sensitivity)
         per_group.append(tuple(tuple(Fraction(move) / (k * s) for move in case) for case in group.cases))
     cases = tuple(tuple(share for part in combo for share in part) for combo in itertools.product(*per_group))
-    layout = _lattice_layout([groups[key][0] for key in order], [at[key] for key in order], labels) if on_grid else None
+    layout = (_lattice_layout([groups[key][0] for key in order], [at[key] for key in order], labels,
+                              shares=chosen.shares_budget) if on_grid else None)
     if layout is not None:  # weights and ranges in the values' units: steps times grid
         grids = np.array([float(g) for g in layout.grids])
         weights = np.array(layout.unit_weights, dtype=np.float64) * grids
@@ -362,10 +372,12 @@ def _whole(x, what: str) -> int:
     return int(x)
 
 
-def _lattice_layout(groups: list[Group], at: list[tuple[int, ...]], labels: list[str]) -> Lattice:
-    """The plan's :class:`Lattice`: per coordinate its grid, weight ``K s`` (steps), range in steps;
-    per worst case, each moved coordinate with its move (a group's moves fall on its first coordinates)."""
-    k = len(groups)
+def _lattice_layout(groups: list[Group], at: list[tuple[int, ...]], labels: list[str], *, shares: bool = True) -> Lattice:
+    """The plan's :class:`Lattice`: per coordinate its grid, weight ``K s`` (steps; ``s`` alone when
+    the mechanism does not share the budget out by groups: its calibration composes them), range in
+    steps; per worst case, each moved coordinate with its move (a group's moves fall on its first
+    coordinates)."""
+    k = len(groups) if shares else 1
     grids, weights, low, high = [Decimal(1)] * len(labels), [0] * len(labels), [0] * len(labels), [0] * len(labels)
     per_group = []
     for group, where in zip(groups, at):
@@ -402,7 +414,8 @@ def plan_layout(plan: Plan) -> dict:
     }
 
 
-def plan_restore(*, layout: dict, statistics, labels, sensitivity: float, weights, lower, upper, grids=None) -> Plan:
+def plan_restore(*, layout: dict, statistics, labels, sensitivity: float, weights, lower, upper, grids=None,
+                 mechanism=None) -> Plan:
     """The plan a listing was made with, from what it stores: ``layout`` (:func:`plan_layout`) and its
     fields (on the lattice path ``weights``, ``lower`` and ``upper`` in grid steps and ``grids`` as
     decimal text, else floats). The same plan :func:`build_plan` made, but for ``aggregates`` and
@@ -433,6 +446,7 @@ def plan_restore(*, layout: dict, statistics, labels, sensitivity: float, weight
         norm=layout["norm"],
         neighbours=Neighbours(**layout["neighbours"]),
         lattice=lattice_plan,
+        mechanism=mechanism,
     )
 
 
