@@ -283,6 +283,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PurchaseStatusEnum": "market.trading.models.Purchase.Status",
         "ListingEngineEnum": "market.catalog.models.Listing.Engine",
+        "ListingMechanismEnum": "market.catalog.models.Listing.Mechanism",
+        "NewListingMechanismEnum": "market.catalog.services.listings.NEW_MECHANISMS",
         "ApiKeyStatusEnum": "market.accounts.models.KEY_STATUSES",
         "DatasetStatusEnum": ["processing", "ready", "failed"],
         "ColumnTypeEnum": "market.catalog.spec.columns.TYPES",

@@ -11,6 +11,7 @@ v1 = [
     path("keys/<str:key_id>/rotate/", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
     path("listings/", views.ListingListView.as_view(), name="api-listings"),
     path("listings/microdata/", views.MicrodataCreateView.as_view(), name="api-listings-microdata"),
+    path("listings/compare/", views.ListingCompareView.as_view(), name="api-listings-compare"),
     path("listings/<int:listing_id>/", views.ListingDetailView.as_view(), name="api-listing"),
     path("listings/<int:listing_id>/close/", views.ListingCloseView.as_view(), name="api-listing-close"),
     path("listings/<int:listing_id>/reopen/", views.ListingReopenView.as_view(), name="api-listing-reopen"),

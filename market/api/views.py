@@ -20,6 +20,7 @@ from market.catalog.services import (
     dataset_create,
     dataset_remove,
     listing_close,
+    listing_compare,
     listing_create,
     listing_create_microdata,
     listing_reopen,
@@ -140,6 +141,24 @@ class ListingListView(ScopedListView):
         return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)
 
 
+class ListingCompareView(APIView):
+    """Before listing: the error bounds your statistics would have at the ceiling on each mechanism a new
+    listing may use on the dataset (the lattice path; the Skellam path on a dataset with a δ), and the one
+    proposed (the smaller bounds). Nothing is created."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request={"application/json": s.ListingCompareSerializer},
+                   responses={200: s.ComparisonSerializer, **documented(400, 403, 404, 413, 415)})
+    def post(self, request):
+        form = s.ListingCompareSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        found = listing_compare(owner=request.user, dataset_id=d["dataset"], statistics=d["statistics"],
+                                ceiling=d["ceiling"], delta=d.get("delta"))
+        return Response(s.ComparisonSerializer(found).data)
+
+
 class MicrodataCreateView(APIView):
     """Owners list a dataset's records as bit-report microdata (the dataset's size must be public)."""
 
@@ -177,8 +196,6 @@ class MicrodataCreateView(APIView):
             price_per_epsilon=d.get("price_per_epsilon"),
             price_curve=d.get("price_curve"),
             compensation=d.get("compensation"),
-            mechanism=d.get("mechanism", "lattice"),
-            delta=d.get("delta"),
         )
         spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
         return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)

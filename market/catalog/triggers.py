@@ -36,7 +36,8 @@ def _total(row: str = "") -> str:
     return f"({row}ceiling + {row}size_level)"
 
 
-_POSTGRES_GUARDS = f"""
+def _postgres_guards(delta) -> str:
+    return f"""
     CREATE OR REPLACE FUNCTION listing_ceiling_guard() RETURNS trigger AS $$
     DECLARE sold numeric; others numeric; budget numeric; delta numeric;
     BEGIN
@@ -52,7 +53,7 @@ _POSTGRES_GUARDS = f"""
             OR NEW.dataset_id <> OLD.dataset_id OR NEW.counted_in_budget <> OLD.counted_in_budget
         ) THEN
             -- the dataset's row lock: writers of its listings and of its budget take turns
-            SELECT total_budget, delta_budget INTO budget, delta FROM catalog_dataset WHERE id = NEW.dataset_id FOR UPDATE;
+            SELECT total_budget, {delta("")} INTO budget, delta FROM catalog_dataset WHERE id = NEW.dataset_id FOR UPDATE;
             IF delta IS NULL THEN
                 SELECT COALESCE(SUM({_total()}), 0) INTO others FROM catalog_listing
                     WHERE dataset_id = NEW.dataset_id AND id <> NEW.id AND {counted_sql()};
@@ -71,8 +72,8 @@ _POSTGRES_GUARDS = f"""
     CREATE OR REPLACE FUNCTION dataset_budget_floor() RETURNS trigger AS $$
     DECLARE need numeric;
     BEGIN
-        IF NEW.total_budget < OLD.total_budget OR (NEW.delta_budget IS NULL AND OLD.delta_budget IS NOT NULL) THEN
-            IF NEW.delta_budget IS NULL THEN
+        IF NEW.total_budget < OLD.total_budget OR ({delta("NEW.")} IS NULL AND {delta("OLD.")} IS NOT NULL) THEN
+            IF {delta("NEW.")} IS NULL THEN
                 SELECT COALESCE(SUM({_total()}), 0) INTO need FROM catalog_listing
                     WHERE dataset_id = NEW.id AND {counted_sql()};
             ELSE
@@ -90,31 +91,42 @@ _POSTGRES_GUARDS = f"""
         FOR EACH ROW EXECUTE FUNCTION dataset_budget_floor();
 """
 
+
 _POSTGRES_APPEND_ONLY, _SQLITE_APPEND_ONLY = append_only("catalog_append_only", ["catalog_datasetbudgetchange"])
 
 _TOTALS = f"(SELECT COALESCE(SUM({_total()}), 0) FROM catalog_listing WHERE dataset_id = NEW.dataset_id AND "
 _BUDGET = "(SELECT total_budget FROM catalog_dataset WHERE id = NEW.dataset_id)"
-_SUMMED = "(SELECT delta_budget IS NULL FROM catalog_dataset WHERE id = NEW.dataset_id)"
 
-TRIGGERS = Triggers(
-    postgres=[_POSTGRES_GUARDS, _POSTGRES_APPEND_ONLY],
-    sqlite=[
-        """CREATE TRIGGER catalog_listing_ceiling_sold BEFORE UPDATE ON catalog_listing
-            WHEN NEW.ceiling < (SELECT COALESCE(MAX(purchased), 0) FROM trading_holding WHERE listing_id = NEW.id)
-            BEGIN SELECT RAISE(ABORT, 'ceiling is below a level already sold'); END""",
-        f"""CREATE TRIGGER catalog_listing_budget_ins BEFORE INSERT ON catalog_listing
-            WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {_SUMMED} * {_TOTALS}{counted_sql()}) > {_BUDGET} + {SLACK}
-            BEGIN SELECT RAISE(ABORT, 'listing totals exceed the dataset budget'); END""",
-        f"""CREATE TRIGGER catalog_listing_budget_upd BEFORE UPDATE ON catalog_listing
-            WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {_SUMMED} * {_TOTALS}{counted_sql()} AND id <> NEW.id)
-                > {_BUDGET} + {SLACK}
-            BEGIN SELECT RAISE(ABORT, 'listing totals exceed the dataset budget'); END""",
-        f"""CREATE TRIGGER catalog_dataset_budget_floor BEFORE UPDATE ON catalog_dataset
-            WHEN NEW.total_budget + {SLACK} < (SELECT CASE WHEN NEW.delta_budget IS NULL
-                THEN COALESCE(SUM({_total()}), 0) ELSE COALESCE(MAX({_total()}), 0) END FROM catalog_listing
-                WHERE dataset_id = NEW.id AND {counted_sql()})
-            BEGIN SELECT RAISE(ABORT, 'the dataset budget is below its listings'' totals'); END""",
-        *_SQLITE_APPEND_ONLY,
-    ],
-    retired=["append_only"],
-)
+
+def _triggers(delta) -> Triggers:
+    """The catalog's triggers; ``delta(row)`` is the SQL of a dataset row's delta (``"NULL"`` in the
+    version from before datasets had one: every dataset then sums its listings)."""
+    summed = f"(SELECT {delta('')} IS NULL FROM catalog_dataset WHERE id = NEW.dataset_id)"
+    return Triggers(
+        postgres=[_postgres_guards(delta), _POSTGRES_APPEND_ONLY],
+        sqlite=[
+            """CREATE TRIGGER catalog_listing_ceiling_sold BEFORE UPDATE ON catalog_listing
+                WHEN NEW.ceiling < (SELECT COALESCE(MAX(purchased), 0) FROM trading_holding WHERE listing_id = NEW.id)
+                BEGIN SELECT RAISE(ABORT, 'ceiling is below a level already sold'); END""",
+            f"""CREATE TRIGGER catalog_listing_budget_ins BEFORE INSERT ON catalog_listing
+                WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {summed} * {_TOTALS}{counted_sql()}) > {_BUDGET} + {SLACK}
+                BEGIN SELECT RAISE(ABORT, 'listing totals exceed the dataset budget'); END""",
+            f"""CREATE TRIGGER catalog_listing_budget_upd BEFORE UPDATE ON catalog_listing
+                WHEN {counted_sql("NEW.")} AND {_total("NEW.")} + {summed} * {_TOTALS}{counted_sql()} AND id <> NEW.id)
+                    > {_BUDGET} + {SLACK}
+                BEGIN SELECT RAISE(ABORT, 'listing totals exceed the dataset budget'); END""",
+            f"""CREATE TRIGGER catalog_dataset_budget_floor BEFORE UPDATE ON catalog_dataset
+                WHEN NEW.total_budget + {SLACK} < (SELECT CASE WHEN {delta("NEW.")} IS NULL
+                    THEN COALESCE(SUM({_total()}), 0) ELSE COALESCE(MAX({_total()}), 0) END FROM catalog_listing
+                    WHERE dataset_id = NEW.id AND {counted_sql()})
+                BEGIN SELECT RAISE(ABORT, 'the dataset budget is below its listings'' totals'); END""",
+            *_SQLITE_APPEND_ONLY,
+        ],
+        retired=["append_only"],
+    )
+
+
+#: As catalog/migrations/0030_triggers.py installed them: before datasets had a delta.
+TRIGGERS_BEFORE_DELTA = _triggers(lambda row: "NULL")
+#: As they stand (catalog/migrations/0033_triggers_delta.py).
+TRIGGERS = _triggers(lambda row: f"{row}delta_budget")

@@ -17,7 +17,8 @@ BATCH = 1000
 
 def applied_triggers(connection) -> list:
     """The :class:`~market.core.triggers.Triggers` of every applied ``InstallTriggers`` operation,
-    in migration order (each app's own, from its trigger migration on: ``<app>/triggers.py``)."""
+    in migration order (each app's own, from its trigger migration on: ``<app>/triggers.py``); a
+    ``ReplaceTriggers`` puts its set in place of the one it replaces."""
     from django.db.migrations.loader import MigrationLoader
 
     from market.core.triggers import InstallTriggers
@@ -29,7 +30,10 @@ def applied_triggers(connection) -> list:
             if key in seen or key not in loader.applied_migrations:
                 continue
             seen.add(key)
-            found += [op.triggers for op in loader.graph.nodes[key].operations if isinstance(op, InstallTriggers)]
+            for op in loader.graph.nodes[key].operations:
+                if isinstance(op, InstallTriggers):
+                    replaced = getattr(op, "replaces", None)  # a ReplaceTriggers: the newer set in the older's place
+                    found = [t for t in found if t is not replaced] + [op.triggers]
     return found
 
 

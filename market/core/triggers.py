@@ -155,3 +155,21 @@ class InstallTriggers(migrations.RunPython):
 
     def describe(self):
         return "Install the database triggers"
+
+
+class ReplaceTriggers(InstallTriggers):
+    """A migration operation: an app's triggers as a later migration changes them. Forwards: ``triggers``
+    installed over ``replaces`` (each trigger and function dropped first, then created); backwards:
+    ``replaces`` installed again, as they stood. ``market.core.migration_helpers.applied_triggers``
+    counts the newer set in place of the older once this is applied."""
+
+    def __init__(self, triggers: Triggers, *, replaces: Triggers):
+        self.replaces = replaces
+        super().__init__(triggers)
+
+    def _uninstall(self, apps, schema_editor):
+        self.triggers.uninstall(schema_editor.connection)
+        self.replaces.install(schema_editor.connection)
+
+    def describe(self):
+        return "Replace the database triggers"

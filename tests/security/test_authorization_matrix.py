@@ -85,6 +85,8 @@ API = [
     api("GET",    "/api/v1/listings/{L}/privacy-profile/?epsilon=2", "200  200   200   200   200   200"),
     # creating a listing on D: non-owners 403 (role_required), the other owner 404 (not his)
     api("POST",   "/api/v1/listings/",                      "401  403   403   201   404   403", "listing"),
+    # comparing mechanisms before listing: owners only, on their own datasets (another owner's: not found)
+    api("POST",   "/api/v1/listings/compare/",              "401  403   403   200   404   403", "compare"),
     # an owner manages their listing: non-owners 403 (role_required), the other owner 404 (not his)
     api("PATCH",  "/api/v1/listings/{L}/",                  "401  403   403   200   404   403", "listing_edit"),
     api("POST",   "/api/v1/listings/{L}/close/",            "401  403   403   200   404   403", "close"),
@@ -297,6 +299,8 @@ def payload(name, world, actor):
         return {"kind": "mean", "column": "age", "gamma2": 0.9, "pairs": 20, "subsample": 50}
     if name == "budget_form":
         return {"total_budget": "150", "reason": "matrix"}
+    if name == "compare":
+        return {"dataset": D, "statistics": [{"kind": "count"}], "ceiling": "1"}
     if name == "purchase":
         return {"listing": L, "epsilon": "2"}
     if name == "buy":

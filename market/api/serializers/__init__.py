@@ -79,6 +79,8 @@ from .inputs import (  # noqa: F401
 from .listings import (  # noqa: F401
     MICRODATA_SPEC_SCHEMA,
     ListingCloseSerializer,
+    ComparisonSerializer,
+    ListingCompareSerializer,
     ListingCreateSerializer,
     ListingQuerySerializer,
     ListingSerializer,

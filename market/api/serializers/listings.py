@@ -354,6 +354,39 @@ class ListingCreateSerializer(StrictSerializer):
         return _one_price(attrs)
 
 
+class ListingCompareSerializer(StrictSerializer):
+    dataset = text_field(max_length=ids.MAX_LENGTH, help_text="your dataset's id")
+    statistics = StatisticsField(help_text="the statistics, as for a new listing")
+    ceiling = LevelTextField(help_text="the ceiling, as for a new listing")
+    delta = DeltaTextField(required=False, help_text='the Skellam listing\'s δ (default "1e-9", at most the dataset\'s)')
+
+
+class ComparedValueSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    error_bound = serializers.FloatField(help_text="the 95% error bound at the ceiling, in the value's units")
+
+
+class ComparedMechanismSerializer(serializers.Serializer):
+    mechanism = serializers.ChoiceField(choices=["lattice", "skellam"])
+    label = serializers.CharField()
+    delta = serializers.SerializerMethodField(help_text="its δ (null: exactly ε-DP)")
+    available = serializers.BooleanField(help_text="whether a listing on this dataset may use it")
+    reason = serializers.CharField(help_text="why not, when it is not available (empty otherwise)")
+    values = ComparedValueSerializer(many=True)
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_delta(self, entry):
+        return delta_text(entry["delta"])
+
+
+class ComparisonSerializer(serializers.Serializer):
+    proposed = serializers.ChoiceField(choices=["lattice", "skellam"], help_text="the mechanism with the smaller bounds")
+    ratio = serializers.FloatField(
+        allow_null=True, help_text="the mean over values of (Skellam bound / lattice bound)^2: below 1, the Skellam "
+        "path is more accurate (null: not available)")
+    mechanisms = ComparedMechanismSerializer(many=True)
+
+
 class ListingUpdateSerializer(StrictSerializer):
     # partial: a field left out keeps its value (no default: an absent title is not an empty one)
     title = TextField(

@@ -8,7 +8,7 @@ functions are dropped.
 from django.db import migrations
 
 from market.core.triggers import InstallTriggers
-from market.catalog.triggers import TRIGGERS
+from market.catalog.triggers import TRIGGERS_BEFORE_DELTA
 
 
 class Migration(migrations.Migration):
@@ -16,4 +16,4 @@ class Migration(migrations.Migration):
         ("catalog", "0021_listing_kinds"),  # the triggers read counted_in_budget
         ("trading", "0002_purchase_unsent"),  # the guards read trading_holding
     ]
-    operations = [InstallTriggers(TRIGGERS)]
+    operations = [InstallTriggers(TRIGGERS_BEFORE_DELTA)]  # as they stood here (0033 replaces them)

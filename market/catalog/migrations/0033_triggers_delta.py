@@ -1,15 +1,13 @@
-"""The catalog's triggers again (``market.catalog.triggers``): a dataset with a delta keeps each listing
-within its budget, and its sum rule gives way to the services' composition by privacy-loss distributions.
-
-Installing drops each trigger and function first, so this replaces 0030's; reversing installs them again
-as they stand (the column the new ones read is removed by reversing 0032 after this)."""
+"""The catalog's triggers as datasets with a delta need them (``market.catalog.triggers``): on such a
+dataset each listing stays within the budget, and the sum rule gives way to the services' composition
+by privacy-loss distributions. Reversible: going back installs them as 0030 did."""
 
 from django.db import migrations
 
-from market.catalog.triggers import TRIGGERS
-from market.core.triggers import InstallTriggers
+from market.catalog.triggers import TRIGGERS, TRIGGERS_BEFORE_DELTA
+from market.core.triggers import ReplaceTriggers
 
 
 class Migration(migrations.Migration):
     dependencies = [("catalog", "0032_skellam")]
-    operations = [InstallTriggers(TRIGGERS)]
+    operations = [ReplaceTriggers(TRIGGERS, replaces=TRIGGERS_BEFORE_DELTA)]

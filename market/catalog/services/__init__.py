@@ -14,6 +14,7 @@ from .listings import (
     CLOSED_BY_OWNER,
     listing_answers_rotate,
     listing_check,
+    listing_compare,
     listing_close,
     listing_create,
     listing_create_microdata,
@@ -24,6 +25,6 @@ from .listings import (
 __all__ = [
     "CLOSED_BY_OWNER", "CLOSED_DATASET_REMOVED", "dataset_budget_set", "dataset_columns_set", "dataset_create",
     "dataset_process", "dataset_remove",
-    "dataset_queue", "listing_answers_rotate", "listing_check", "listing_close", "listing_create",
+    "dataset_queue", "listing_answers_rotate", "listing_check", "listing_close", "listing_compare", "listing_create",
     "listing_create_microdata", "listing_reopen", "listing_update", "new_job", "same_content_notice",
 ]
