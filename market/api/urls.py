@@ -21,6 +21,7 @@ v1 = [
     path("datasets/<str:dataset_id>/", views.DatasetDetailView.as_view(), name="api-dataset"),
     path("datasets/<str:dataset_id>/budget/", views.DatasetBudgetView.as_view(), name="api-dataset-budget"),
     path("datasets/<str:dataset_id>/composition/", views.DatasetCompositionView.as_view(), name="api-dataset-composition"),
+    path("datasets/<str:dataset_id>/fits/", views.DatasetFitsView.as_view(), name="api-dataset-fits"),
     path("datasets/<str:dataset_id>/sampled-sensitivity/", views.DatasetSampledSensitivityView.as_view(),
          name="api-dataset-sampled-sensitivity"),
     path("uploads/", uploads.UploadListView.as_view(), name="api-uploads"),

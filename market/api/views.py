@@ -380,6 +380,23 @@ class DatasetBudgetView(APIView):
         return Response(s.DatasetSerializer(catalog.dataset_get(user=request.user, dataset_id=dataset_id)).data)
 
 
+class DatasetFitsView(APIView):
+    """A what-if on your dataset: how many more listings of one shape fit beside its listings (a lattice
+    listing at a ceiling; a Skellam listing of some counts one record moves), by the sum rule without a δ
+    and by composing privacy-loss distributions with one. Nothing changes."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(parameters=[s.FitsQuerySerializer], responses={200: s.FitsSerializer, **documented(400, 404)})
+    def get(self, request, dataset_id: str):
+        query = s.FitsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        d = query.validated_data
+        found = whatif.dataset_fits(user=request.user, dataset_id=dataset_id, mechanism=d.get("mechanism", "lattice"),
+                                    ceiling=d.get("ceiling"), values=d.get("values"))
+        return Response(s.FitsSerializer(found).data)
+
+
 class DatasetCompositionView(APIView):
     """A what-if on your dataset: its released listings composed by the sum of their levels (what the
     marketplace enforces), by advanced composition at delta, and with the privacy-at-risk paper's model at

@@ -63,7 +63,7 @@ def listing_pld(*, mechanism, plan: dict, total, size_level) -> pld.Pld:
 
 
 def _rounded_up(value: float, places: int) -> Decimal:
-    return Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
+    return Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
 
 
 def composed(plds: list[pld.Pld], *, eps, delta) -> Composed:

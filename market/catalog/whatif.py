@@ -2,9 +2,11 @@
 sampled sensitivity of a query on its records (``docs/mathematics.md``, "Composing a dataset's
 listings" and "Sampled sensitivity"; ``releases.engine.risk`` has the mathematics).
 
-Both are reads: nothing here writes to the database, and nothing here is used to price, check
-or release anything. The budget the product enforces stays the sum of the listings' levels
-(``market.catalog.budget``).
+All are reads: nothing here writes to the database, and nothing here is used to price, check
+or release anything. The budget the product enforces is the sum of the listings' ceilings on a
+dataset without a δ (``market.catalog.budget``) and their composition by privacy-loss distributions
+on a dataset with one (``market.catalog.composition``); :func:`dataset_fits` says how many more
+listings of a given shape that leaves room for.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from market.core import visibility
 from market.core.errors import InvalidInput
+from market.core.levels import parse_level
 from releases.engine.risk import (
     advanced_composition,
     composition_at_risk_levels,
@@ -46,15 +49,64 @@ ACCURACY = 0.1
 #: The accountings, one plain sentence each, as the page and the API state them.
 DEFINITIONS = {
     "basic": "The sum of the listings' levels: independent releases about the same people add up their privacy. "
-    "This is what the marketplace enforces: the dataset's budget bounds this sum.",
+    "This is what the marketplace enforces on a dataset without a δ: the dataset's budget bounds this sum (with a δ, "
+    "it enforces the listings' composition by privacy-loss distributions instead).",
     "advanced": "An accounting that grows with the square root of the number of releases (smaller than the sum for many releases at small levels): together they are (ε′, δ)-differentially private, "
     "which allows the guarantee at ε′ to fail with probability at most δ.",
     "at_risk": "The same accounting, crediting each listing with the chance (under the privacy-at-risk paper's "
     "model of the Laplace noise) that its noise is large enough to protect at the finer level chosen; a figure "
     "under that model, not a guarantee the marketplace makes.",
 }
-WHAT_IF = ("A what-if only: the marketplace enforces the basic sum against the budget; these other figures change "
-           "nothing and are never used to price or release anything.")
+WHAT_IF = ("A what-if only: the marketplace enforces the basic sum against the budget (or, on a dataset with a δ, the "
+           "composition of the listings' ceilings); these other figures change nothing and are never used to price or "
+           "release anything.")
+#: The most listings the fit what-if counts.
+MAX_FITS = 200
+MAX_FIT_VALUES = 1000
+
+
+def dataset_fits(*, user, dataset_id: str, mechanism="lattice", ceiling=None, values=None) -> dict:
+    """How many more listings of one shape fit one of the owner's datasets beside its listings, at
+    most :data:`MAX_FITS`: a listing at ``ceiling`` on the lattice path (pure), or on the Skellam path
+    (``values`` counts that one record moves by one each, at the default δ). Without a δ, the sum rule;
+    with one, the composition (``market.catalog.composition``). 400 for a wrong input; nothing changes.
+
+    ``{"fits", "mechanism", "ceiling", "values", "rule", "composed"}``."""
+    from releases.engine import pld
+    from releases.engine.mechanisms.skellam import DEFAULT_DELTA as LISTING_DELTA
+    from releases.engine.skellam_privacy import calibrate, case_law
+
+    from . import composition
+    from .selectors import ceilings_needed, counted_listings
+
+    dataset = dataset_get(user=user, dataset_id=dataset_id)
+    if mechanism not in ("lattice", "skellam"):
+        raise InvalidInput("mechanism: lattice or skellam", fields={"mechanism": ["Choose lattice or skellam."]})
+    level = parse_level(ceiling if ceiling not in (None, "") else "1", field="ceiling")
+    count = 1 if mechanism == "lattice" else _int("values", values if values not in (None, "") else 1, 1, MAX_FIT_VALUES,
+                                                  f"values: a whole number from 1 to {MAX_FIT_VALUES}")
+    if dataset.delta_budget is None:
+        if mechanism == "skellam":
+            raise InvalidInput("mechanism: the dataset has no δ, so it takes pure ε-DP listings only (the lattice path)",
+                               fields={"mechanism": ["The dataset has no δ."]})
+        left = dataset.total_budget - ceilings_needed(dataset_pk=dataset.pk)
+        return {"fits": max(0, min(MAX_FITS, int(left // level))), "mechanism": mechanism, "ceiling": level,
+                "values": count, "rule": "sum", "composed": None}
+    if level > dataset.total_budget:
+        fits = 0
+        plds = []
+    else:
+        plds = composition.dataset_plds(counted_listings(dataset_pk=dataset.pk))
+        if mechanism == "lattice":
+            candidate = pld.pure(float(level))
+        else:
+            case = ((1, 1, count),)
+            candidate = pld.Pld(*case_law(calibrate(float(level), float(min(LISTING_DELTA, dataset.delta_budget)),
+                                                    [case]), case))
+        fits = composition.fits_how_many(plds, candidate, eps=dataset.total_budget, delta=dataset.delta_budget,
+                                         limit=MAX_FITS)
+    return {"fits": fits, "mechanism": mechanism, "ceiling": level, "values": count, "rule": "composition",
+            "composed": composition.composed(plds, eps=dataset.total_budget, delta=dataset.delta_budget) if plds else None}
 
 
 def _number(name: str, value, *, default: float, low: float, high: float | None, message: str) -> float:
@@ -123,6 +175,7 @@ def dataset_composition(*, user, dataset_id: str, delta=None, eps=None) -> dict:
         "credited": sum(1 for row in rows if row["risk"] is not None),
         "float_listings": float_listings, "float_delta": None if float_listings else 0.0, "definitions": DEFINITIONS, "what_if": WHAT_IF,
         "budget": dataset.total_budget,
+        "listings_delta": float(sum((listing.delta or Decimal(0) for listing in listings), Decimal(0))),
     }
     if rows:
         figures["advanced"] = advanced_composition(levels, delta)

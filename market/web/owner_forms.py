@@ -97,7 +97,23 @@ class BudgetForm(forms.Form):
         help_text="At least what the listings' ceilings add up to. A larger budget lets you list more on the "
         "same people: it is the most all the dataset's listings may ever reveal together.",
     )
+    delta = forms.CharField(
+        label="δ (optional)", required=False, max_length=40,
+        help_text="Empty: none, and every listing is exactly ε-differentially private, their ceilings adding up to at most "
+        "the budget. A δ (at most 1e-6) lets listings use the Skellam path and composes them by their privacy-loss "
+        "distributions, which fits more listings in the same budget: together they are (ε, δ)-differentially private.",
+    )
     reason = forms.CharField(max_length=500, help_text="Why: it is kept with the change, for the dataset's record.")
+
+
+class FitsForm(forms.Form):
+    """The fit what-if's shape (read from the address: a GET form). The service judges the values."""
+
+    fit_mechanism = forms.ChoiceField(label="Mechanism", required=False, initial="lattice",
+                                      choices=[("lattice", "Exact lattice path"), ("skellam", "Skellam path")])
+    fit_ceiling = forms.CharField(label="Ceiling (ε)", required=False, initial="1", max_length=40)
+    fit_values = forms.CharField(label="Counts one record moves (Skellam)", required=False, initial="1", max_length=10,
+                                 help_text="How many of the listing's counts one record changes by one.")
 
 
 class CompositionForm(forms.Form):
@@ -178,6 +194,21 @@ class ListingForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "0.0001", "min": "0"}),
         help_text="The most privacy this listing can ever cost: "
         "your privacy spent on it never exceeds this.",
+    )
+    mechanism = forms.ChoiceField(
+        label="Noise",
+        choices=[
+            ("lattice", "Exact lattice path: Laplace-like integer noise, exactly ε-differentially private (δ = 0)"),
+            ("skellam", "Skellam path: Gaussian-like integer noise, (ε, δ)-differentially private; on a dataset with a δ"),
+        ],
+        initial="lattice", required=False, widget=forms.RadioSelect,
+        help_text="The Skellam path is calibrated to how far one record moves all the values together (their l2 size), "
+        "so it adds less noise when a record moves many values a little. It sells a ladder of levels up to the ceiling. "
+        "“Compare the mechanisms” shows the error bounds of both.",
+    )
+    delta = forms.CharField(
+        label="δ (Skellam path)", required=False, max_length=40,
+        help_text="The chance, at most, that a release's guarantee fails: e.g. 1e-9 (the default), at most the dataset's δ.",
     )
     size_level = forms.DecimalField(
         label="Size release level ε_p (optional)",

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from market.trading import dashboard as figures
+from market.catalog.composition import delta_text
 from market.catalog.privacy import profile_chart
 from market.catalog.risk import budget_chart
 from market.catalog import selectors as catalog_selectors
@@ -36,6 +37,7 @@ from market.catalog.services import (
     dataset_remove,
     listing_check,
     listing_close,
+    listing_compare,
     listing_create,
     listing_create_microdata,
     listing_reopen,
@@ -50,6 +52,7 @@ from market.ledger import selectors as ledger
 
 from .owner_forms import (
     BudgetForm,
+    FitsForm,
     CompositionForm,
     SampledSensitivityForm,
     DatasetUploadForm,
@@ -110,7 +113,18 @@ def _budget_page(request, dataset, form, *, status: int = 200, sensitivity_form=
         composition_form.is_valid()
         add_domain_errors(composition_form, exc)
         status = 400 if status == 200 else status
+    fits_form, fits = FitsForm(request.GET or None), None
+    if request.GET.get("fit_ceiling") is not None:
+        try:
+            fits = whatif.dataset_fits(user=request.user, dataset_id=dataset.public_id,
+                                       mechanism=request.GET.get("fit_mechanism") or "lattice",
+                                       ceiling=request.GET.get("fit_ceiling"), values=request.GET.get("fit_values"))
+        except DomainError as exc:
+            fits_form.is_valid()
+            add_domain_errors(fits_form, exc)
+            status = 400 if status == 200 else status
     context = {
+        "fits_form": fits_form, "fits": fits, "composed": catalog_selectors.dataset_composed(dataset),
         "dataset": dataset, "form": form, "history": catalog_selectors.dataset_budget_history(user=request.user, dataset=dataset),
         "composition_form": composition_form, "composition": composition,
         "sensitivity_form": sensitivity_form or SampledSensitivityForm(numeric=_numeric_columns(dataset)),
@@ -126,12 +140,13 @@ def dataset_budget(request, dataset_id: str):
     the what-ifs on how its listings compose and on a query's sampled sensitivity."""
     dataset = _owned_dataset(request, dataset_id)
     posted = request.method == "POST"
-    form = BudgetForm(request.POST) if posted else BudgetForm(initial={"total_budget": dataset.total_budget})
+    form = BudgetForm(request.POST) if posted else BudgetForm(
+        initial={"total_budget": dataset.total_budget, "delta": delta_text(dataset.delta_budget) or ""})
     if posted and form.is_valid():
         try:
             dataset_budget_set(
                 actor=request.user, dataset_id=dataset.public_id, budget=form.cleaned_data["total_budget"],
-                reason=form.cleaned_data["reason"],
+                reason=form.cleaned_data["reason"], delta=form.cleaned_data["delta"].strip() or None,
             )
         except DomainError as exc:
             add_domain_errors(form, exc)
@@ -331,6 +346,8 @@ def _create_listing(request, form, formset) -> int | None:
             size_level=d.get("size_level"),
             price_curve=d["price_curve"],
             compensation=d["compensation"],
+            mechanism=d.get("mechanism") or "lattice",
+            delta=d.get("delta") or None,
         )
     except DomainError as exc:
         if "c" in exc.fields:  # the curve's c is the form's price scale
@@ -340,6 +357,24 @@ def _create_listing(request, form, formset) -> int | None:
         return None
     messages.success(request, f"Listing “{listing.title}” created. Buyers can buy it from now on.")
     return listing.pk
+
+
+def _compare(request, form, formset) -> dict | None:
+    """Both mechanisms' error bounds at the ceiling for the statistics as posted (``listing_compare``),
+    or None with the service's reasons on the inputs at fault."""
+    d = form.cleaned_data
+    statistics, rows = formset.specs()
+    try:
+        found = listing_compare(owner=request.user, dataset_id=d["dataset"].public_id, statistics=statistics,
+                                ceiling=d["ceiling"], delta=d.get("delta") or None)
+    except DomainError as exc:
+        add_statistics_errors(formset, rows, exc.fields.get("statistics", []))
+        add_domain_errors(form, exc, elsewhere={"statistics"})
+        return None
+    columns = [[v["error_bound"] for v in entry["values"]] or [None] * len(found["mechanisms"][0]["values"])
+               for entry in found["mechanisms"]]
+    labels = [v["label"] for v in found["mechanisms"][0]["values"]]
+    return {**found, "rows": [(label, [column[i] for column in columns]) for i, label in enumerate(labels)]}
 
 
 def _check_the_rest(request, form, formset) -> None:
@@ -405,6 +440,7 @@ def listing_new(request):
     columns = (
         [Column(column["name"], column["type"], column["missing"]) for column in summary["columns"]] if summary else []
     )
+    comparison = None
     if request.method != "POST":
         form = ListingForm(user=request.user, initial={"dataset": summary["id"]})
         formset = statistic_formset(columns=columns)
@@ -415,14 +451,19 @@ def listing_new(request):
         form = ListingForm(data, user=request.user)
         formset = statistic_formset(columns=columns, data=data)
         form_valid, rows_valid = form.is_valid(), formset.is_valid()  # both: every input's errors at once
-        if form_valid and rows_valid:
+        if form_valid and rows_valid and request.POST.get("action") == "compare":
+            comparison = _compare(request, form, formset)
+            if comparison is not None:  # the proposal chosen, for the owner to keep or change
+                form = ListingForm({**data.dict(), "mechanism": comparison["proposed"]}, user=request.user)
+                form.is_valid()
+        elif form_valid and rows_valid:
             listing_id = _create_listing(request, form, formset)
             if listing_id is not None:
                 return redirect("web:owner-listing", listing_id=listing_id)
         else:
             _check_the_rest(request, form, formset)
     context = {"options": options, "summary": summary, "form": form, "formset": formset,
-               "builder": _builder(columns)}
+               "builder": _builder(columns), "comparison": comparison}
     # a vector statistic (the retired float path's) asked for: a plain 400 with the reason on the page
     status = 400 if request.method == "POST" and request.POST.get("vector_kind") else 200
     return render(request, "owner/listing_new.html", context, status=status)

@@ -178,6 +178,9 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
     ladder = microdata_ladder(listing, held, cap.level)
     if ladder:
         _ladder_select(form, ladder)
+    levels_sold = listing.release_mechanism.ladder()  # a calibrated listing's levels (the Skellam path)
+    if levels_sold:
+        _ladder_select(form, {"buyable": [eps for eps in levels_sold if (held or 0) < eps <= cap.level]})
     return render(
         request,
         "web/listing.html",
@@ -198,6 +201,8 @@ def listing_detail(request, listing_id, buy_form=None, status=200):
             "next_step": _next_step(listing, held, cap.level),
             "charts": None if ladder else listing_charts(listing, held),
             "ladder": ladder,
+            "levels_sold": [level_text(eps) for eps in levels_sold or ()],
+            "states_delta": listing.release_mechanism.states_delta,
             "price_formula": curve_of(listing).formula(),
             "is_owner": is_owner,
         },

@@ -235,7 +235,7 @@ def shown(value: float, digits: int = 2) -> Decimal:
     """A ``delta`` as shown: rounded up to ``digits`` significant digits."""
     if value <= 0:
         return Decimal(0)
-    d = Decimal(repr(value))
+    d = Decimal(repr(float(value)))
     exponent = d.adjusted() - digits + 1
     return d.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_CEILING)
 

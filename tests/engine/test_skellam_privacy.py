@@ -92,6 +92,7 @@ def test_the_error_bound_is_the_skellam_quantile():
 def test_shown_rounds_up():
     assert str(sp.shown(1.234e-7)) == "1.3E-7" and str(sp.shown(1.2e-7)) == "1.2E-7"
     assert sp.shown(0.0) == 0
+    assert str(sp.shown(np.float64(8.98e-11))) == "9.0E-11"  # numpy scalars too (their repr is not a number)
 
 
 def test_the_recurrences_probabilities_are_mpmaths_bessel_values():

@@ -105,6 +105,7 @@ API = [
     api("POST",   "/api/v1/datasets/{D}/budget/",           "401  404   404   200   404   404", "budget"),
     # the owner's what-ifs on a dataset: anyone else's is not found
     api("GET",    "/api/v1/datasets/{D}/composition/?delta=1e-5&eps=0.2", "401  404   404   200   404   404"),
+    api("GET",    "/api/v1/datasets/{D}/fits/?ceiling=0.5",   "401  404   404   200   404   404"),
     api("POST",   "/api/v1/datasets/{D}/sampled-sensitivity/", "401  404   404   200   404   404", "sensitivity"),
     # resumable uploads ({U}: the owner's, complete): non-owners may not open or send one (403); another
     # owner's does not exist for anyone else (404). The part is the last one sent again: answered as it stands

@@ -112,6 +112,8 @@ from .privacy import (  # noqa: F401
     CompositionListingSerializer,
     CompositionQuerySerializer,
     CompositionSerializer,
+    FitsQuerySerializer,
+    FitsSerializer,
     SampledSensitivityRequestSerializer,
     SampledSensitivitySerializer,
     _Pairs,

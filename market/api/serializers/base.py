@@ -203,17 +203,17 @@ class LevelTextField(TextField):
 
 
 #: A delta of (eps, delta)-DP as text: a decimal (0.000000001) or in E notation (1e-9).
-DELTA_PATTERN = r"^(0\.[0-9]{1,20}|[1-9](\.[0-9]{1,12})?[eE]-[0-9]{1,2})$"
+DP_DELTA_PATTERN = r"^(0\.[0-9]{1,20}|[1-9](\.[0-9]{1,12})?[eE]-[0-9]{1,2})$"
 
 
-@extend_schema_field({"type": "string", "pattern": DELTA_PATTERN, "example": "1e-9"})
+@extend_schema_field({"type": "string", "pattern": DP_DELTA_PATTERN, "example": "1e-9"})
 class DeltaTextField(TextField):
     """A delta as text, e.g. "1e-9" (the services check its range)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
-        self.validators.append(RegexValidator(DELTA_PATTERN, 'A delta such as "1e-9" or "0.000000001".'))
+        self.validators.append(RegexValidator(DP_DELTA_PATTERN, 'A delta such as "1e-9" or "0.000000001".'))
 
 
 @extend_schema_field({"type": "string", "pattern": MONEY_PATTERN, "example": "10.00"})

@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from market.catalog.whatif import MAX_PAIRS, MAX_SUBSAMPLE, MIN_SUBSAMPLE
 
-from .base import StrictSerializer
+from .base import LevelTextField, StrictSerializer
 from .listings import QuerySerializer
 
 DELTA_PATTERN = r"^(?:0?\.[0-9]{0,29}[1-9]|[1-9](?:\.[0-9]{1,6})?e-[1-9][0-9]?)$"
@@ -57,6 +57,9 @@ class CompositionSerializer(serializers.Serializer):
     float_delta = serializers.FloatField(
         allow_null=True, help_text="0 when no listing has floating-point noise; null otherwise: the float path's "
         "delta was never established, so no figure here holds for those listings with any stated delta")
+    listings_delta = serializers.FloatField(
+        help_text="the deltas the listings state themselves (the Skellam path), added up: every figure here holds with "
+        "delta plus this (0: none)")
     budget = serializers.DecimalField(max_digits=12, decimal_places=4)
     definitions = serializers.DictField(child=serializers.CharField())
     what_if = serializers.CharField()
@@ -111,3 +114,20 @@ class SampledSensitivitySerializer(serializers.Serializer):
     share_covered = serializers.FloatField(help_text="gamma2 - accuracy: with the stated confidence, at least this "
                                            "share of pairs drawn the same way move the answer by at most the value")
     replace_pairs_note = serializers.CharField(allow_null=True)
+
+
+class FitsQuerySerializer(StrictSerializer):
+    mechanism = serializers.ChoiceField(choices=["lattice", "skellam"], required=False,
+                                        help_text="the shape's mechanism (default lattice)")
+    ceiling = LevelTextField(required=False, help_text='its ceiling (default "1")')
+    values = serializers.IntegerField(required=False, min_value=1, max_value=1000,
+                                      help_text="skellam: how many counts one record moves by one (default 1)")
+
+
+class FitsSerializer(serializers.Serializer):
+    fits = serializers.IntegerField(help_text="how many more listings of this shape fit beside the dataset's (at most 200)")
+    mechanism = serializers.CharField()
+    ceiling = serializers.DecimalField(max_digits=9, decimal_places=4)
+    values = serializers.IntegerField()
+    rule = serializers.ChoiceField(choices=["sum", "composition"],
+                                   help_text="sum: a dataset without a δ; composition: by privacy-loss distributions")

@@ -26,3 +26,11 @@ def up(value, places=2) -> str:
 @register.filter
 def down(value, places=2) -> str:
     return rounded_text(value, int(places), up=False)
+
+
+@register.filter
+def delta(value) -> str:
+    """A delta of (eps, delta)-DP as stored, for people: ``1e-6``, ``2.5e-9`` (``market.catalog.composition.delta_text``)."""
+    from market.catalog.composition import delta_text
+
+    return delta_text(value) or ""
