@@ -319,12 +319,44 @@ def complete(script, *words):
     return done.stdout.split()
 
 
+def test_a_dataset_with_a_delta_compares_lists_on_the_skellam_path_and_counts_what_fits(live_server, owner, key_for,
+                                                                                        tmp_path):
+    """``datasets budget --delta``, ``listings compare``, ``listings create`` with a Skellam spec, ``datasets fits``:
+    the owner's Skellam commands against a live server."""
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="4")
+    env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key_for(owner)}
+    refused = gradual("datasets", "budget", dataset.public_id, "--budget", "4", "--delta", "1e-5", "--reason", "r",
+                      env=env, home=tmp_path, code=1)
+    assert "at most 1e-6" in refused.stderr
+    changed = gradual("datasets", "budget", dataset.public_id, "--budget", "4", "--delta", "1e-6", "--reason", "r",
+                      "--output", "json", env=env, home=tmp_path).stdout
+    assert json.loads(changed)["delta"] == "1e-6"
+    wide = [{"kind": "count", "where": [{"column": "age", "op": ">=", "value": a}]} for a in range(20, 60, 2)]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"dataset": dataset.public_id, "title": "Ages above", "statistics": wide, "ceiling": "1",
+                                "price_per_epsilon": "2.00"}))
+    compared = gradual("listings", "compare", "--spec", str(spec), env=env, home=tmp_path).stdout
+    assert "proposed: skellam" in compared
+    table = rows_of(gradual("listings", "compare", "--spec", str(spec), "--output", "csv", env=env, home=tmp_path).stdout)
+    assert len(table) == 20 and all(float(row["skellam"]) < float(row["lattice"]) for row in table)
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "mechanism": "skellam", "delta": "1e-8"}))
+    created = json.loads(gradual("listings", "create", "--spec", str(spec), "--output", "json", env=env,
+                                 home=tmp_path).stdout)
+    assert created["mechanism"] == "skellam" and created["delta"] == "1e-8" and created["levels"][-1] == "1"
+    fits = gradual("datasets", "fits", dataset.public_id, "--ceiling", "0.5", "--output", "json", env=env,
+                   home=tmp_path).stdout
+    assert json.loads(fits)["rule"] == "composition" and json.loads(fits)["fits"] >= 6
+    shown = json.loads(gradual("datasets", "show", dataset.public_id, "--output", "json", env=env, home=tmp_path).stdout)
+    assert shown["composed"]["epsilon"] is not None
+
+
 def test_completion_scripts_are_made_from_the_parser(tmp_path):
     bash = gradual("completion", "bash", home=tmp_path).stdout
     assert complete(bash, "gradual", "")[:3] == ["login", "configure", "listings"]
     assert complete(bash, "gradual", "pur") == ["purchases", "purchase"]
-    assert complete(bash, "gradual", "listings", "c") == ["create", "close"]
-    assert complete(bash, "gradual", "--url", "http://x", "datasets", "")[:4] == ["list", "show", "remove", "upload"]
+    assert complete(bash, "gradual", "listings", "c") == ["create", "compare", "close"]
+    assert complete(bash, "gradual", "--url", "http://x", "datasets", "")[:6] == ["list", "show", "budget", "fits",
+                                                                                   "remove", "upload"]
     assert "--password-stdin" in complete(bash, "gradual", "login", "--pa")
     assert complete(bash, "gradual", "releases", "--output", "") == ["table", "csv", "json"]
     assert complete(bash, "gradual", "completion", "")[:3] == ["bash", "zsh", "fish"]
@@ -336,6 +368,6 @@ def test_completion_scripts_are_made_from_the_parser(tmp_path):
     assert "complete -c gradual -n '__fish_use_subcommand' -a wait -d 'wait until a purchase is released (exit code 4 " \
            "if it failed or is still in flight)'" in fish
     assert any(line.startswith("complete -c gradual -n '__fish_seen_subcommand_from listings ; and not "
-                               "__fish_seen_subcommand_from create close reopen' -a create") for line in fish)
+                               "__fish_seen_subcommand_from create compare close reopen' -a create") for line in fish)
     assert any("__fish_seen_subcommand_from download' -s o -l output-file" in line for line in fish)
     assert gradual("completion", "tcsh", home=tmp_path, code=2).stdout == ""

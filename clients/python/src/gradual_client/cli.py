@@ -137,14 +137,15 @@ def write_record(out: TextIO, record: dict[str, Any], fmt: str) -> None:
 
 
 LISTING_COLUMNS = ("id", "title", "owner", "engine", "ceiling", "price", "your_level", "is_open")
-LISTING_FIELDS = ("id", "title", "engine", "ceiling", "buyable_ceiling", "price", "is_open", "closed_reason", "labels")
+LISTING_FIELDS = ("id", "title", "engine", "mechanism", "delta", "ceiling", "buyable_ceiling", "levels", "price", "is_open",
+                  "closed_reason", "labels")
 QUOTE_FIELDS = ("listing", "epsilon", "current_level", "cap", "price")
 PURCHASE_FIELDS = ("id", "listing", "level_from", "epsilon", "price", "status", "failure_reason")
 PURCHASE_COLUMNS = ("id", "listing", "level_from", "epsilon", "price", "status", "created_at", "release")
 RELEASE_FIELDS = ("id", "listing", "purchase", "level", "created_at", "files")
 DATASET_FIELDS = ("id", "name", "status", "row_count", "failure")
 DATASET_COLUMNS = ("id", "name", "status", "row_count", "budget", "ceilings_total", "spent", "created_at")
-DATASET_DETAIL = (*DATASET_COLUMNS, "relation", "failure")
+DATASET_DETAIL = (*DATASET_COLUMNS, "delta", "composed", "relation", "failure")
 STATEMENT_COLUMNS = ("at", "description", "amount", "balance_after", "transfer")
 EARNINGS_FIELDS = ("balance", "requested", "paid", "currency")
 
@@ -168,15 +169,46 @@ def _write_listing(listing: Listing, fmt: str, out: TextIO) -> None:
 
 
 def cmd_listing_create(client: Client, args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        spec = json.loads(Path(args.spec).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"cannot read the spec file {args.spec}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the spec file {args.spec} is not valid JSON: {exc}") from None
+    spec = _spec_file(args.spec)
     if args.dataset and isinstance(spec, dict):
         spec["dataset"] = args.dataset
     _write_listing(client.create_listing_from_spec(spec), args.format, out)
+    return OK
+
+
+def _spec_file(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read the spec file {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the spec file {path} is not valid JSON: {exc}") from None
+
+
+def cmd_listing_compare(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    spec = _spec_file(args.spec)
+    if not isinstance(spec, dict):
+        raise ValueError("a listing's spec is a JSON object (dataset, statistics, ceiling, ...)")
+    found = client.compare_mechanisms(args.dataset or spec.get("dataset"), statistics=spec.get("statistics") or [],
+                                      ceiling=spec.get("ceiling"), delta=args.delta or spec.get("delta"))
+    if args.format == "json":
+        _dump_json(out, found)
+        return OK
+    mechanisms = found["mechanisms"]
+    columns = ["value", *(m["mechanism"] for m in mechanisms)]
+    rows = []
+    for i, value in enumerate(mechanisms[0]["values"]):
+        row = {"value": value["label"]}
+        for m in mechanisms:
+            row[m["mechanism"]] = m["values"][i]["error_bound"] if m["available"] else None
+        rows.append(row)
+    write_rows(out, columns, rows, args.format)
+    if args.format == "table":
+        out.write(f"proposed: {found['proposed']}")
+        out.write(f" (mean squared ratio of the bounds {found['ratio']:.2f})\n" if found["ratio"] is not None else "\n")
+        for m in mechanisms:
+            if not m["available"]:
+                out.write(f"{m['mechanism']}: not available: {m['reason']}\n")
     return OK
 
 
@@ -364,6 +396,23 @@ def cmd_dataset_show(client: Client, args: argparse.Namespace, out: TextIO) -> i
     return OK
 
 
+def cmd_dataset_budget(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    delta: Any = ...
+    if args.no_delta:
+        delta = None
+    elif args.delta is not None:
+        delta = args.delta
+    _write_dataset(client.set_budget(args.dataset, args.budget, reason=args.reason, delta=delta), args.format, out,
+                   DATASET_DETAIL)
+    return OK
+
+
+def cmd_dataset_fits(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    found = client.fits(args.dataset, ceiling=args.ceiling, mechanism=args.mechanism, values=args.values)
+    write_record(out, found, args.format)
+    return OK
+
+
 def cmd_dataset_remove(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     client.remove_dataset(args.dataset)
     out.write(f"removed {args.dataset}: its listings are closed; its sales and releases stay on record\n")
@@ -489,6 +538,11 @@ def parser() -> argparse.ArgumentParser:
                         help="a JSON file: the body of POST /api/v1/listings/ (dataset, title, statistics, ceiling, "
                         "price_per_epsilon or price_curve, ...); with \"microdata\", a microdata listing")
     create.add_argument("--dataset", help="the dataset's id (instead of the spec's)")
+    compare = command("compare", cmd_listing_compare, "each mechanism's error bounds at the ceiling for a spec, and "
+                      "the one proposed (owners)", under=owned)
+    compare.add_argument("--spec", required=True, help="a JSON file: as for create (dataset, statistics, ceiling)")
+    compare.add_argument("--dataset", help="the dataset's id (instead of the spec's)")
+    compare.add_argument("--delta", help="the Skellam listing's delta (default 1e-9)")
     close = command("close", cmd_listing_close, "close your listing (owners)", under=owned)
     close.add_argument("listing", type=int, help="the listing's id")
     close.add_argument("--reason", help="why, shown to its buyers")
@@ -544,6 +598,19 @@ def parser() -> argparse.ArgumentParser:
     command("list", cmd_datasets, "your datasets", under=kept)
     show = command("show", cmd_dataset_show, "one dataset: its status, budget and columns", under=kept)
     show.add_argument("dataset", help="the dataset's id")
+    budget = command("budget", cmd_dataset_budget, "change a dataset's budget and, optionally, its delta", under=kept)
+    budget.add_argument("dataset", help="the dataset's id")
+    budget.add_argument("--budget", required=True, help="the new budget (eps), e.g. 4")
+    budget.add_argument("--reason", required=True, help="why, for the dataset's record")
+    which = budget.add_mutually_exclusive_group()
+    which.add_argument("--delta", help="the dataset's delta, at most 1e-6 (its listings then compose by privacy-loss "
+                       "distributions and may use the Skellam path)")
+    which.add_argument("--no-delta", action="store_true", help="remove the dataset's delta")
+    fits = command("fits", cmd_dataset_fits, "how many more listings of one shape fit a dataset (a what-if)", under=kept)
+    fits.add_argument("dataset", help="the dataset's id")
+    fits.add_argument("--ceiling", required=True, help="the listing's ceiling, e.g. 0.5")
+    fits.add_argument("--mechanism", choices=("lattice", "skellam"), default="lattice")
+    fits.add_argument("--values", type=int, help="skellam: how many counts one record moves by one")
     remove = command("remove", cmd_dataset_remove, "remove a dataset: its listings close, what was sold stays on "
                      "record", under=kept)
     remove.add_argument("dataset", help="the dataset's id")

@@ -546,6 +546,8 @@ class Client:
         compensation: Mapping[str, Any] | None = None,
         description: str | None = None,
         categories_public: bool = False,
+        mechanism: str | None = None,
+        delta: Number | str | None = None,
     ) -> Listing:
         """List statistics of your dataset up to ``ceiling``, priced ``price_per_epsilon`` (linear) or by a
         ``price_curve`` (``{"kind": "power", "c": "10.00", "p": "1.5"}``, ...).
@@ -554,7 +556,10 @@ class Client:
         ``column_categories``), and which values occur in your data is itself private, so the server
         refuses them unless each such statistic carries ``"categories_public": true``. Put it in the
         statistic yourself, or pass ``categories_public=True`` to confirm every declared list at once
-        (only lists of values anyone may know)."""
+        (only lists of values anyone may know).
+
+        ``mechanism``: ``"lattice"`` (default) or ``"skellam"`` (Gaussian-like integer noise, ``(eps, delta)``-DP with
+        ``delta``, default 1e-9; only on a dataset with a delta); :meth:`compare_mechanisms` says which is more accurate."""
         body: dict[str, Any] = {
             "dataset": dataset.id if isinstance(dataset, Dataset) else dataset,
             "title": title,
@@ -569,7 +574,38 @@ class Client:
             body["compensation"] = dict(compensation)
         if description is not None:
             body["description"] = description
+        if mechanism is not None:
+            body["mechanism"] = mechanism
+        if delta is not None:
+            body["delta"] = str(delta)
         return Listing.from_json(self._json("POST", "listings/", json=body))
+
+    def compare_mechanisms(self, dataset: Dataset | str, *, statistics: Sequence[Mapping[str, Any]], ceiling: Number,
+                           delta: Number | str | None = None) -> dict[str, Any]:
+        """Before listing: each mechanism's 95% error bounds at ``ceiling`` for ``statistics`` on your dataset, and
+        the one proposed (``{"proposed", "ratio", "mechanisms": [{"mechanism", "available", "reason", "values"}]}``)."""
+        body: dict[str, Any] = {"dataset": dataset.id if isinstance(dataset, Dataset) else dataset,
+                                "statistics": [dict(s) for s in statistics], "ceiling": decimal_text(ceiling)}
+        if delta is not None:
+            body["delta"] = str(delta)
+        return self._json("POST", "listings/compare/", json=body)
+
+    def set_budget(self, dataset: Dataset | str, budget: Number, *, reason: str, delta: Any = ...) -> Dataset:
+        """Change your dataset's budget, and its delta (left out: as it is; None: none; at most 1e-6)."""
+        dataset_id = dataset.id if isinstance(dataset, Dataset) else dataset
+        body: dict[str, Any] = {"budget": decimal_text(budget), "reason": reason}
+        if delta is not ...:
+            body["delta"] = None if delta is None else str(delta)
+        return Dataset.from_json(self._json("POST", f"datasets/{dataset_id}/budget/", json=body))
+
+    def fits(self, dataset: Dataset | str, *, ceiling: Number, mechanism: str = "lattice",
+             values: int | None = None) -> dict[str, Any]:
+        """How many more listings of one shape fit your dataset beside its listings (a what-if)."""
+        dataset_id = dataset.id if isinstance(dataset, Dataset) else dataset
+        params: dict[str, Any] = {"ceiling": decimal_text(ceiling), "mechanism": mechanism}
+        if values is not None:
+            params["values"] = values
+        return self._json("GET", f"datasets/{dataset_id}/fits/", params=params)
 
     def create_listing_from_spec(self, spec: Mapping[str, Any]) -> Listing:
         """A listing from the API's own request body (``POST listings/``: dataset, title, statistics, ceiling,

@@ -69,6 +69,12 @@ class Listing:
     #: the public noisy count of each mean cell: {"level", "confidence", "error_bound", "cells": [{"label", "value",
     #: "note"}]}, or None
     size_release: Mapping[str, Any] | None = None
+    #: lattice (exactly eps-DP), skellam ((eps, delta)-DP, Gaussian-like), bits, or a retired float path
+    mechanism: str | None = None
+    #: the delta of every level sold, as text ("1e-9"); None: exactly eps-DP
+    delta: str | None = None
+    #: the levels a listing sold on a ladder offers (the Skellam path), lowest first; None: any level up to its ceiling
+    levels: tuple[Decimal, ...] | None = None
 
     @classmethod
     def from_json(cls, data: Json) -> Listing:
@@ -94,6 +100,9 @@ class Listing:
             buyable_ceiling=_decimal(data.get("buyable_ceiling")),
             size_level=_decimal(data.get("size_level")),
             size_release=data.get("size_release"),
+            mechanism=data.get("mechanism"),
+            delta=data.get("delta"),
+            levels=None if data.get("levels") is None else tuple(_required_decimal(v) for v in data["levels"]),
         )
 
 
@@ -389,6 +398,10 @@ class Dataset:
     relation: str
     created_at: datetime | None
     raw: Json = _raw()
+    #: the dataset's delta as text ("1e-6"); None: its listings are exactly eps-DP and their ceilings add up
+    delta: str | None = None
+    #: with a delta: what its listings spend composed at their ceilings, {"delta", "epsilon"}; else None
+    composed: Mapping[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: Json) -> Dataset:
@@ -406,6 +419,8 @@ class Dataset:
             relation=str(data.get("relation", "")),
             created_at=_time(data.get("created_at")),
             raw=data,
+            delta=data.get("delta"),
+            composed=data.get("composed"),
         )
 
     @property
