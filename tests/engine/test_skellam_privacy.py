@@ -132,3 +132,15 @@ def test_the_calibration_of_a_case_is_the_least_grid_time_and_a_ladder_is_each_l
         assert sp.profile(mu, cases, [eps])[0] <= 1e-7 < sp.profile(sp._grid_time(j - 1), cases, [eps])[0]
     levels = [F(1, 4), F(1), F(1, 2)]
     assert sp.ladder(levels, 1e-7, cases) == [sp.calibrate(e, 1e-7, cases) for e in levels]
+
+
+@pytest.mark.parametrize("mu", [F(1, 2), F(3), F(40), F(700)])
+def test_a_larger_shift_never_costs_less(mu):
+    """The plans state each worst case by its largest moves: that is sound only if a coordinate moved
+    less costs no more. For a pair of distributions the profile delta(eps) at every eps orders them
+    (Blackwell), and dominance composes over coordinates; here delta for a shift t lies at or below
+    delta for t + 1, at every eps of a fine grid, for shifts 1 to 6."""
+    grid = list(np.linspace(0, 6, 121))
+    rows = [sp.deltas(mu, [t], grid) for t in range(1, 7)]
+    for smaller, larger in zip(rows, rows[1:]):
+        assert all(a <= b * (1 + 1e-9) + 1e-16 for a, b in zip(smaller, larger))
