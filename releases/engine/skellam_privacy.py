@@ -50,11 +50,13 @@ SLACK = 1e-9
 
 def _ratios(x: float, top: int) -> np.ndarray:
     """``r[k] = I_k(x) / I_{k-1}(x)`` for ``1 <= k <= top`` (``r[0]`` unused), by the backward
-    recurrence ``r_k = 1 / (2k/x + r_{k+1})`` run down from ``START(top, x)`` with ``r = 0`` there:
+    recurrence ``r_k = 1 / (2k/x + r_{k+1})`` run down from ``16 sqrt(x) + 60`` steps above ``top``
+    with ``r = 0`` there (an error at step ``n`` above ``top`` shrinks by about ``r^2 <= e^{-2 top/x}``
+    a step, and ``top`` is above ``24 sqrt(x)``):
     every ratio lies in (0, 1) and the recurrence is stable downwards (Miller's algorithm on ratios,
     Gautschi 1967), so nothing overflows and each ratio carries a relative error near the unit
     roundoff."""
-    start = top + 60 + int(8 * math.sqrt(x)) + int(min(x, 4 * top))
+    start = top + 60 + int(16 * math.sqrt(x))  # past top, errors shrink like exp(-2 n top / x): sqrt(x) steps do
     r = np.zeros(top + 1)
     ratio = 0.0
     for k in range(start, 0, -1):
@@ -133,22 +135,21 @@ def _trimmed(low: int, p: np.ndarray, infinite: float) -> tuple[int, np.ndarray,
     return low + first, p[first:last].copy(), infinite + moved
 
 
-#: Above this many multiplications a convolution runs by FFT (with its error bound counted).
-DIRECT = 1 << 24
-#: A law with at most this many nonzero cells is convolved atom by atom (exact sums, any length).
-SPARSE = 4096
+#: Convolutions of at most this many multiplications are summed exactly (atom by atom, or directly);
+#: larger ones run by FFT, with its error bound counted.
+DIRECT = 1 << 22
 
 
 def _convolved(p_a: np.ndarray, p_b: np.ndarray) -> tuple[np.ndarray, float]:
     """``p_a * p_b`` and a bound on its total absolute error. Exact sums (error 0 here: their
-    relative rounding is in ``SLACK``) when one law has few atoms (a randomised response, a single
-    coordinate's law: each atom adds a scaled copy of the other) or the two are short; else by FFT,
-    whose error in each entry is at most ``c u log2(n) |p_a|_2 |p_b|_2`` (``u`` the unit roundoff;
-    ``c = 20``, a wide margin over the usual constant), counted in full over every entry."""
+    relative rounding is in ``SLACK``) when they are cheap: one law has few atoms (a randomised
+    response, a single coordinate's law: each atom adds a scaled copy of the other), or the two are
+    short; else by FFT, whose error in each entry is at most ``c u log2(n) |p_a|_2 |p_b|_2`` (``u`` the
+    unit roundoff; ``c = 20``, a wide margin over the usual constant), counted in full over every entry."""
     nz_a, nz_b = np.flatnonzero(p_a), np.flatnonzero(p_b)
-    if nz_b.size < nz_a.size:
+    if nz_b.size * p_a.size < nz_a.size * p_b.size:
         p_a, p_b, nz_a, nz_b = p_b, p_a, nz_b, nz_a
-    if nz_a.size <= SPARSE and nz_a.size * p_b.size <= 16 * DIRECT:
+    if nz_a.size * p_b.size <= 16 * DIRECT and nz_a.size <= 4096:
         out = np.zeros(p_a.size + p_b.size - 1)
         for i in nz_a:
             out[i: i + p_b.size] += p_a[i] * p_b
