@@ -50,9 +50,9 @@ from market.catalog.spec.columns import Column
 from releases.engine.mechanisms import mechanism
 from releases.engine.mechanisms.skellam import Skellam, calibration, shift_cases
 
-CEILING = Decimal("2")
+CEILING = Decimal(2)
 DELTA = Decimal("1e-9")
-LEVELS = (Decimal("0.25"), Decimal("0.5"), Decimal("1"), Decimal("2"))
+LEVELS = (Decimal("0.25"), Decimal("0.5"), Decimal(1), Decimal(2))
 HISTOGRAMS = 10
 ROW_CATEGORIES = [f"r{i}" for i in range(9)]
 COLUMN_CATEGORIES = [f"k{i}" for i in range(4)]

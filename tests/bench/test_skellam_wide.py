@@ -28,7 +28,7 @@ def test_the_tables_are_laid_out_as_the_product_lays_them_out(tables):
     assert len(tables.u) == 150 and tables.u.sum() == 3 * 20_000  # every record once in each table
     assert set(tables.lattice.lattice.unit_weights) == {3} and set(tables.skellam.lattice.unit_weights) == {1}
     assert [move for _, move in tables.skellam.lattice.unit_cases[0]] == [1, 1, 1]
-    assert tables.bound.ladder()[-1] == Decimal("2") and set(LEVELS) <= set(tables.bound.ladder())
+    assert tables.bound.ladder()[-1] == Decimal(2) and set(LEVELS) <= set(tables.bound.ladder())
 
 
 def test_bounds_are_exact_quantiles_and_errors_have_each_paths_spread(tables):
