@@ -426,8 +426,8 @@ the end of each bench is given. Where a bench measures a baseline in the same ru
 the candidate.
 
 The load bench (`python -m bench.load`, about ten minutes, see the operations guide) is run by hand;
-its JSON is committed like the others. Not generated here: the black-box privacy audit
-(`python -m bench.product_audit`, 15–20 minutes), run by hand.
+its JSON is committed like the others. Not generated here: the black-box privacy audits
+(`python -m bench.product_audit`, 15–20 minutes; `python -m bench.skellam_audit`, the Skellam path's), run by hand.
 """
 
 
