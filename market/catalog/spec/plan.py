@@ -347,6 +347,7 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
         neighbours=nb,
         aggregates=tuple(aggregates),
         lattice=layout,
+        mechanism=chosen,  # its error bounds are the mechanism's (an uncalibrated one refuses to state them)
     )
 
 
