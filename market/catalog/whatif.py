@@ -74,7 +74,7 @@ def dataset_fits(*, user, dataset_id: str, mechanism="lattice", ceiling=None, va
     ``{"fits", "mechanism", "ceiling", "values", "rule", "composed"}``."""
     from releases.engine import pld
     from releases.engine.mechanisms.skellam import DEFAULT_DELTA as LISTING_DELTA
-    from releases.engine.skellam_privacy import calibrate, case_law
+    from releases.engine.skellam_privacy import TooMuchNoise, calibrate, case_law
 
     from . import composition
     from .selectors import ceilings_needed, counted_listings
@@ -101,8 +101,11 @@ def dataset_fits(*, user, dataset_id: str, mechanism="lattice", ceiling=None, va
             candidate = pld.pure(float(level))
         else:
             case = ((1, 1, count),)
-            candidate = pld.Pld(*case_law(calibrate(float(level), float(min(LISTING_DELTA, dataset.delta_budget)),
-                                                    [case]), case))
+            try:
+                mu = calibrate(float(level), float(min(LISTING_DELTA, dataset.delta_budget)), [case])
+            except TooMuchNoise as exc:
+                raise InvalidInput(f"ceiling: {exc}", fields={"ceiling": [str(exc)]}) from None
+            candidate = pld.Pld(*case_law(mu, case))
         fits = composition.fits_how_many(plds, candidate, eps=dataset.total_budget, delta=dataset.delta_budget,
                                          limit=MAX_FITS)
     return {"fits": fits, "mechanism": mechanism, "ceiling": level, "values": count, "rule": "composition",

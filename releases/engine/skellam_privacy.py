@@ -37,6 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .skellam import MAX_TIME as _path_max_time
+
 __all__ = ["GRID", "calibrate", "case_law", "case_of", "composed_law", "convolve_laws", "delta", "deltas", "error_bound",
            "ladder", "law_power", "profile", "rdp_delta", "shift_pairs", "shown", "time_for"]
 
@@ -279,6 +281,14 @@ def profile(mu, cases, eps_values) -> list[float]:
     return worst
 
 
+#: The largest time any value's noise may run at: the path's own limit.
+MAX_TIME = int(_path_max_time)
+
+
+class TooMuchNoise(ValueError):
+    """No time within :data:`MAX_TIME` meets the delta at the level (a level too low for the values)."""
+
+
 def calibrate(eps, delta_target, cases, guess: float | None = None) -> Fraction:
     """The least grid time ``mu`` whose release is ``(eps, delta_target)``-DP for every case (the
     least noise meeting the listing's ``delta`` at ``eps``). ``guess`` (a time near the answer)
@@ -289,18 +299,22 @@ def calibrate(eps, delta_target, cases, guess: float | None = None) -> Fraction:
     def meets(j: int) -> bool:
         return profile(_grid_time(j), cases, [eps])[0] <= delta_target
 
+    heaviest = max((w for case in cases for w, _, _ in case), default=1)
+    top = _grid_index(float(MAX_TIME) / heaviest ** 2)  # no coordinate's time above MAX_TIME
+    too_much = TooMuchNoise(f"no noise with every value's time at most {MAX_TIME:.0e} meets δ {delta_target:g} at ε "
+                            f"{float(eps):g}: the level is too low for these values (raise it, or coarsen their grids)")
     if guess is None:
         l2sq = max(sum(c * (t / w) ** 2 for w, t, c in case) for case in cases)
         guess = l2sq * 2 * math.log(1.25 / delta_target) / float(eps) ** 2 / 2
-    j = _grid_index(guess)
+    j = min(_grid_index(guess), top)
     width = 8
-    lo, hi = max(0, j - width), j + width
+    lo, hi = max(0, j - width), min(j + width, top)
     while lo > 0 and meets(lo):
         lo, width = max(0, lo - 2 * width), 2 * width
     while not meets(hi):
-        lo, hi, width = hi, hi + 2 * width, 2 * width
-        if hi > 900 * 14:
-            raise ValueError("no time below 10^12 meets this delta")
+        if hi >= top:
+            raise too_much
+        lo, hi, width = hi, min(hi + 2 * width, top), 2 * width
     if lo == 0 and meets(0):
         return _grid_time(0)
     while hi - lo > 1:  # meets(hi), not meets(lo)

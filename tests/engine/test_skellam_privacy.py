@@ -144,3 +144,10 @@ def test_a_larger_shift_never_costs_less(mu):
     rows = [sp.deltas(mu, [t], grid) for t in range(1, 7)]
     for smaller, larger in zip(rows, rows[1:]):
         assert all(a <= b * (1 + 1e-9) + 1e-16 for a, b in zip(smaller, larger))
+
+
+def test_a_level_needing_more_than_the_largest_time_is_refused_in_words():
+    with pytest.raises(sp.TooMuchNoise, match="the level is too low for these values"):
+        sp.calibrate(1e-4, 1e-9, [((1, 1, 20),)])
+    with pytest.raises(sp.TooMuchNoise):  # a heavy value: its own time counts (mu w^2)
+        sp.calibrate(0.01, 1e-9, [((3000, 3000, 1),)])

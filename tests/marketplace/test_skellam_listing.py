@@ -187,3 +187,23 @@ def test_the_builder_compares_the_mechanisms_and_proposes_the_more_accurate(owne
                                                      "ceiling": "1"}, format="json").json()
     assert none["proposed"] == "lattice" and not none["mechanisms"][1]["available"]
     assert "has no δ" in none["mechanisms"][1]["reason"]
+
+
+def test_a_ceiling_too_low_for_the_skellam_path_is_a_plain_400(owner, api):
+    """Twenty counts at a ceiling of 0.0001 would need noise beyond the path's largest time: the
+    listing, the comparison and the fit what-if each say so in a 400, and nothing is created."""
+    dataset = _dataset(owner)
+    client = api(owner)
+    wide = [{"kind": "count", "where": [{"column": "age", "op": ">=", "value": a}]} for a in range(20, 60, 2)]
+    for address, body in (("/api/v1/listings/", {"title": "t", "price_per_epsilon": "1000", "mechanism": "skellam"}),
+                          ("/api/v1/listings/compare/", {})):
+        found = client.post(address, {"dataset": dataset.public_id, "statistics": wide, "ceiling": "0.0001", **body},
+                            format="json")
+        assert found.status_code == 400, found.content
+        assert "the level is too low for these values" in found.json()["error"]["message"]
+    fits = client.get(f"/api/v1/datasets/{dataset.public_id}/fits/", {"mechanism": "skellam", "ceiling": "0.0001",
+                                                                        "values": 1000})
+    assert fits.status_code == 400 and "too low" in fits.json()["error"]["message"]
+    from market.catalog.models import Listing
+
+    assert not Listing.objects.exists()

@@ -28,7 +28,7 @@ from .. import composition
 from ..selectors import ceilings_needed, counted_listings
 from releases.engine.mechanisms import mechanism as mechanism_named
 from releases.engine.mechanisms.skellam import DEFAULT_DELTA, shift_cases
-from releases.engine.skellam_privacy import calibrate
+from releases.engine.skellam_privacy import TooMuchNoise, calibrate
 
 from ..spec import (
     LATTICE,
@@ -278,7 +278,10 @@ def listing_compare(*, owner, dataset_id: str, statistics, ceiling, delta=None) 
     else:
         layout = plan.lattice
         cases = shift_cases(layout.unit_cases, layout.unit_weights)
-        top = calibrate(float(ceiling), float(chosen_delta), cases)
+        try:
+            top = calibrate(float(ceiling), float(chosen_delta), cases)
+        except TooMuchNoise as exc:
+            raise InvalidInput(f"ceiling: {exc}", fields={"ceiling": [str(exc)[0].upper() + str(exc)[1:] + "."]}) from None
         bound = skellam.bound({"calibration": {"delta": str(chosen_delta), "levels": [str(ceiling)], "times": [str(top)]}})
         values = [bound.value_bound(layout, i, ceiling, 0.95) for i in range(len(plan.labels))]
         entry.update(available=True, reason="", values=[{"label": label, "error_bound": b}
@@ -427,8 +430,12 @@ def listing_create(
         weights=layout.unit_weights, lower=layout.unit_lower, upper=layout.unit_upper, layout=plan_layout(plan),
     )
     # a calibrated mechanism's calibration (public inputs only), before the lock
-    calibrated = mechanism_named(mechanism).calibration_for(ceiling=ceiling, delta=delta, unit_cases=layout.unit_cases,
-                                                             unit_weights=layout.unit_weights)
+    try:
+        calibrated = mechanism_named(mechanism).calibration_for(ceiling=ceiling, delta=delta,
+                                                                 unit_cases=layout.unit_cases,
+                                                                 unit_weights=layout.unit_weights)
+    except TooMuchNoise as exc:
+        raise InvalidInput(f"ceiling: {exc}", fields={"ceiling": [str(exc)[0].upper() + str(exc)[1:] + "."]}) from None
     if calibrated is not None:
         document["calibration"] = calibrated
     candidate = composition.listing_pld(mechanism=mechanism, plan=document, total=owners_ceiling, size_level=eps_p or 0)
