@@ -281,7 +281,7 @@ def listing_compare(*, owner, dataset_id: str, statistics, ceiling, delta=None) 
         try:
             top = calibrate(float(ceiling), float(chosen_delta), cases)
         except TooMuchNoise as exc:
-            raise InvalidInput(f"ceiling: {exc}", fields={"ceiling": [str(exc)[0].upper() + str(exc)[1:] + "."]}) from None
+            raise _too_low(exc) from None
         bound = skellam.bound({"calibration": {"delta": str(chosen_delta), "levels": [str(ceiling)], "times": [str(top)]}})
         values = [bound.value_bound(layout, i, ceiling, 0.95) for i in range(len(plan.labels))]
         entry.update(available=True, reason="", values=[{"label": label, "error_bound": b}
@@ -289,6 +289,12 @@ def listing_compare(*, owner, dataset_id: str, statistics, ceiling, delta=None) 
         ratio = sum((b / a) ** 2 for a, b in zip(lattice_bounds, values)) / len(values)
     out.append(entry)
     return {"proposed": SKELLAM if ratio is not None and ratio < 1 else LATTICE, "ratio": ratio, "mechanisms": out}
+
+
+def _too_low(exc: Exception) -> InvalidInput:
+    """A ceiling too low for the Skellam path's largest time (``TooMuchNoise``), as the ceiling's 400."""
+    text = str(exc)
+    return InvalidInput(f"ceiling: {text}", fields={"ceiling": [text[0].upper() + text[1:] + "."]})
 
 
 def _checkpoint(name: str) -> None:
@@ -435,7 +441,7 @@ def listing_create(
                                                                  unit_cases=layout.unit_cases,
                                                                  unit_weights=layout.unit_weights)
     except TooMuchNoise as exc:
-        raise InvalidInput(f"ceiling: {exc}", fields={"ceiling": [str(exc)[0].upper() + str(exc)[1:] + "."]}) from None
+        raise _too_low(exc) from None
     if calibrated is not None:
         document["calibration"] = calibrated
     candidate = composition.listing_pld(mechanism=mechanism, plan=document, total=owners_ceiling, size_level=eps_p or 0)
