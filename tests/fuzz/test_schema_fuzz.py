@@ -77,9 +77,10 @@ CONFIG = schemathesis.Config.from_dict(
                 # the future, a webhook address that can be reached and events your roles receive, the columns a
                 # sampled-sensitivity what-if reads (numeric columns of your own dataset), a resumable upload's
                 # parts (each at the offset the upload stands at, within its size; a dataset only of a complete
-                # upload). Their inputs' shapes
+                # upload), a budget and a δ the dataset's listings fit in, a level the Skellam path can reach
+                # (a listing's, a comparison's, a what-if's) and a listing's δ within its dataset's. Their inputs' shapes
                 # are still checked (negative data refused; tests/security/test_strict_input.py)
-                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|\\{listing_id\\}/(quote/|privacy-profile/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?|uploads/(\\{upload_id\\}/(dataset/)?)?)$",
+                "include-path-regex": "^/api/v1/(purchases/|listings/(microdata/|compare/|\\{listing_id\\}/(quote/|privacy-profile/)?)?|datasets/(\\{dataset_id\\}/(sampled-sensitivity/|budget/|fits/)?)?|auth/token/|keys/|webhooks/endpoints/(\\{endpoint_id\\}/)?|uploads/(\\{upload_id\\}/(dataset/)?)?)$",
                 "checks": {
                     "positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "402", "403", "404", "409"]}
                 },

@@ -202,8 +202,9 @@ class LevelTextField(TextField):
         )
 
 
-#: A delta of (eps, delta)-DP as text: a decimal (0.000000001) or in E notation (1e-9).
-DP_DELTA_PATTERN = r"^(0\.[0-9]{1,20}|[1-9](\.[0-9]{1,12})?[eE]-[0-9]{1,2})$"
+#: A delta of (eps, delta)-DP as text, at most 1e-6 (every delta the marketplace takes): a decimal
+#: (0.000001, 0.000000001) or in E notation (1e-6, 2.5e-9), at most 20 decimal places.
+DP_DELTA_PATTERN = (r"^(0\.000001|0\.000000[0-9]{1,14}|1(\.0{1,12})?[eE]-0?6|[1-9](\.[0-9]{1,12})?[eE]-(0?[7-9]|1[0-9]))$")
 
 
 @extend_schema_field({"type": "string", "pattern": DP_DELTA_PATTERN, "example": "1e-9"})
@@ -213,7 +214,7 @@ class DeltaTextField(TextField):
     def __init__(self, **kwargs):
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
-        self.validators.append(RegexValidator(DP_DELTA_PATTERN, 'A delta such as "1e-9" or "0.000000001".'))
+        self.validators.append(RegexValidator(DP_DELTA_PATTERN, 'A delta of at most 1e-6, such as "1e-9" or "0.000000001".'))
 
 
 @extend_schema_field({"type": "string", "pattern": MONEY_PATTERN, "example": "10.00"})
