@@ -188,6 +188,11 @@ def listing_profile(*, listing, epsilon) -> dict:
             f"epsilon: {level_text(level)} is above this listing's ceiling of {level_text(listing.ceiling)}",
             fields={"epsilon": [f"At most {level_text(listing.ceiling)} (the ceiling)."]},
         )
+    ladder = listing.release_mechanism.ladder()  # a listing sold on calibrated levels has profiles at those only
+    if ladder is not None and level not in ladder:
+        shown = ", ".join(level_text(at) for at in ladder)
+        raise InvalidInput(f"epsilon: this listing sells the levels {shown}; {level_text(level)} is not one of them",
+                           fields={"epsilon": [f"One of {shown}."]})
     return release_profile(listing, level, plan=listing_plan(listing))
 def listing_spent(*, user, listing_ids) -> dict[int, Decimal]:
     """The privacy spent on each of these listings that ``user`` owns: its largest released level

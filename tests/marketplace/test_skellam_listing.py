@@ -143,6 +143,8 @@ def test_quotes_profiles_and_buying_by_accuracy_on_the_ladder(owner, users, fund
     points = profile.json()["points"]
     assert points[-1]["epsilon"] == "0.500000" and 0 < points[-1]["delta"] <= 1e-8
     assert [p["delta"] for p in points] == sorted((p["delta"] for p in points), reverse=True)
+    off_profile = client.get(f"/api/v1/listings/{listing.pk}/privacy-profile/", {"epsilon": "0.3"})
+    assert off_profile.status_code == 400 and "sells the levels" in off_profile.json()["error"]["message"]
 
 
 def test_a_listing_closed_and_reopened_on_a_dataset_with_a_delta_is_checked_by_the_composition(owner):
