@@ -304,13 +304,22 @@ def test_api_statefully_through_the_schemas_links(world, signed_in, django_captu
 
         def validate_response(self, response, case, additional_checks=None, **kwargs):
             # the credentials are ours, given explicitly: the auth checks probe without them
-            case.validate_response(
-                response,
-                checks=CHECKS,
-                headers=kwargs.get("headers"),
-                transport_kwargs=kwargs or None,
-                recorder=getattr(self, "recorder", None),
-            )
+            try:
+                case.validate_response(
+                    response,
+                    checks=CHECKS,
+                    headers=kwargs.get("headers"),
+                    transport_kwargs=kwargs or None,
+                    recorder=getattr(self, "recorder", None),
+                )
+            except Exception:
+                # said at once: a scenario that depends on the state earlier ones left may not replay
+                # the same way, and Hypothesis then reports its replay, not this failure
+                try:
+                    print(f"failing step: {case.method} {case.formatted_path} -> {response.status_code}: "
+                          f"{response.text[:2000]}\n{case.as_curl_command()}")
+                finally:
+                    raise
 
     with django_capture_on_commit_callbacks(execute=True):
         Workflow.run(settings=settings(FUZZ_SETTINGS, max_examples=STATEFUL_SCENARIOS, stateful_step_count=8))
