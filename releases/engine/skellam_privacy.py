@@ -39,8 +39,9 @@ import numpy as np
 
 from .skellam import MAX_TIME as _path_max_time
 
-__all__ = ["GRID", "calibrate", "case_law", "case_of", "composed_law", "convolve_laws", "delta", "deltas", "error_bound",
-           "ladder", "law_power", "profile", "rdp_delta", "shift_pairs", "shown", "time_for"]
+__all__ = ["GRID", "calibrate", "case_law", "case_of", "composed_law", "convolve_laws", "delta", "deltas", "envelope",
+           "error_bound", "frontier", "ladder", "law_power", "norm_bound", "profile", "rdp_delta", "shift_pairs", "shown",
+           "time_for"]
 
 #: The mass of each coordinate's law left out of the computed range (counted as an infinite loss).
 TAIL = 1e-18
@@ -68,8 +69,19 @@ def _ratios(x: float, top: int) -> np.ndarray:
     return r
 
 
-@lru_cache(maxsize=64)
 def _support(mu: Fraction, extra: int = 0) -> tuple[int, np.ndarray]:
+    """:func:`_support_wide` with exactly ``extra`` more values on each side (one computation serves
+    every shift up to a power of two at least 64)."""
+    wide = max(64, 1 << max(0, int(extra) - 1).bit_length())
+    k_max, probs = _support_wide(mu, wide)
+    if wide == extra:
+        return k_max, probs
+    out = probs[wide - extra: probs.size - (wide - extra)]
+    return k_max, out
+
+
+@lru_cache(maxsize=64)
+def _support_wide(mu: Fraction, extra: int = 0) -> tuple[int, np.ndarray]:
     """``(K, probabilities)``: ``P(Z = k)`` for ``-K - extra <= k <= K + extra`` in float64, ``K``
     the smallest range found with all but ``TAIL`` of the mass inside ``[-K, K]`` (``extra`` more
     on each side: the values a shift of up to ``extra`` reads beyond the range).
@@ -271,6 +283,94 @@ def case_law(mu: Fraction, case: tuple) -> tuple[int, np.ndarray, float]:
     return law if law is not None else (0, np.ones(1), 0.0)
 
 
+def envelope(cases) -> tuple[tuple[int, int, int], ...]:
+    """One case (:func:`case_of`) that costs at least what each of ``cases`` costs at every ``eps``: for
+    each weight, its moves sorted from the largest, each the largest any case has in that place.
+
+    Sound because coordinates of one weight run at the same time (their order does not matter) and
+    a larger move never costs less, coordinate by coordinate (the tests check that property): each
+    case is then dominated by the envelope, and so are compositions with it. It is what a listing
+    with several worst cases composes as in its dataset's budget (a pair of laws that dominates
+    every neighbour's), at a cost: the envelope of ``(2, 0)`` and ``(1, 1)`` is ``(2, 1)``."""
+    per_weight: dict[int, list[int]] = {}
+    for case in cases:
+        for w in {w for w, _, _ in case}:
+            moves = sorted((t for w2, t, c in case if w2 == w for _ in range(c)), reverse=True)
+            top = per_weight.setdefault(w, [])
+            top.extend([0] * (len(moves) - len(top)))
+            per_weight[w] = [max(a, b) for a, b in zip(top, moves + [0] * (len(top) - len(moves)))]
+    counted: dict[tuple[int, int], int] = {}
+    for w, moves in per_weight.items():
+        for t in moves:
+            if t:
+                counted[(w, t)] = counted.get((w, t), 0) + 1
+    return tuple(sorted((w, t, c) for (w, t), c in counted.items()))
+
+
+def frontier(bound_sq: int, dim: int, *, most: int = 100_000) -> list[tuple[int, ...]]:
+    """The integer shift vectors of squared l2 norm at most ``bound_sq`` in ``dim`` coordinates that
+    no other one dominates, each as its absolute moves sorted from the largest (the noise is the same
+    on every coordinate and symmetric, so signs and order do not matter; a larger move never costs
+    less, so a dominated shift is never a worst case). Exact integer arithmetic throughout.
+    ValueError when more than ``most`` candidates would have to be compared."""
+    if dim < 1 or bound_sq < 0:
+        raise ValueError("a frontier needs a dimension and a non-negative bound")
+    found: list[tuple[int, ...]] = []
+
+    def tails(left: int, largest: int, used: int, head: int | None):
+        """The moves after the first, from the largest (``head``, the first of them, at most the
+        first move: the squares add up to at least ``head^2`` more than ``used``)."""
+        if left == 0:
+            yield ()
+            return
+        for a in range(largest + 1):
+            if used + a * a + (a if head is None else head) ** 2 > bound_sq:
+                break
+            for rest in tails(left - 1, a, used + a * a, a if head is None else head):
+                yield (a,) + rest
+
+    for tail in tails(dim - 1, math.isqrt(bound_sq), 0, None):
+        first = math.isqrt(bound_sq - sum(a * a for a in tail))
+        if tail and first < tail[0]:
+            continue
+        found.append((first,) + tail)
+        if len(found) > most:
+            raise ValueError(f"more than {most} candidate worst cases")
+    arr = np.array(found, dtype=np.int64).reshape(len(found), dim)
+    kept = []
+    for i, row in enumerate(arr):
+        above = np.all(arr >= row, axis=1) & np.any(arr > row, axis=1)
+        if not above.any():
+            kept.append(tuple(int(a) for a in row))
+    return sorted(kept, reverse=True)
+
+
+def norm_bound(mu, dim: int, coverage: float = 0.95, *, cells: int = 1 << 16) -> float:
+    """A radius ``q`` with ``P(||Z|| <= q) >= coverage`` for ``Z`` of ``dim`` independent Skellam
+    coordinates of time ``mu``: the error radius of a released point before purchase, in noise units.
+
+    Computed from the exact law of ``Z_i^2`` with each square rounded *up* to one of ``cells`` steps of
+    ``h`` (so the radius found is never below the exact quantile, and above it by at most a
+    ``dim h`` in the square), the laws added by convolution, the mass outside the computed range
+    and a margin for the floating-point sums counted against the coverage."""
+    from scipy.signal import fftconvolve
+
+    mu = Fraction(mu)
+    k_max, probs = _support(mu)
+    side = np.concatenate(([probs[k_max]], 2 * probs[k_max + 1:]))  # |Z| = 0..K
+    step = max(1, -(-k_max * k_max // cells))
+    squares = np.arange(k_max + 1, dtype=np.int64) ** 2
+    law = np.bincount(-(-squares // step), weights=side)
+    total = law
+    for _ in range(dim - 1):
+        total = np.clip(fftconvolve(total, law), 0.0, None)
+    needed = coverage + dim * TAIL + 1e-9
+    j = int(np.searchsorted(np.cumsum(total), needed))
+    if j >= total.size:  # pragma: no cover - the computed range holds all but dim * TAIL
+        raise ValueError("the coverage is beyond the computed range")
+    return float(np.nextafter(math.sqrt(j * step), math.inf))
+
+
 def profile(mu, cases, eps_values) -> list[float]:
     """``delta(eps)`` at each of ``eps_values`` of a release at base time ``mu``: the largest over the
     listing's worst cases (:func:`case_of`), point by point."""
@@ -292,14 +392,31 @@ class TooMuchNoise(ValueError):
 def calibrate(eps, delta_target, cases, guess: float | None = None) -> Fraction:
     """The least grid time ``mu`` whose release is ``(eps, delta_target)``-DP for every case (the
     least noise meeting the listing's ``delta`` at ``eps``). ``guess`` (a time near the answer)
-    only saves steps: the search widens until it brackets the answer by the exact figures."""
+    only saves steps: the search widens until it brackets the answer by the exact figures.
+
+    More noise never costs more (it is the same release with independent noise added), so the least
+    time for all cases is the largest of each case's least time: the cases are searched one at a
+    time, from the longest shift, and a later case is searched only if it fails at the time found so
+    far (most of them then cost one evaluation)."""
     if not 0 < delta_target < 1:
         raise ValueError("delta lies in (0, 1)")
+    cases = sorted((tuple(case) for case in cases), key=lambda case: -sum(c * (t / w) ** 2 for w, t, c in case))
+    heaviest = max((w for case in cases for w, _, _ in case), default=1)
+    found = _calibrate_one(eps, delta_target, cases[0] if cases else (), heaviest, guess)
+    for case in cases[1:]:
+        if profile(found, [case], [eps])[0] > delta_target:
+            found = max(found, _calibrate_one(eps, delta_target, case, heaviest, float(found)))
+    return found
+
+
+def _calibrate_one(eps, delta_target, case, heaviest: int, guess: float | None = None) -> Fraction:
+    """:func:`calibrate` for one case; ``heaviest`` the largest weight of any case (no value's time may
+    exceed :data:`MAX_TIME`)."""
+    cases = [case]
 
     def meets(j: int) -> bool:
         return profile(_grid_time(j), cases, [eps])[0] <= delta_target
 
-    heaviest = max((w for case in cases for w, _, _ in case), default=1)
     top = _grid_index(float(MAX_TIME) / heaviest ** 2)  # no coordinate's time above MAX_TIME
     too_much = TooMuchNoise(f"no noise with every value's time at most {MAX_TIME:.0e} meets δ {delta_target:g} at ε "
                             f"{float(eps):g}: the level is too low for these values (raise it, or coarsen their grids)")

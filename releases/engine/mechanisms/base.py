@@ -125,6 +125,14 @@ class Mechanism(Protocol):
         """Value ``i``'s ``confidence`` error bound at ``level`` in its units, from the plan's integer
         layout (``layout``: ``Lattice``), when its noise is not the lattice's (None: the lattice's tails)."""
 
+    #: whether it carries a vector statistic (a centroid) on whole grid steps, calibrated to the l2
+    #: size of a record's change, with an error radius (:meth:`value_radius`)
+    carries_vectors: bool
+
+    def value_radius(self, layout, where: tuple, level, confidence: float) -> float | None:
+        """The ``confidence`` error radius (Euclidean) of the values at ``where`` together at ``level``, in
+        their units, for a vector statistic on an exact l2 path (None: the mechanism states none)."""
+
     def ladder(self) -> list | None:
         """The levels a listing calibrated per level sells (None: any level up to its ceiling, or, for
         microdata, its spec's ladder)."""
@@ -195,6 +203,7 @@ class Base:
     on_grid: ClassVar[bool] = False
     shares_budget: ClassVar[bool] = True
     states_delta: ClassVar[bool] = False
+    carries_vectors: ClassVar[bool] = False
 
     def bound(self, plan: dict | None) -> Base:
         return self
@@ -206,6 +215,9 @@ class Base:
         return None
 
     def value_bound(self, layout, i: int, level, confidence: float) -> float | None:
+        return None
+
+    def value_radius(self, layout, where: tuple, level, confidence: float) -> float | None:
         return None
 
     def top_law(self, plan: dict):

@@ -90,6 +90,7 @@ class Skellam(Base):
     on_grid = True
     shares_budget = False
     states_delta = True
+    carries_vectors = True
     gamma_applies = False
     no_risk_reason = "Gaussian-like integer noise: the paper's formula is for Laplace noise"
 
@@ -104,19 +105,18 @@ class Skellam(Base):
         return self if found is None or found is self.calibrated else Skellam(found)
 
     def calibration_for(self, *, ceiling, delta, unit_cases, unit_weights) -> dict:
-        cases = shift_cases(unit_cases, unit_weights)
-        if len(cases) != 1:
-            raise ValueError("on the Skellam path a listing's statistics must have one worst case (a grouped sum or "
-                             "mean under a public size has two): list it on the lattice path, or on its own")
-        return calibration(ceiling=ceiling, delta=delta, cases=cases)
+        return calibration(ceiling=ceiling, delta=delta, cases=shift_cases(unit_cases, unit_weights))
 
     def top_law(self, plan: dict):
-        """The exact loss law of the listing's one worst case at its ladder's top level."""
+        """The exact loss law at its ladder's top level of the listing's one worst case, or of the
+        envelope of its worst cases (``skellam_privacy.envelope``: a case dominating each of them)
+        when it has several: what the listing counts as in its dataset's composition."""
         from .. import pld
 
         found = self.bound(plan)
         cases = shift_cases(plan["layout"]["unit_cases"], plan["weights"])
-        return pld.Pld(*sp.case_law(found.time(found.ladder()[-1]), cases[0]))
+        case = cases[0] if len(cases) == 1 else sp.envelope(cases)
+        return pld.Pld(*sp.case_law(found.time(found.ladder()[-1]), case))
 
     @property
     def delta(self) -> Decimal | None:
@@ -183,6 +183,17 @@ class Skellam(Base):
         w = layout.unit_weights[i]
         steps = sp.error_bound(self.time(self.sold_at(level)) * w * w, confidence)
         return float(steps * layout.grids[i])
+
+    def value_radius(self, layout, where, level, confidence) -> float:
+        """The ``confidence`` quantile of the Euclidean length of the noise on the values at ``where``
+        (one weight and one grid: a vector statistic), rounded up (``skellam_privacy.norm_bound``)."""
+        weights = {layout.unit_weights[i] for i in where}
+        grids = {layout.grids[i] for i in where}
+        if len(weights) != 1 or len(grids) != 1:
+            raise ValueError("an error radius is stated for values of one weight and one grid")
+        w = weights.pop()
+        steps = sp.norm_bound(self.time(self.sold_at(level)) * w * w, len(where), confidence)
+        return float(steps * float(grids.pop()))
 
     def accuracy(self, level, *, labels, scales, plan, records) -> list[dict]:
         """The exact 95% quantile of each value's Skellam noise, in its units."""
