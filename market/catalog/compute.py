@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .spec.coordinates import Aggregate, Cells, Centroid, Condition, Row
+from .spec.coordinates import Aggregate, Cells, Centroid, Condition, GridCentroid, Row
 
 __all__ = [
     "Aggregate",
@@ -219,6 +219,28 @@ def _cells(a: Cells, params: list) -> str:
     return f"histogram({head}{case}{' END' if head else ''})"
 
 
+def _grid_centroid(a: GridCentroid, params: list) -> list[str]:
+    """One exact sum of grid steps per column of ``a`` (:class:`GridCentroid`)."""
+
+    def offset(j: int) -> str:
+        return f"(CAST({quote(a.columns[j])} AS DOUBLE) - {_param(float(a.center[j]), params)})"
+
+    def steps(i: int) -> str:  # each piece rendered in text order
+        moved = offset(i)
+        radius = _param(float(a.radius), params)
+        length = "sqrt(" + " + ".join(f"power({offset(j)}, 2)" for j in range(a.width)) + ")"
+        return f"CAST(round({moved} * least(1.0, {radius} / greatest({length}, 1e-300)) / {_param(float(a.grid), params)}) AS HUGEINT)"
+
+    parts = []
+    present = " AND ".join(f"isfinite(CAST({quote(c)} AS DOUBLE))" for c in a.columns)  # NULL when missing
+    for i in range(a.width):
+        # parameters are positional: each piece is rendered in the order it appears in the text
+        inside = " + ".join(f"{steps(j)} * {steps(j)}" for j in range(a.width)) + f" <= {_param(int(a.bound_sq), params)}"
+        value = steps(i)
+        parts.append(f"coalesce(sum(CASE WHEN {present} THEN CASE WHEN {inside} THEN {value} ELSE 0 END END), 0)")
+    return parts
+
+
 def _aggregate(a: Aggregate, params: list) -> str:
     if isinstance(a, Cells):
         return _cells(a, params)
@@ -272,17 +294,25 @@ def run(aggregates, table: Table, *, threads: int = THREADS, memory_limit: str =
     grid steps) and its number of records, in one scan."""
     names = set(table.names)
     for a in aggregates:
-        for name in sorted(a.columns()):
+        for name in sorted(set(a.columns) if isinstance(a, GridCentroid) else a.columns()):
             if name not in names:
                 raise ValueError(f"the data has no column named {name!r}")
     params: list = []
-    parts = [_aggregate(a, params) for a in aggregates] + ["count(*)"]
+    parts = []
+    for a in aggregates:
+        parts += _grid_centroid(a, params) if isinstance(a, GridCentroid) else [_aggregate(a, params)]
+    parts.append("count(*)")
     sql = f"SELECT {', '.join(parts)} FROM {quote(_VIEW)}"
     with _session(table, threads, memory_limit) as con:
         row = con.execute(sql, params).fetchone()
     number = int if exact else float
     values: list = []
-    for a, x in zip(aggregates, row[:-1]):
+    found_values = iter(row[:-1])
+    for a in aggregates:
+        if isinstance(a, GridCentroid):
+            values += [number(next(found_values)) for _ in range(a.width)]
+            continue
+        x = next(found_values)
         if isinstance(a, Cells):
             found = x or {}
             values += [number(found.get(i, 0)) for i in range(a.width)]

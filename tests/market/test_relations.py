@@ -7,6 +7,8 @@ sensitivities are checked two ways: against the stated values, and against
 the largest move actually seen between random neighbouring datasets.
 """
 
+from decimal import Decimal
+
 import numpy as np
 import pytest
 
@@ -65,17 +67,20 @@ def test_a_public_count_is_not_sold():
         build_plan([{"kind": "count"}], COLUMNS, neighbours=public(40))
 
 
-def test_a_centroid_is_not_offered_and_old_ones_read_with_2R_over_n():
+def test_a_centroid_is_offered_on_the_skellam_path_only_and_old_ones_read_with_2R_over_n():
     spec = [{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 10}]
-    # no new listing offers it (its only path, the float l2 one, is retired), whatever the relation
-    for nb in (PRIVATE, public(50)):
-        with pytest.raises(SpecError, match="unavailable for new listings: its noise path had no established δ"):
-            build_plan(spec, COLUMNS, neighbours=nb)
+    # off the Skellam path no new listing offers it (its float l2 path is retired)
+    with pytest.raises(SpecError, match="a centroid is released on the Skellam path"):
+        build_plan(spec, COLUMNS, neighbours=public(50), mechanism="lattice")
+    with pytest.raises(SpecError, match="sold only when that number is public"):
+        build_plan(spec, COLUMNS, neighbours=PRIVATE, mechanism="skellam")
+    on_path = build_plan(spec, COLUMNS, neighbours=public(50), mechanism="skellam")
+    assert on_path.norm == "l2" and on_path.lattice.grids == (Decimal("0.5"),) * 2  # 20 steps of the radius
     plan = build_plan(spec, COLUMNS, neighbours=public(50), offer=False)  # an old listing's, read back
     assert plan.norm == "l2" and plan.sensitivity == pytest.approx(2 * 10 / 50)
     old = [{**spec[0], "min_records": 5}]
-    with pytest.raises(SpecError, match="unavailable for new listings"):
-        build_plan(old, COLUMNS, neighbours=public(50))
+    with pytest.raises(SpecError, match="a new centroid needs none"):
+        build_plan(old, COLUMNS, neighbours=public(50), mechanism="skellam")
     # an old listing's spec is still read back, with the sensitivity it was sold with
     assert build_plan(old, COLUMNS, neighbours=PRIVATE, offer=False).sensitivity == pytest.approx(2 * 10 / 4)
 

@@ -66,11 +66,12 @@ from .kinds.mean import (
     size_layout,
 )
 from .kinds.microdata import MICRODATA_CURVE_NAME
-from .kinds.vector import VECTOR_UNAVAILABLE, l2_error_radius
+from .kinds.vector import l2_error_radius
 from .plan import (
     LAPLACE,
     LATTICE,
     SKELLAM,
+    VECTOR_PATH,
     Lattice,
     Plan,
     build_plan,
@@ -87,7 +88,7 @@ __all__ = [
     "CATEGORICAL", "CONFIRM_PUBLIC", "DECLARED_CATEGORIES", "EMPTY_OTHER", "KINDS", "LAPLACE", "LATTICE",
     "SKELLAM", "MAX_BINS", "MAX_BOUND", "MAX_CASES", "MAX_CATEGORIES", "MAX_COORDINATES", "MAX_STATISTICS", "MICRODATA_COLUMN",
     "MICRODATA_CURVE_NAME", "MISSING", "NUMERIC", "OFFERED_KINDS", "OTHER_NOTE", "PRIVATE_SIZE", "PUBLIC_SIZE",
-    "RELATIONS", "S_CONFIRM", "TEMPORAL", "TOO_FEW", "TYPES", "VECTOR_KINDS", "VECTOR_UNAVAILABLE", "Column", "Kind",
+    "RELATIONS", "S_CONFIRM", "TEMPORAL", "TOO_FEW", "TYPES", "VECTOR_KINDS", "VECTOR_PATH", "Column", "Kind",
     "Lattice", "Neighbours", "Plan", "Reading", "SizeRelease", "SpecError", "build_plan", "cell_note", "columns_from",
     "default_grid", "describe", "expected_kinds", "l2_error_radius", "mean_error_bound", "mean_estimate",
     "plan_layout", "plan_restore", "present", "size_layout", "statistic_schema", "without_confirmation",

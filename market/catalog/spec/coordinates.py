@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["OPERATORS", "Aggregate", "Cells", "Centroid", "Condition", "Row"]
+__all__ = ["OPERATORS", "Aggregate", "Cells", "Centroid", "Condition", "GridCentroid", "Row"]
 
 #: The operators a :class:`Condition` may have.
 OPERATORS = ("=", "in", "not in", "<", "<=", ">", ">=", "between", "outside", "is missing", "present")
@@ -94,6 +94,26 @@ class Centroid:
     columns: tuple[str, ...]
     center: tuple[float, ...]
     radius: float
+
+
+@dataclass(frozen=True)
+class GridCentroid:
+    """Several sum coordinates in one aggregate, one per column: each record's point (``columns``)
+    taken from ``center``, pulled into the ball of radius ``radius``, rounded to the nearest multiple of
+    ``grid`` in each coordinate (halves away from zero) and counted in grid steps; the sums of those
+    whole numbers of steps, exact. A record whose rounded point has squared length above ``bound_sq``
+    steps (which float rounding could cause only in its last bit) or that misses a column adds
+    nothing: every record adds a point within ``bound_sq``, so the sums' l2 sensitivity is exact."""
+
+    columns: tuple[str, ...]
+    center: tuple[float, ...]
+    radius: float
+    grid: object
+    bound_sq: int
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,16 @@ class Plan:
     def engine(self) -> str:
         return LATTICE if self.lattice is not None else LAPLACE
 
+    def radius(self, where, eps, confidence: float = 0.95) -> float:
+        """The ``confidence`` error radius of the values at ``where`` together (a vector statistic on an
+        exact l2 path), in their units, by the mechanism's law (``Mechanism.value_radius``)."""
+        if self.mechanism is None or self.lattice is None:
+            raise ValueError("only a plan on an exact l2 path states an error radius")
+        found = self.mechanism.value_radius(self.lattice, tuple(where), eps, confidence)
+        if found is None:
+            raise ValueError("this mechanism states no error radius")
+        return found
+
     def bound(self, i: int, eps, confidence: float = 0.95) -> float:
         """Coordinate ``i``'s ``confidence`` error bound at level ``eps`` (an l1 plan), by its engine's tails
         (the mechanism's own, when it states one: ``Mechanism.value_bound``)."""
@@ -223,6 +233,39 @@ def _vector_plan(stat: dict, kind: Vector, nb: Neighbours) -> Plan:
     )
 
 
+#: Why a vector statistic is refused on a mechanism other than an exact l2 one.
+VECTOR_PATH = ("a centroid is released on the Skellam path (noise calibrated to the length of a record's change, "
+               "on whole grid steps): choose that path, which needs a dataset with a δ")
+
+
+def _vector_grid_plan(stat: dict, kind: Vector, nb: Neighbours, chosen) -> Plan:
+    """A vector statistic on an exact l2 path (the Skellam path): one coordinate per column, whole
+    grid steps, every worst case of the vector's change (``kind.grid_layout``)."""
+    try:
+        found = kind.grid_layout(stat, nb)
+    except ValueError as exc:  # SpecError is one
+        raise SpecError(f"statistic 1 ({kind.name}): {exc}") from None
+    dim = len(found["labels"])
+    grid = found["grid"]
+    layout = Lattice(grids=(grid,) * dim, unit_weights=(1,) * dim, unit_lower=tuple(found["lower"]),
+                     unit_upper=tuple(found["upper"]), unit_cases=found["cases"])
+    step = float(grid)
+    return Plan(
+        statistics=(stat,),
+        labels=tuple(found["labels"]),
+        sensitivity=found["sensitivity"],
+        lower=_frozen([v * step for v in found["lower"]]),
+        upper=_frozen([v * step for v in found["upper"]]),
+        indices=(tuple(range(dim)),),
+        weights=_frozen([step] * dim),
+        norm="l2",
+        neighbours=nb,
+        aggregates=(found["aggregate"],),
+        lattice=layout,
+        mechanism=chosen,
+    )
+
+
 def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bool = True,
                mechanism: Mechanism | str = LAPLACE) -> Plan:
     """Validate ``spec`` against the dataset's ``columns`` and lay it out for
@@ -275,6 +318,10 @@ def build_plan(spec, columns, *, neighbours: Neighbours | None = None, offer: bo
                 raise SpecError(f"statistic {number} ({stat['kind']}): {reason}")
     first = KINDS[statistics[0]["kind"]]
     if first.vector:
+        if chosen.carries_vectors and hasattr(first, "grid_layout"):
+            return _vector_grid_plan(statistics[0], first, nb, chosen)
+        if offer:
+            raise SpecError(f"statistic 1 ({first.name}): {VECTOR_PATH}")
         return _vector_plan(statistics[0], first, nb)
 
     # every group once (by key), with the statistics' view of it
@@ -495,6 +542,7 @@ def present(plan: Plan, released: np.ndarray, scale, confidence: float = 0.95, l
             half=np.array([plan.bound(i, level, each) for i in range(n)]),
             integral=np.array([g == g.to_integral_value() for g in plan.lattice.grids]),
             bound_at=lambda i, c: plan.bound(i, level, c),
+            radius_at=lambda where, c: plan.radius(where, level, c),  # a vector statistic's (the mechanism states it)
         )
     else:
         bounds = np.array([laplace_error_bound(b, confidence) for b in scales])

@@ -25,9 +25,9 @@ from .registry import KINDS, register
 __all__ = ["KINDS", "OFFERED_KINDS", "VECTOR_KINDS", "kinds_table", "register", "statistic_schema"]
 
 VECTOR_KINDS = tuple(name for name, kind in KINDS.items() if kind.vector)
-#: The kinds a new listing's statistics may offer (the point is withdrawn; a vector statistic is unavailable,
-#: ``VECTOR_UNAVAILABLE``; microdata is a listing of its own).
-OFFERED_KINDS = tuple(name for name, kind in KINDS.items() if kind.offered and not kind.vector)
+#: The kinds a new listing's statistics may offer (the point is withdrawn; microdata is a listing of its own;
+#: a vector statistic, the centroid, only on the Skellam path, listed alone).
+OFFERED_KINDS = tuple(name for name, kind in KINDS.items() if kind.offered)
 
 
 def statistic_schema() -> dict:
@@ -51,7 +51,7 @@ def kinds_table() -> str:
         variants = schema.get("oneOf", [schema])
         text = "; or ".join(v["description"] for v in variants)
         required = [f for f in variants[0]["required"] if f != "kind"]
-        optional = [f for v in variants for f in v["properties"] if f not in ("kind", *required)]
+        optional = [f for v in variants for f in v["properties"] if f not in ("kind", *required, *kind.legacy_fields)]
         optional = list(dict.fromkeys(optional))
         fields = (", ".join(f"`{f}`" for f in required) or "none") + "; " + (", ".join(f"`{f}`" for f in optional) or "none")
         rows.append(f"| `{name}` | {kind.title} | {text} | {fields} |")

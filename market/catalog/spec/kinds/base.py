@@ -27,6 +27,8 @@ class PlanView(Protocol):
 
     def bound(self, i: int, eps, confidence: float = 0.95) -> float: ...
 
+    def radius(self, where, eps, confidence: float = 0.95) -> float: ...
+
 @dataclass(frozen=True)
 class Reading:
     """What :func:`present` hands a kind: the released vector, each
@@ -45,6 +47,9 @@ class Reading:
     integral: np.ndarray | None = None
     #: ``bound_at(i, confidence)``: coordinate ``i``'s error bound at any confidence (by its engine's tails)
     bound_at: object = None
+    #: ``radius_at(where, confidence)``: the error radius of the values at ``where`` together (a vector
+    #: statistic on an exact l2 path); None elsewhere
+    radius_at: object = None
 
     def value(self, i: int):
         x = self.vector[i]
@@ -74,6 +79,10 @@ class Kind(ABC):
     vector: ClassVar[bool] = False
     #: whether a new listing may offer it (the point is withdrawn; microdata is a listing of its own)
     offered: ClassVar[bool] = True
+    #: fields only stored listings have: the builder offers no input for them
+    legacy_fields: ClassVar[tuple[str, ...]] = ()
+    #: the builder's row input for each field whose name another kind reads from another input
+    builder_inputs: ClassVar[dict] = {}
     #: whether its releases are eps-DP for one record, so that a listing offering it counts in its
     #: dataset's eps budget (``Listing.counted_in_budget``); the withdrawn point kind is not
     eps_dp: ClassVar[bool] = True

@@ -71,12 +71,6 @@ class Vector(Kind):
         ]
 
 
-#: Why no new listing offers a vector statistic (a centroid): its only mechanism is the float
-#: l2 path, which is retired (docs/mathematics.md, "Floating point").
-VECTOR_UNAVAILABLE = ("a vector statistic (a centroid) is unavailable for new listings: its noise path had no "
-                      "established δ; it returns with the integer Gaussian-like path")
-
-
 def l2_error_radius(dim: int, scale: float, confidence: float = 0.95) -> float:
     """A radius holding the released point's error with probability ``confidence``:
     the l2 noise's norm is Gamma(dim, scale); rounding each coordinate to the grid
