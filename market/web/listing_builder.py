@@ -79,9 +79,12 @@ SPEC_INPUTS = {
     "quantiles": "quantiles",
     "where": "where",
     "categories_public": "categories_public",  # the row's confirmation (one for both lists of a table)
+    "center": "center",
+    "radius": "radius",
 }
 #: The row inputs besides the kind, the filters and the confirmation, in page order.
-INPUTS = ("column", "lower", "upper", "grid", "bins", "quantiles", "by", "categories", "by2", "categories2", "bin", "date_from", "date_to")
+INPUTS = ("column", "points", "center", "radius", "lower", "upper", "grid", "bins", "quantiles", "by", "categories", "by2",
+          "categories2", "bin", "date_from", "date_to")
 
 @dataclass(frozen=True)
 class BuilderKind:
@@ -91,18 +94,24 @@ class BuilderKind:
     title: str
     required: tuple[str, ...]
     optional: tuple[str, ...]
+    #: the kind's own inputs for fields other kinds read from another (``Kind.builder_inputs``)
+    own_inputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def fields(self) -> tuple[str, ...]:
         return self.required + self.optional
+
+    def input_of(self, field: str) -> str | None:
+        """The row input that holds ``field`` for this kind."""
+        return dict(self.own_inputs).get(field) or SPEC_INPUTS.get(field)
 
     @property
     def inputs(self) -> tuple[str, ...]:
         """The row inputs this kind reads (``where`` for the filters)."""
         seen: list[str] = []
         for name in self.fields:
-            if SPEC_INPUTS[name] not in seen:
-                seen.append(SPEC_INPUTS[name])
+            if self.input_of(name) not in seen:
+                seen.append(self.input_of(name))
         return tuple(seen)
 
 
@@ -112,10 +121,11 @@ def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     fields every variant requires, and the others as optional."""
     schema = kind.schema()
     variants = schema.get("oneOf") or [schema]
+    skipped = {"kind", *kind.legacy_fields}  # stored listings' fields have no input
     properties: list[str] = []
     required: set[str] | None = None
     for variant in variants:
-        properties += [name for name in variant.get("properties", {}) if name != "kind" and name not in properties]
+        properties += [name for name in variant.get("properties", {}) if name not in skipped and name not in properties]
         needs = {name for name in variant.get("required", ()) if name != "kind"}
         required = needs if required is None else required & needs
     required = required or set()
@@ -125,17 +135,17 @@ def _fields_of(kind) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
 
 def builder_kinds() -> dict[str, BuilderKind]:
     """The kinds a row may be, by name, in the order the statistics module lists them:
-    every offered kind (never a vector statistic: unavailable, ``spec.VECTOR_UNAVAILABLE``) whose fields all have an
-    input, titled as the kind titles itself (``Kind.title``)."""
+    every offered kind whose fields all have an input (its own, ``Kind.builder_inputs``, or the
+    common ones), titled as the kind titles itself (``Kind.title``)."""
     out = {}
     for name in OFFERED_KINDS:
         kind = KINDS[name]
-        if kind.vector:
-            continue
         fields = _fields_of(kind)
-        if fields is None or any(field not in SPEC_INPUTS for field in fields[0] + fields[1]):
+        own = tuple(sorted(kind.builder_inputs.items()))
+        if fields is None or any(field not in SPEC_INPUTS and field not in kind.builder_inputs
+                                 for field in fields[0] + fields[1]):
             continue
-        out[name] = BuilderKind(name, kind.title, fields[0], fields[1])
+        out[name] = BuilderKind(name, kind.title, fields[0], fields[1], own)
     return out
 
 
@@ -294,6 +304,39 @@ CONFIRM_CATEGORIES = ("Confirm that these categories are public: which values oc
                       "so list only values anyone may know.")
 
 
+def numbers_input(values: dict, spec: dict, fault, name: str, required: str, example: str) -> None:
+    """A required comma-separated list of numbers: input ``name`` into ``spec[name]``."""
+    if _blank(values.get(name)):
+        fault(name, required)
+        return
+    try:
+        spec[name] = bin_edges(values[name], example)
+    except ValueError as exc:
+        fault(name, str(exc))
+
+
+def point_inputs(values: dict, spec: dict, by_name: dict, fault, what: str) -> None:
+    """A vector statistic's inputs: ``points`` (numeric columns, comma-separated), ``center`` (one number
+    per column, comma-separated) and ``radius``."""
+    names = [piece.strip() for piece in (values.get("points") or "").split(",") if piece.strip()]
+    if not names:
+        fault("points", f"Required for {what}: numeric columns, comma-separated (e.g. x, y).")
+    for name in names:
+        column = by_name.get(name)
+        if column is None or column.type not in NUMERIC:
+            fault("points", f"{name[:40]!r} is not a numeric column of this dataset.")
+    spec["columns"] = names
+    numbers_input(values, spec, fault, "center", f"Required for {what}: one number per column, comma-separated.",
+                  "one number per column, such as 0, 0")
+    if _blank(values.get("radius")):
+        fault("radius", f"Required for {what}.")
+    else:
+        try:
+            spec["radius"] = float(_number(str(values["radius"]).strip()))
+        except ValueError as exc:
+            fault("radius", f"{exc}.")
+
+
 def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None = None) -> tuple[dict | None, dict]:
     """The statistic one row describes, and the inputs at fault.
 
@@ -361,6 +404,8 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
         if column:
             spec["column"] = column.name
             dated_column = column.type in TEMPORAL
+    if kind.input_of("columns") == "points":  # a point's columns, its center and radius
+        point_inputs(values, spec, by_name, fault, f"{article} {kind.title}")
     for bound in ("lower", "upper"):
         if bound in kind.fields and (bound in kind.required or not _blank(values.get(bound))):
             text = values.get(bound)
@@ -390,13 +435,8 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
                 fault("bins", str(exc))
 
     if "quantiles" in kind.fields:
-        if _blank(values.get("quantiles")):
-            fault("quantiles", f"Required for {article} {kind.title}: e.g. 0.5 for the median.")
-        else:
-            try:
-                spec["quantiles"] = bin_edges(values["quantiles"], "quantiles such as 0.25, 0.5, 0.75")
-            except ValueError as exc:
-                fault("quantiles", str(exc))
+        numbers_input(values, spec, fault, "quantiles", f"Required for {article} {kind.title}: e.g. 0.5 for the median.",
+                      "quantiles such as 0.25, 0.5, 0.75")
 
     def categories(input_name: str, column: Column, field: str) -> bool:
         """Read one list of categories; True if the owner must confirm it public."""

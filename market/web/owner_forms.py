@@ -17,7 +17,7 @@ from django import forms
 from market.catalog.budget import default_budget
 from market.catalog.models import Dataset
 from market.catalog.spec.columns import CATEGORICAL, NUMERIC, TEMPORAL, TYPES, Column, columns_from
-from market.catalog.spec import CONFIRM_PUBLIC, MAX_STATISTICS, VECTOR_UNAVAILABLE
+from market.catalog.spec import CONFIRM_PUBLIC, MAX_STATISTICS
 from market.web.listing_builder import (
     CONFIRM_CATEGORIES, FILTER_SLOTS, OPERATORS, SPEC_INPUTS, builder_kinds, statistic_spec, used_filters,
 )
@@ -266,8 +266,6 @@ class ListingForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if self.data.get("vector_kind"):  # a page from before the float path was retired
-            self.add_error(None, VECTOR_UNAVAILABLE[0].upper() + VECTOR_UNAVAILABLE[1:] + ".")
         data["price_curve"] = price_curve_of(self, data, needs={"compensation": ["margin", "E"]})
         if self.errors:
             return data
@@ -326,6 +324,12 @@ class StatisticForm(forms.Form):
 
     kind = forms.ChoiceField(choices=(), required=False)
     column = forms.ChoiceField(choices=(), required=False, help_text="A numeric column.")
+    points = forms.CharField(label="Columns", required=False, max_length=2000,
+                             help_text="Numeric columns, comma-separated (e.g. x, y): each record is a point.")
+    center = forms.CharField(label="Center", required=False, max_length=2000,
+                             help_text="One number per column, comma-separated: where the ball is centred.")
+    radius = forms.CharField(label="Radius", required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}),
+                             help_text="Each point is pulled into the ball of this radius around the center.")
     lower = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
     upper = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
     grid = forms.CharField(
@@ -442,7 +446,8 @@ def _input_of(form, message: str, condition: str | None) -> str | None:
         number = int(condition)
         return f"where_{used[number - 1]}_value" if 1 <= number <= len(used) else None
     field = _SPEC_FIELD.match(message)
-    name = SPEC_INPUTS.get(field.group(1)) if field else None
+    kind = form.kinds.get(form.cleaned_data.get("kind") or "")
+    name = (kind.input_of(field.group(1)) if kind else SPEC_INPUTS.get(field.group(1))) if field else None
     return name if name in form.fields else None
 
 

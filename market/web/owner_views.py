@@ -464,9 +464,7 @@ def listing_new(request):
             _check_the_rest(request, form, formset)
     context = {"options": options, "summary": summary, "form": form, "formset": formset,
                "builder": _builder(columns), "comparison": comparison}
-    # a vector statistic (the retired float path's) asked for: a plain 400 with the reason on the page
-    status = 400 if request.method == "POST" and request.POST.get("vector_kind") else 200
-    return render(request, "owner/listing_new.html", context, status=status)
+    return render(request, "owner/listing_new.html", context)
 
 
 def _microdata_datasets(user) -> tuple[list[dict], list[dict]]:

@@ -69,3 +69,38 @@ def test_an_owner_lists_on_the_skellam_path_and_a_buyer_buys_a_ladder_level(brow
     shown = [row.locator("td").first.inner_text().strip() for row in table.locator("tbody tr").all()]
     assert len(shown) == 4 and all(re.fullmatch(r"-?\d+", v) for v in shown), shown
     shot(page, "purchase-released-skellam")
+
+
+def test_an_owner_lists_a_centroid_from_the_builder_and_sees_its_error_radius(browse, shot):
+    """The builder shows a centroid row's own inputs (columns, center, radius; no single column), and the
+    listing made on the Skellam path states its error radius."""
+    from market.accounts.models import User
+    from market.catalog.models import Dataset
+    from tests.marketplace.test_vector import locations_csv
+
+    page = browse()
+    sign_up_as_owner(page, "ines")
+    dataset = ready_dataset(owner=User.objects.get(username="ines"), name="Places", data=locations_csv(),
+                            relation="public_size", total_budget="10")
+    Dataset.objects.filter(pk=dataset.pk).update(delta_budget="1e-6")
+    page.goto(f"/owner/listings/new/?dataset={dataset.public_id}")
+    page.get_by_label(LABEL["Title"]).fill("Centre of the places")
+    page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("1")
+    page.get_by_label(re.compile(r"^Price scale c")).fill("5")
+    row = page.locator("fieldset.stat-row").nth(0)
+    row.get_by_label(LABEL["Kind"]).select_option("centroid")
+    expect(row.get_by_label(re.compile(r"^Columns"))).to_be_visible()
+    expect(row.get_by_label(LABEL["Column"])).to_be_hidden()
+    row.get_by_label(re.compile(r"^Columns")).fill("east, north")
+    row.get_by_label(re.compile(r"^Center")).fill("1000, -300")
+    row.get_by_label(re.compile(r"^Radius")).fill("3000")
+    page.get_by_role("button", name="Compare the mechanisms").click()
+    comparison = page.locator("#comparison")
+    expect(comparison).to_contain_text("released on the Skellam path")
+    expect(page.get_by_role("radio", name=re.compile("Skellam path"))).to_be_checked()
+    shot(page, "owner-centroid-compare")
+    page.get_by_role("button", name="Create the listing").click()
+    expect(page.get_by_role("heading", name="Centre of the places")).to_be_visible()
+    assert Listing.objects.get(title="Centre of the places").mechanism == "skellam"
+    page.goto(f"/listings/{Listing.objects.get(title='Centre of the places').pk}/")
+    expect(page.locator("body")).to_contain_text("error radius of the centroid")

@@ -350,6 +350,31 @@ def test_a_dataset_with_a_delta_compares_lists_on_the_skellam_path_and_counts_wh
     assert shown["composed"]["epsilon"] is not None
 
 
+def test_a_centroid_is_compared_and_listed_on_the_skellam_path(live_server, owner, key_for, tmp_path):
+    """``listings compare`` on a centroid names the path that cannot sell it and shows the other's bounds;
+    ``listings create`` lists it on the Skellam path."""
+    from market.catalog.models import Dataset
+    from tests.marketplace.test_vector import locations_csv
+
+    dataset = ready_dataset(owner=owner, name="places", data=locations_csv(), relation="public_size", total_budget="10")
+    Dataset.objects.filter(pk=dataset.pk).update(delta_budget="1e-6")
+    env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key_for(owner)}
+    centroid = [{"kind": "centroid", "columns": ["east", "north"], "center": [1000, -300], "radius": 3000}]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"dataset": dataset.public_id, "title": "Centre", "statistics": centroid, "ceiling": "1",
+                                "price_per_epsilon": "2.00"}))
+    compared = gradual("listings", "compare", "--spec", str(spec), env=env, home=tmp_path).stdout
+    assert "proposed: skellam" in compared and "lattice: not available: " in compared
+    assert "a centroid is released on the Skellam path" in compared
+    table = rows_of(gradual("listings", "compare", "--spec", str(spec), "--output", "csv", env=env, home=tmp_path).stdout)
+    assert [row["value"] for row in table] == ["sum(east - 1000)", "sum(north + 300)"]
+    assert all(row["lattice"] == "" and float(row["skellam"]) > 0 for row in table)
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "mechanism": "skellam"}))
+    created = json.loads(gradual("listings", "create", "--spec", str(spec), "--output", "json", env=env,
+                                 home=tmp_path).stdout)
+    assert created["mechanism"] == "skellam" and created["statistics"][0]["grid"] == "150"
+
+
 def test_completion_scripts_are_made_from_the_parser(tmp_path):
     bash = gradual("completion", "bash", home=tmp_path).stdout
     assert complete(bash, "gradual", "")[:3] == ["login", "configure", "listings"]

@@ -139,28 +139,27 @@ def test_an_old_centroid_listing_and_its_pages(owner, places, buyer, fund, eager
     assert radius == pytest.approx(stats.gamma(2, scale=listing.sensitivity / 2).ppf(0.95), rel=0.01)
 
 
-def test_a_new_centroid_listing_is_refused_with_the_reason(owner, places, api, client):
-    """The centroid's only noise path is the retired float path: the service, the API (400) and the
-    listing builder (400) refuse it, naming why. Fails on the code before the retirement (created)."""
+def test_a_new_centroid_is_refused_off_the_skellam_path_with_the_reason(owner, places, api, client):
+    """A centroid is sold on the Skellam path only (tests/marketplace/test_skellam_centroid.py): on the
+    lattice path the service, the API (400) and the listing builder (400 on the row) say so."""
     from market.catalog.models import Listing
 
     centroid = [{"kind": "centroid", "columns": ["east", "north"], "center": [1000, 0], "radius": 3000}]
-    with pytest.raises(InvalidInput, match="no established δ; it returns with the integer Gaussian-like path"):
+    with pytest.raises(InvalidInput, match="a centroid is released on the Skellam path"):
         listing_create(owner=owner, dataset_id=places.public_id, title="x", ceiling="1", price_per_epsilon="1",
                        statistics=centroid)
     answer = api(owner).post("/api/v1/listings/", {"dataset": places.public_id, "title": "Centre", "statistics": centroid,
                                                    "ceiling": "1", "price_per_epsilon": "1"}, format="json")
-    assert answer.status_code == 400 and "Gaussian-like" in json.dumps(answer.json(), ensure_ascii=False)
+    assert answer.status_code == 400 and "released on the Skellam path" in json.dumps(answer.json(), ensure_ascii=False)
     client.force_login(owner)
     post = {
         "dataset": places.public_id, "title": "Visitors' centre", "ceiling": "3", "price_kind": "linear",
-        "price_per_epsilon": "2", "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
-        "vector_kind": "centroid", "vector_columns": "east, north", "vector_center": "1000, 0", "vector_radius": "3000",
+        "price_per_epsilon": "2", "mechanism": "lattice", "stats-TOTAL_FORMS": "1", "stats-INITIAL_FORMS": "0",
+        "stats-0-kind": "centroid", "stats-0-points": "east, north", "stats-0-center": "1000, 0",
+        "stats-0-radius": "3000",
     }
     page = client.post("/owner/listings/new/", post)
-    assert page.status_code == 400 and "no established δ" in page.content.decode()
-    blank = client.get(f"/owner/listings/new/?dataset={places.public_id}").content.decode()
-    assert "unavailable for" in blank and 'name="vector_kind"' not in blank
+    assert page.status_code == 200 and "released on the Skellam path" in page.content.decode()
     assert not Listing.objects.exists()
 
 
@@ -171,7 +170,7 @@ def test_a_new_centroid_listing_is_refused_with_the_reason(owner, places, api, c
         ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 0}], "radius must be positive"),
         ([{"kind": "centroid", "columns": ["east", "north"], "center": [0], "radius": 1}], "center must list 2"),
         ([{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1, "min_records": 5}],
-         "unavailable for new listings"),
+         "a new centroid needs none"),
         ([{"kind": "point", "columns": ["east", "north"], "row": 1, "radius": 25}], "point is not offered"),
         ([{"kind": "count"}, {"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1}], "on its own"),
         ([{"kind": "count"}], "the number of records is public \\(400\\)"),
@@ -184,6 +183,6 @@ def test_bad_vector_statistics_are_refused(owner, places, statistics, message):
 
 def test_a_centroid_over_a_private_number_of_records_is_refused(owner):
     hidden = ready_dataset(owner=owner, name="hidden", data=locations_csv(), total_budget="10")
-    with pytest.raises(InvalidInput, match="unavailable for new listings"):
+    with pytest.raises(InvalidInput, match="sold only when that number is public"):
         listing_create(owner=owner, dataset_id=hidden.public_id, title="x", ceiling="1", price_per_epsilon="1",
                        statistics=[{"kind": "centroid", "columns": ["east", "north"], "center": [0, 0], "radius": 1}])

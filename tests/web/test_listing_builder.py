@@ -141,7 +141,11 @@ def test_values_are_parsed_one_per_line_or_comma_separated():
 def test_the_offered_kinds_come_from_the_statistics_module():
     kinds = builder_kinds()
     assert {"count", "sum", "mean", "histogram"} <= set(kinds)
-    assert "centroid" not in kinds and "point" not in kinds  # a vector statistic is unavailable; the point is withdrawn
+    assert "point" not in kinds  # withdrawn
+    # a centroid's columns come from its own input (a table's "columns" is its second group-by), and the
+    # field only old listings have (min_records) has none
+    assert set(kinds["centroid"].inputs) == {"points", "center", "radius", "grid"}
+    assert "min_records" not in kinds["centroid"].fields
     # a histogram is one of two shapes (numbers by edges, dates by month or year): the column is
     # required by both, the edges by one of them
     assert kinds["histogram"].required == ("column",)

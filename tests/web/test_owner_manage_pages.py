@@ -136,6 +136,6 @@ def test_optional_is_said_only_of_what_is_optional(client, owner):
     assert marks["Description"] == "optional"
     assert marks["Price scale c (credits)"] == "for a linear or power price"
     assert marks["Power p"] == "for a power price" and marks["Margin"] == "for a compensation-derived price"
-    assert "Radius" not in marks and "unavailable for" in page  # vector statistics: the float path is retired
+    assert "Radius" not in marks and "centroid (mean point)" in page  # a row's inputs are bare: each kind says what it needs
     assert "Price curve" not in marks and "Title" not in marks and "Ceiling (ε)" not in marks
     assert "" not in marks  # no label without its input

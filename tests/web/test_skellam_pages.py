@@ -77,3 +77,41 @@ def test_an_owner_gives_a_delta_compares_and_lists_on_the_skellam_path_and_a_buy
     assert Purchase.objects.get().status == "released"
     values = re.findall(r'<tr><th scope="row">(.*?)</th><td class="num">(.*?)</td>', text(client.get(bought["Location"])))
     assert len(values) == 20 and all(re.fullmatch(r"-?\d+", v.strip()) for _, v in values)
+
+
+def test_an_owner_lists_a_centroid_in_the_builder_and_a_buyer_reads_the_mean_point_with_its_radius(
+    client, owner, buyer, fund, eager_celery, django_capture_on_commit_callbacks
+):
+    """The builder's centroid row (its own columns, center and radius inputs), the comparison proposing
+    the only path that sells it, the listing's error radius before purchase and the mean point after."""
+    from tests.marketplace.test_vector import locations_csv
+
+    dataset = ready_dataset(owner=owner, name="places", data=locations_csv(), relation="public_size",
+                            total_budget="10")
+    Dataset.objects.filter(pk=dataset.pk).update(delta_budget="1e-6")
+    client.force_login(owner)
+    row = {"kind": "centroid", "points": "east, nowhere", "center": "1000", "radius": "3000"}
+    wrong = text(client.post(LISTING_NEW, _post(dataset, [row], mechanism="skellam")))
+    assert "'nowhere' is not a numeric column of this dataset." in wrong and Listing.objects.count() == 0
+    row.update(points="east, north", center="1000, -300")
+    compared = text(client.post(LISTING_NEW, _post(dataset, [row], action="compare")))
+    assert 'data-proposed="skellam"' in compared and "released on the Skellam path" in compared
+    lattice = text(client.post(LISTING_NEW, _post(dataset, [row], mechanism="lattice")))
+    assert "a centroid is released on the Skellam path" in lattice and Listing.objects.count() == 0
+    created = client.post(LISTING_NEW, _post(dataset, [row], mechanism="skellam"))
+    assert created.status_code == 302, text(created)
+    listing = Listing.objects.get()
+    assert listing.statistics[0]["grid"] == "150" and listing.labels == ["sum(east - 1000)", "sum(north + 300)"]
+
+    fund(buyer, 100)
+    client.force_login(buyer)
+    shown = text(client.get(reverse("web:listing", args=[listing.pk])))
+    assert "error radius of the centroid" in shown
+    with django_capture_on_commit_callbacks(execute=True):
+        bought = client.post(reverse("web:listing-buy", args=[listing.pk]), {"epsilon": "1"})
+    assert bought.status_code == 302, text(bought)
+    release = text(client.get(bought["Location"]))
+    values = dict(re.findall(r'<tr><th scope="row">(.*?)</th><td class="num">(.*?)</td>', release))
+    assert set(values) == {"centroid(east)", "centroid(north)"}, release
+    east, north = (float(values[k].replace(",", "")) for k in ("centroid(east)", "centroid(north)"))
+    assert abs(east - 1200) < 1000 and abs(north + 350) < 1000  # the places' centre, within a few radii

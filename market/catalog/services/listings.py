@@ -33,7 +33,7 @@ from releases.engine.skellam_privacy import TooMuchNoise, calibrate
 from ..spec import (
     LATTICE,
     SKELLAM,
-    VECTOR_UNAVAILABLE,
+    VECTOR_PATH,
     SpecError,
     build_plan,
     plan_layout,
@@ -91,6 +91,12 @@ class _Problems:
     def error(self) -> InvalidInput:
         return InvalidInput("; ".join(self.messages), fields=self.fields)
 
+    def merge(self, other: _Problems) -> None:
+        for message in other.messages:
+            self.add(message)
+        for name, texts in other.fields.items():
+            self.fields.setdefault(name, []).extend(t for t in texts if t not in self.fields.get(name, []))
+
 
 def _statistics_plan(statistics, dataset: Dataset, problems: _Problems, mechanism: str = LATTICE):
     """The statistics laid out for the dataset (as ``listing_create`` lays them out), or None with
@@ -98,11 +104,7 @@ def _statistics_plan(statistics, dataset: Dataset, problems: _Problems, mechanis
     owner sees what is wrong with every one of them at once, not one per attempt."""
     columns, neighbours = columns_from(dataset.columns), dataset.neighbours()
     try:
-        plan = build_plan(statistics, columns, neighbours=neighbours, mechanism=mechanism)
-        if plan.lattice is not None and mechanism_named(mechanism).states_delta and len(plan.lattice.unit_cases) != 1:
-            raise SpecError("on the Skellam path a listing's statistics must have one worst case (a grouped sum or "
-                            "mean under a public size has two): list it on the lattice path, or on its own")
-        return plan
+        return build_plan(statistics, columns, neighbours=neighbours, mechanism=mechanism)
     except SpecError as whole:
         reasons = []
         if isinstance(statistics, list) and len(statistics) > 1:
@@ -241,12 +243,13 @@ def listing_compare(*, owner, dataset_id: str, statistics, ceiling, delta=None) 
     """The error bounds a new listing of ``statistics`` with ``ceiling`` would state at its ceiling
     on each mechanism a new listing may use on this dataset, and the one proposed: the one whose
     bounds are smaller (the mean over values of the squared ratio of its bound to the lattice's
-    below 1). Creates nothing; 400 with every reason when the statistics or ceiling are wrong.
+    below 1), or the only one that can sell the statistics (a centroid: the Skellam path). Creates
+    nothing; 400 with every reason when the statistics or ceiling are wrong on every mechanism.
 
     ``{"proposed", "mechanisms": [{"mechanism", "label", "delta", "available", "reason",
     "values": [{"label", "error_bound"}]}], "ratio"}``: ``ratio`` is that mean squared ratio
-    (None when the Skellam path is not available: a dataset without a delta). The Skellam path is
-    calibrated at the ceiling here, once (about a second for a wide listing)."""
+    (None unless both paths are available). The Skellam path is calibrated at the ceiling here,
+    once (about a second for a wide listing)."""
     _require_owner(owner)
     problems = _Problems()
     ceiling = problems.collect(lambda: parse_level(ceiling, field="ceiling"))
@@ -254,41 +257,51 @@ def listing_compare(*, owner, dataset_id: str, statistics, ceiling, delta=None) 
     statistics, unconfirmed = without_confirmation(statistics) if statistics is not None else (None, [])
     for reason in unconfirmed:
         problems.add(reason, {"statistics": [reason]})
-    plans = {}
-    for name in NEW_MECHANISMS:
-        if mechanism_named(name).states_delta and dataset.delta_budget is None:
-            continue
-        plans[name] = _statistics_plan(statistics, dataset, _Problems() if name != LATTICE else problems, name)
-    chosen_delta = _delta(delta, SKELLAM, dataset, problems) if dataset.delta_budget is not None else None
+    skellam_open = dataset.delta_budget is not None
+    chosen_delta = _delta(delta, SKELLAM, dataset, problems) if skellam_open else None
+    refused = {name: _Problems() for name in NEW_MECHANISMS}
+    plans = {name: _statistics_plan(statistics, dataset, refused[name], name) for name in NEW_MECHANISMS
+             if skellam_open or not mechanism_named(name).states_delta}
+    if not any(plan is not None for plan in plans.values()):
+        problems.merge(refused[LATTICE])
     if problems.messages:
         raise problems.error()
-    out = []
-    lattice_bounds = [plans[LATTICE].bound(i, ceiling) for i in range(len(plans[LATTICE].labels))]
-    out.append({"mechanism": LATTICE, "label": mechanism_named(LATTICE).label, "delta": None, "available": True,
-                "reason": "", "values": [{"label": label, "error_bound": bound}
-                                         for label, bound in zip(plans[LATTICE].labels, lattice_bounds)]})
+    out, bounds = [], {}
+    for name in NEW_MECHANISMS:
+        chosen = mechanism_named(name)
+        entry = {"mechanism": name, "label": chosen.label, "delta": chosen_delta if chosen.states_delta else None,
+                 "available": False, "reason": "", "values": []}
+        plan = plans.get(name)
+        if name not in plans:
+            entry["reason"] = "the dataset has no δ: give it one (at most 1e-6) to list on the Skellam path"
+        elif plan is None:
+            entry["reason"] = "; ".join(refused[name].messages)
+        else:
+            bounds[name] = _bounds_at_ceiling(chosen, plan, ceiling, chosen_delta)
+            entry.update(available=True, values=[{"label": label, "error_bound": b}
+                                                 for label, b in zip(plan.labels, bounds[name])])
+        out.append(entry)
     ratio = None
-    skellam = mechanism_named(SKELLAM)
-    entry = {"mechanism": SKELLAM, "label": skellam.label, "delta": chosen_delta, "available": False, "values": []}
-    plan = plans.get(SKELLAM)
-    if dataset.delta_budget is None:
-        entry["reason"] = "the dataset has no δ: give it one (at most 1e-6) to list on the Skellam path"
-    elif plan is None:
-        entry["reason"] = "these statistics have two worst cases (a grouped sum or mean under a public size)"
+    if LATTICE in bounds and SKELLAM in bounds:
+        ratio = sum((b / a) ** 2 for a, b in zip(bounds[LATTICE], bounds[SKELLAM])) / len(bounds[SKELLAM])
+        proposed = SKELLAM if ratio < 1 else LATTICE
     else:
-        layout = plan.lattice
-        cases = shift_cases(layout.unit_cases, layout.unit_weights)
-        try:
-            top = calibrate(float(ceiling), float(chosen_delta), cases)
-        except TooMuchNoise as exc:
-            raise _too_low(exc) from None
-        bound = skellam.bound({"calibration": {"delta": str(chosen_delta), "levels": [str(ceiling)], "times": [str(top)]}})
-        values = [bound.value_bound(layout, i, ceiling, 0.95) for i in range(len(plan.labels))]
-        entry.update(available=True, reason="", values=[{"label": label, "error_bound": b}
-                                                         for label, b in zip(plan.labels, values)])
-        ratio = sum((b / a) ** 2 for a, b in zip(lattice_bounds, values)) / len(values)
-    out.append(entry)
-    return {"proposed": SKELLAM if ratio is not None and ratio < 1 else LATTICE, "ratio": ratio, "mechanisms": out}
+        proposed = next(iter(bounds))
+    return {"proposed": proposed, "ratio": ratio, "mechanisms": out}
+
+
+def _bounds_at_ceiling(chosen, plan, ceiling, delta) -> list[float]:
+    """Each value's 95% error bound at ``ceiling`` on ``chosen`` (a calibrated mechanism calibrated
+    there, once)."""
+    if not chosen.states_delta:
+        return [plan.bound(i, ceiling) for i in range(len(plan.labels))]
+    layout = plan.lattice
+    try:
+        top = calibrate(float(ceiling), float(delta), shift_cases(layout.unit_cases, layout.unit_weights))
+    except TooMuchNoise as exc:
+        raise _too_low(exc) from None
+    bound = chosen.bound({"calibration": {"delta": str(delta), "levels": [str(ceiling)], "times": [str(top)]}})
+    return [bound.value_bound(layout, i, ceiling, 0.95) for i in range(len(plan.labels))]
 
 
 def _too_low(exc: Exception) -> InvalidInput:
@@ -387,8 +400,8 @@ def listing_create(
     public size it is per person and counts the dataset's public size, else
     it is for everyone in the data together. Statistics the dataset's relation
     does not allow (a count whose number is public) are refused with the reason, and so is a
-    vector statistic (a centroid): its only noise path is the retired float path
-    (``statistics.VECTOR_UNAVAILABLE``). A new listing never runs on the float path.
+    vector statistic (a centroid) off the Skellam path (``spec.VECTOR_PATH``). A new listing never runs
+    on the float path.
     Every input at fault is named in one 400 (the title, the ceiling, the price,
     each statistic, the budget), not one per attempt.
     The statistics' true answer and sensitivity are computed once, here; the
@@ -419,9 +432,9 @@ def listing_create(
         raise problems.error()
     kinds = _kinds(plan)
     answer = _computed(seen, "statistics", lambda table: compute(plan, table))
-    layout = plan.lattice  # every new listing runs on the exact lattice path, never on the retired float path
-    if layout is None:  # build_plan refuses the vector statistics, the only plans without a lattice layout
-        raise InvalidInput(VECTOR_UNAVAILABLE, fields={"statistics": [VECTOR_UNAVAILABLE]})
+    layout = plan.lattice  # every new listing runs on an exact integer path, never on the retired float path
+    if layout is None:  # pragma: no cover - build_plan lays a new listing out on its mechanism's grid
+        raise InvalidInput(VECTOR_PATH, fields={"statistics": [VECTOR_PATH]})
     size_release = sizes.draw(plan, answer, eps_p) if eps_p is not None else None
     owners_ceiling = ceiling
     if eps_p is not None:

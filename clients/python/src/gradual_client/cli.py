@@ -197,7 +197,8 @@ def cmd_listing_compare(client: Client, args: argparse.Namespace, out: TextIO) -
     mechanisms = found["mechanisms"]
     columns = ["value", *(m["mechanism"] for m in mechanisms)]
     rows = []
-    for i, value in enumerate(mechanisms[0]["values"]):
+    shown = next((m for m in mechanisms if m["available"]), mechanisms[0])  # a centroid: the Skellam path only
+    for i, value in enumerate(shown["values"]):
         row = {"value": value["label"]}
         for m in mechanisms:
             row[m["mechanism"]] = m["values"][i]["error_bound"] if m["available"] else None
