@@ -193,6 +193,27 @@ def cases(rows: int = 1000, seed: int = 20261128) -> dict[str, Case]:
     }
 
 
+def centroid_case(rows: int = 1000, seed: int = 20261128) -> Case:
+    """A centroid of (age, score) under a public size: center (50, 15), radius 30, the default grid
+    (1.5: 20 steps, 13 worst cases). The neighbour replaces a record on the ball's edge at 45 degrees
+    below the center by the opposite one: the sums move by (28, 28) steps, within the bound of every
+    record's rounded point (each moves by (14, 14))."""
+    rng = np.random.default_rng(seed)
+    data = _dataset(rng, rows)
+    spec = [{"kind": "centroid", "columns": list(COLUMNS), "center": [50, 15], "radius": 30}]
+    plan = build_plan(spec, COLUMNS, neighbours=Neighbours(PUBLIC_SIZE, size=rows), mechanism="skellam")
+    edge = 30 / np.sqrt(2)
+    before = data.copy()
+    before[0] = [50 - edge, 15 - edge]
+    replaced = before.copy()
+    replaced[0] = [50 + edge, 15 + edge]
+
+    def answer(values):
+        return compute(plan, Table.from_matrix(COLUMNS, values))
+
+    return Case("centroid", plan, _bound(plan), answer(before), answer(replaced))
+
+
 # --------------------------------------------------------------------------
 # noise for many listings at once
 
@@ -396,7 +417,7 @@ def main(argv=None) -> int:
     failures = 0
     print(f"{args.listings:,} listings per dataset; ceiling {CEILING}, delta {DELTA}; bounds jointly valid at "
           f"1 - {FALSE_ALARM:g} per audit")
-    for case in cases().values():
+    for case in [*cases().values(), centroid_case()]:
         print(f"\n{case.name}: {len(case.plan.labels)} values, weights {case.weights.tolist()}, worst case "
               f"{case.moves()}; times {dict(zip(case.found.calibrated['levels'], case.found.calibrated['times']))}")
         print(f"  eps_top(delta) of the highest level: {claims(case)}")

@@ -336,7 +336,8 @@ class StatisticForm(forms.Form):
         label="Rounding grid", required=False, max_length=40,
         widget=forms.NumberInput(attrs={"step": "any", "min": "0", "placeholder": "from the bounds"}),
         help_text="Optional. Each value is rounded to a multiple of this (e.g. 0.01) before summing; the sum is "
-        "released as an exact whole number of grid steps. Left empty: a default from the bounds.",
+        "released as an exact whole number of grid steps. Left empty: a default from the bounds (a centroid's: the radius "
+        "over 20 steps or fewer).",
     )
     bins = forms.CharField(label="Bin edges", required=False, max_length=2000)
     quantiles = forms.CharField(label="Quantiles", required=False, max_length=200,

@@ -33,6 +33,10 @@
   function placeholder(row) {
     var grid = field(row, "grid");
     if (!grid) return;
+    if ((builder.kinds[value(row, "kind")] || []).indexOf("radius") >= 0) {  // a centroid's: from its radius
+      grid.placeholder = "from the radius";
+      return;
+    }
     var shown = defaultGrid(value(row, "lower"), value(row, "upper"), builder.types[value(row, "column")] === "integer");
     grid.placeholder = shown ? "default: " + shown : "from the bounds";
   }

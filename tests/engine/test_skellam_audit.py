@@ -40,6 +40,7 @@ from bench.skellam_audit import (
     ORDERS,
     audit,
     cases,
+    centroid_case,
     independent_noise,
     product_noise,
     release,
@@ -152,3 +153,18 @@ def test_a_tenth_of_the_calibrated_time_is_found_above_eps_max(relation, report)
     report(f"{relation}, ascending, a tenth of the time: bound {result.bound:.3f} at delta 1e-9 "
            f"(claim {result.claim:g}); excess over the profile {result.excess:+.3f}")
     assert result.bound > result.claim + 0.1
+
+
+@pytest.mark.parametrize("order", ["ascending", "bridged"])
+def test_a_centroids_release_loses_no_more_than_the_highest_level(order, report):
+    """A centroid calibrated over its 13 worst cases, audited on a neighbour moving both sums by 28
+    steps: within its claim at delta 1e-9 and within its highest level's profile for that move."""
+    case = centroid_case()
+    assert len(case.plan.lattice.unit_cases) == 13 and case.moves() == ((1, 28, 2),)
+    result = audit(case, ORDERS[order], LISTINGS, random.Random(sum(map(ord, "centroid" + order))))
+    report(f"centroid, {order}: bound {result.bound:.3f} at delta 1e-9 (claim {result.claim:g}); largest excess "
+           f"over the profile {result.excess:+.3f} at delta {result.at:g}; worst: {result.event}")
+    assert result.methods == STEPS[order]
+    assert result.bound <= result.claim
+    assert result.excess <= 0
+    assert result.excess > -0.25

@@ -5,7 +5,7 @@ over many worst cases."""
 
 import itertools
 import math
-from decimal import Decimal, getcontext
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -53,8 +53,9 @@ def test_the_envelope_dominates_every_case_per_weight():
 def test_a_rounded_point_of_the_ball_stays_within_the_bound(steps, dim):
     """``bound_sq`` is the floor of ``(steps + sqrt(dim)/2)^2`` (checked at 50 digits), and points of
     the ball rounded to the nearest integers never exceed it (points on the sphere, the worst)."""
-    getcontext().prec = 50
-    exact = (Decimal(steps.numerator) / Decimal(steps.denominator) + Decimal(dim).sqrt() / 2) ** 2
+    with localcontext() as context:  # never the process's: other tests read its precision
+        context.prec = 50
+        exact = (Decimal(steps.numerator) / Decimal(steps.denominator) + Decimal(dim).sqrt() / 2) ** 2
     assert bound_sq(steps, dim) == int(exact)
     rng = np.random.default_rng(7)
     points = rng.normal(size=(20000, dim))

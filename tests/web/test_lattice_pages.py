@@ -122,4 +122,4 @@ def test_the_builder_offers_the_grid_to_sums_and_means_with_its_help(client, own
     assert "rounded to a multiple of this" in page and "whole number of grid steps" in page
     builder = json.loads(re.search(r'<script id="listing-builder" type="application/json">(.*?)</script>',
                                    page, re.S).group(1))
-    assert [kind for kind, inputs in builder["kinds"].items() if "grid" in inputs] == ["sum", "mean"]
+    assert [kind for kind, inputs in builder["kinds"].items() if "grid" in inputs] == ["sum", "mean", "centroid"]

@@ -151,8 +151,8 @@ def test_the_offered_kinds_come_from_the_statistics_module():
     assert kinds["histogram"].required == ("column",)
     assert {"bins", "bin", "from", "to"} <= set(kinds["histogram"].optional)
     assert "lower" in kinds["sum"].inputs and "bins" not in kinds["sum"].inputs
-    # the lattice path's rounding grid is a sum's and a mean's, and no other kind's
-    assert [name for name, kind in kinds.items() if "grid" in kind.inputs] == ["sum", "mean"]
+    # the rounding grid is a sum's, a mean's and a centroid's, and no other kind's
+    assert [name for name, kind in kinds.items() if "grid" in kind.inputs] == ["sum", "mean", "centroid"]
 
 
 def test_a_rounding_grid_is_kept_as_the_exact_decimal_typed():
