@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -170,6 +171,85 @@ def skellam_wide(d: dict) -> str:
         measured(d),
         table(["listing", "ε", "95% bound: lattice", "Skellam", "ratio", "RMS error: lattice", "Skellam", "ratio",
                "within the bound (lattice / Skellam)"], rows),
+    ])
+
+
+#: Each method's colour and dash in the synthetic-quality chart.
+_STYLE = {"product (Skellam)": ("#1f6feb", ""), "upgraded from eps/2 (Skellam)": ("#1f6feb", "4 3"),
+          "product (lattice)": ("#8250df", ""), "MST (smartnoise-synth)": ("#cf222e", ""),
+          "bit reports": ("#6e7781", "")}
+
+
+def _quality_chart(d: dict) -> str:
+    """An inline SVG: one panel per table, average 2-way TVD against eps (evenly spaced), a line per method."""
+    width, height, pad = 300, 210, 40
+    panels = []
+    for k, (name, found) in enumerate(d["tables"].items()):
+        top = max(row["tvd"] for rows in found["methods"].values() for row in rows)
+        top = math.ceil(top * 10) / 10
+        x0 = k * (width + 20)
+        xs = {eps: x0 + pad + i * (width - pad - 10) / (len(d["epsilons"]) - 1) for i, eps in enumerate(d["epsilons"])}
+
+        def y(v: float) -> float:
+            return pad / 2 + (height - pad) * (1 - v / top)
+
+        parts = [f'<text x="{x0 + width / 2:.0f}" y="12" text-anchor="middle" font-weight="bold">{name}</text>',
+                 f'<line x1="{x0 + pad}" y1="{y(0):.1f}" x2="{x0 + width - 10}" y2="{y(0):.1f}" stroke="#999"/>',
+                 f'<line x1="{x0 + pad}" y1="{y(0):.1f}" x2="{x0 + pad}" y2="{y(top):.1f}" stroke="#999"/>']
+        for tick in (top * i / 4 for i in range(5)):
+            parts.append(f'<text x="{x0 + pad - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>')
+        for eps, x in xs.items():
+            parts.append(f'<text x="{x:.1f}" y="{height - 4}" text-anchor="middle">ε {eps:g}</text>')
+        for label, rows in found["methods"].items():
+            colour, dash = _STYLE.get(label, ("#000", ""))
+            points = " ".join(f"{xs[r['eps']]:.1f},{y(r['tvd']):.1f}" for r in rows)
+            extra = f' stroke-dasharray="{dash}"' if dash else ""
+            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{extra} points="{points}"/>')
+        panels += parts
+    legend = []
+    for i, label in enumerate(_STYLE):
+        colour, dash = _STYLE[label]
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        x = 10 + (i % 3) * 210
+        yy = height + 20 + (i // 3) * 18
+        legend.append(f'<line x1="{x}" y1="{yy}" x2="{x + 24}" y2="{yy}" stroke="{colour}" stroke-width="2"{extra}/>'
+                      f'<text x="{x + 30}" y="{yy + 4}">{label}</text>')
+    total_width = len(d["tables"]) * (width + 20)
+    return (f'<svg role="img" aria-label="Average 2-way TVD against ε, per table and method" width="{total_width}" '
+            f'height="{height + 60}" viewBox="0 0 {total_width} {height + 60}" font-size="11" '
+            f'xmlns="http://www.w3.org/2000/svg">' + "".join(panels + legend) + "</svg>")
+
+
+def synthetic_quality(d: dict) -> str:
+    delta = f"{float(d['delta']):.0e}".replace("e-0", "e-")
+    sections = []
+    for name, found in d["tables"].items():
+        methods = found["methods"]
+        header = ["method", *(f"ε {eps:g}" for eps in d["epsilons"])]
+        rows = [[label, *(f"{r['tvd']:.3f} ± {r['sd']:.3f}" for r in results)] for label, results in methods.items()]
+        mst = methods.get("MST (smartnoise-synth)")
+        if mst:
+            product = methods["product (Skellam)"]
+            rows.append(["product (Skellam) / MST", *(f"{p['tvd'] / m['tvd']:.2f}" for p, m in zip(product, mst))])
+        sections.append(f"**{name}**: {found['rows']:,} records, {len(found['columns'])} columns "
+                        f"({', '.join(found['columns'])}) coded in {sum(found['sizes'])} codes; "
+                        f"{found['marginals']} tables of {found['cells']:,} cells in all.")
+        sections.append(table(header, rows))
+    mst_note = ("" if d.get("mst_date") is None else
+                f" MST's figures were measured {d['mst_date']} (a run with `--mst`) and kept since.")
+    return "\n\n".join([
+        "## Synthetic rows: quality at equal privacy",
+        f"{command(d, '--mst').replace('.venv/', '.venv-synth/')} (a venv with `requirements-synth.txt`): the average over all 2-way tables of the total-variation distance between the "
+        "released rows' tables and the truth's, at ε 0.5, 1, 2 and 4 (δ = " + delta + " where a method has one), the "
+        f"mean ± standard deviation over {d['seeds']} seeds; lower is better. The product measures every 1-way and "
+        "2-way table on one path (the Skellam path calibrated exactly; the lattice path with each table a share of ε) "
+        "and draws rows from a tree fitted to the released tables; *upgraded* is rows bought at ε/2 and then at ε off "
+        "the same path. MST is smartnoise-synth's, on the same codes. The bit reports are per-bit randomised "
+        "response (the microdata listing's), their 2-way tables estimated without bias from the reports. The number "
+        "of records is public (a record replaced)." + mst_note,
+        measured(d),
+        _quality_chart(d),
+        *sections,
     ])
 
 
@@ -403,6 +483,7 @@ SECTIONS: list[tuple[str, Callable[[dict], str]]] = [
     ("lattice_release", lattice_release),
     ("skellam", skellam),
     ("skellam_wide", skellam_wide),
+    ("synthetic_quality", synthetic_quality),
     ("microdata", microdata),
     ("microdata_release", microdata_release),
     ("shuffle", shuffle),

@@ -113,12 +113,17 @@ def simplex(values: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(v - kept[last] / (last + 1), 0.0)
 
 
+def _ratio(wanted: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """``wanted / found``, 0 where nothing is wanted (a margin of 0 empties its row or column)."""
+    return np.divide(wanted, found, out=np.zeros_like(wanted, dtype=np.float64), where=found > 0)
+
+
 def _fit(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """``table`` (non-negative) raked to the margins ``rows`` and ``columns`` (equal totals)."""
     out = table + 1e-9 * max(rows.sum(), 1.0) / table.size  # every cell may grow: the margins are always met
     for _ in range(FITTING_ROUNDS):
-        out *= (rows / out.sum(axis=1))[:, None]
-        out *= (columns / out.sum(axis=0))[None, :]
+        out *= _ratio(rows, out.sum(axis=1))[:, None]
+        out *= _ratio(columns, out.sum(axis=0))[None, :]
         if np.abs(out.sum(axis=1) - rows).max() <= 1e-9 * max(rows.sum(), 1.0):
             break
     return out

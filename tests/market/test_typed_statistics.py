@@ -275,7 +275,8 @@ def test_too_many_coordinates_and_too_many_worst_cases_are_refused():
 def test_every_kind_has_a_schema_and_the_union_lists_them():
     union = statistic_schema()
     kinds = {v["properties"]["kind"]["enum"][0] for v in union["oneOf"]}
-    assert kinds == set(KINDS) == {"count", "sum", "mean", "histogram", "table", "quantile", "centroid", "point", "microdata"}
+    assert kinds == set(KINDS) == {"count", "sum", "mean", "histogram", "table", "quantile", "centroid", "point", "microdata",
+                                     "synthetic"}
     # plain one-value enums, each variant titled (its component's name in the API's schema), no two alike
     assert all(len(v["properties"]["kind"]["enum"]) == 1 for v in union["oneOf"])
     titles = [v["title"] for v in union["oneOf"]]

@@ -2,7 +2,6 @@
 length of one record's change, every worst case of that change in the calibration, sold and read
 through the product (service, API, quotes, releases)."""
 
-import json
 from decimal import Decimal
 
 import numpy as np
@@ -59,15 +58,15 @@ def test_a_centroid_is_sold_on_the_skellam_path_and_read_as_the_mean_point(
         with django_capture_on_commit_callbacks(execute=True):
             purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=level)
     low = NoisePoint.objects.get(path__listing=listing, level=Decimal("0.5")).noise_of(PAIRS)
-    high = NoisePoint.objects.get(path__listing=listing, level=Decimal("2")).noise_of(PAIRS)
+    high = NoisePoint.objects.get(path__listing=listing, level=Decimal(2)).noise_of(PAIRS)
     assert (high <= low).all()  # one path of counts: the higher level thins the lower's
-    release = Release.objects.get(listing=listing, level=Decimal("2"))
+    release = Release.objects.get(listing=listing, level=Decimal(2))
     readings = release_readings(release)
     assert [r["label"] for r in readings] == ["centroid(east)", "centroid(north)"]
     noise = (high[:, 0] - high[:, 1]) * 150
     mean = [1000, -300] + (steps.sum(axis=0) * 150 + noise) / 400
     assert np.allclose([r["value_exact"] for r in readings], mean)
-    mu = listing.release_mechanism.time(Decimal("2"))
+    mu = listing.release_mechanism.time(Decimal(2))
     radius = sp.norm_bound(mu, 2) * 150 / 400
     assert readings[0]["error_bound_exact"] == pytest.approx(radius)
     assert abs(np.array([r["value_exact"] for r in readings]) - _truth().mean(axis=0)).max() < 4 * radius

@@ -325,6 +325,19 @@ def _bins(item: dict, where: str) -> dict:
     return {"bin": unit, "from": item["from"], "to": item["to"]}
 
 
+def bin_edges(bins, where: str) -> list[float]:
+    """Declared bin edges: a list of 2 to ``MAX_BINS + 1`` numbers, strictly increasing."""
+    if not isinstance(bins, (list, tuple)):
+        raise SpecError(f"{where}: bins must be a list of bin edges, got {bins!r}")
+    if not 2 <= len(bins) <= MAX_BINS + 1:
+        raise SpecError(f"{where}: bins must list between 2 and {MAX_BINS + 1} edges (1 to {MAX_BINS} bins), got {len(bins)}")
+    edges = [_number(edge, where, f"bin edge {i}") for i, edge in enumerate(bins, start=1)]
+    for i in range(1, len(edges)):
+        if not edges[i - 1] < edges[i]:
+            raise SpecError(f"{where}: bin edges must be strictly increasing (edge {i + 1} is not above edge {i})")
+    return edges
+
+
 def _periods(stat: dict) -> list[tuple[str, dt.date, dt.date]]:
     """Each period of a declared range: (label, first day, first day after)."""
     unit = stat["bin"]

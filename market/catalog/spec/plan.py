@@ -201,6 +201,8 @@ def _statistics(spec, columns) -> tuple[dict, ...]:
             )
         if KINDS[kind].vector and len(spec) != 1:
             raise SpecError(f"statistic {number} ({kind}): a vector statistic is listed on its own")
+        if KINDS[kind].alone and len(spec) != 1:
+            raise SpecError(f"statistic {number} ({kind}): {KINDS[kind].title} is listed on its own")
         item = {key: value for key, value in item.items() if key != CONFIRM_PUBLIC}  # the services read it
         stat = KINDS[kind].validate(item, f"statistic {number} ({kind})", columns)
         for earlier, other in enumerate(statistics, start=1):

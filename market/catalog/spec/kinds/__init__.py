@@ -19,6 +19,7 @@ from . import quantile  # noqa: F401
 from . import centroid  # noqa: F401
 from . import point  # noqa: F401
 from . import microdata  # noqa: F401
+from . import synthetic  # noqa: F401
 # isort: on
 from .registry import KINDS, register
 

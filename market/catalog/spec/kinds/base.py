@@ -79,6 +79,8 @@ class Kind(ABC):
     vector: ClassVar[bool] = False
     #: whether a new listing may offer it (the point is withdrawn; microdata is a listing of its own)
     offered: ClassVar[bool] = True
+    #: listed on its own (a vector statistic, synthetic data)
+    alone: ClassVar[bool] = False
     #: fields only stored listings have: the builder offers no input for them
     legacy_fields: ClassVar[tuple[str, ...]] = ()
     #: the builder's row input for each field whose name another kind reads from another input

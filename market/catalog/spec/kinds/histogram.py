@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from ..grammar import (
-    MAX_BINS,
     TEMPORAL,
-    SpecError,
     _bins,
     _fields,
     _filter,
-    _number,
     _scope,
+    bin_edges,
     named_column,
 )
 from ..schema import _S_BIN, _S_NAME, _S_NUMBER, _S_PERIOD, _S_WHERE, _object
@@ -41,20 +39,7 @@ class Histogram(Kind):
     def _numeric(self, item, where, columns):
         _fields(item, where, ("column", "bins"), ("where",))
         column = named_column(item, where, columns)
-        bins = item["bins"]
-        if not isinstance(bins, (list, tuple)):
-            raise SpecError(f"{where}: bins must be a list of bin edges, got {bins!r}")
-        if not 2 <= len(bins) <= MAX_BINS + 1:
-            raise SpecError(
-                f"{where}: bins must list between 2 and {MAX_BINS + 1} edges (1 to {MAX_BINS} bins), got {len(bins)}"
-            )
-        edges = [_number(edge, where, f"bin edge {i}") for i, edge in enumerate(bins, start=1)]
-        for i in range(1, len(edges)):
-            if not edges[i - 1] < edges[i]:
-                raise SpecError(
-                    f"{where}: bin edges must be strictly increasing (edge {i + 1} is not above edge {i})"
-                )
-        out = {"kind": self.name, "column": column, "bins": edges}
+        out = {"kind": self.name, "column": column, "bins": bin_edges(item["bins"], where)}
         out.update(_filter(item, where, columns))
         return out
 

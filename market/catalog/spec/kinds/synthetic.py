@@ -1,0 +1,133 @@
+"""Synthetic data: every 1-way and every 2-way table of the declared columns, on one path (the rows a
+buyer downloads are computed from them: ``releases.engine.synthetic``)."""
+
+from __future__ import annotations
+
+import itertools
+
+from ..coordinates import Condition
+from ..grammar import (
+    CATEGORICAL,
+    NUMERIC,
+    SpecError,
+    _fields,
+    _shown,
+    _text,
+    _values,
+    bin_edges,
+    group_cells,
+    named_column,
+)
+from ..schema import _S_CATEGORIES, _S_NAME, _S_NUMBER, S_CONFIRM, _object
+from ..stability import _bins_group
+from .base import Kind
+from .registry import register
+
+#: A synthetic-data listing has 2 to this many columns (their pairs are its 2-way tables).
+MAX_COLUMNS = 15
+
+
+def column_cells(item: dict, columns) -> list[tuple[str, tuple[Condition, ...]]]:
+    """A declared column's codes as (label part, conditions): a categorical or boolean column's categories
+    then "other" (``group_cells``); a number's bins, the first open below and the last open above, so
+    that every present value has one; then "missing" when the column's policy counts missing values."""
+    name = item["column"]
+    if "categories" in item:
+        return group_cells({"by": name, "categories": item["categories"]}, columns)
+    edges = item["bins"]
+    out = []
+    for k in range(len(edges) - 1):
+        low, high = edges[k], edges[k + 1]
+        last = k == len(edges) - 2
+        conditions = ((Condition(name, "<", high),) if k == 0 else
+                      (Condition(name, ">=", low),) if last else
+                      (Condition(name, ">=", low), Condition(name, "<", high)))
+        shown = f"[{_text(low)}, {_text(high)}{']' if last else ')'}"
+        out.append((f"{name} in {shown}", conditions))
+    if columns[name].missing == "category":
+        out.append((f"{name} is missing", (Condition(name, "is missing"),)))
+    return out
+
+
+@register
+class Synthetic(Kind):
+    """Synthetic rows: every 1-way and every 2-way table of 2 to 15 columns (each categorical with
+    public categories, or a number on public bins, the first and last open-ended), measured on one
+    path; a release's rows are drawn from a model fitted to its tables alone. Sensitivity: one cell of
+    each table by 1 (add/remove), two cells by 1 each (replace)."""
+
+    name = "synthetic"
+    title = "synthetic data"
+    #: listed on its own, from its own page (not the statistics builder): not yet offered
+    offered = False
+    alone = True
+
+    def validate(self, item, where, columns):
+        _fields(item, where, ("columns",), ())
+        raw = item["columns"]
+        if not isinstance(raw, (list, tuple)) or not 2 <= len(raw) <= MAX_COLUMNS:
+            raise SpecError(f"{where}: columns must list 2 to {MAX_COLUMNS} columns")
+        out, seen = [], set()
+        for number, entry in enumerate(raw, start=1):
+            at = f"{where}, column {number}"
+            if not isinstance(entry, dict) or "column" not in entry:
+                raise SpecError(f'{at}: expected an object such as {{"column": "sex", "categories": [...]}}')
+            name = named_column(entry, at, columns, types=CATEGORICAL + NUMERIC)
+            if name in seen:
+                raise SpecError(f"{at}: {name!r} is listed twice")
+            seen.add(name)
+            column = columns[name]
+            if column.missing == "exclude":
+                raise SpecError(f"{at}: {name!r} leaves records with a missing value out; synthetic rows count every "
+                                "record in every table: count its missing values as a category")
+            if column.type in NUMERIC:
+                _fields(entry, at, ("column", "bins"), ())
+                out.append({"column": name, "bins": bin_edges(entry["bins"], at)})
+            elif "categories" in entry:
+                _fields(entry, at, ("column", "categories"), ())
+                out.append({"column": name, "categories": _values(entry["categories"], column, at, "categories")})
+            elif column.type == "boolean":
+                _fields(entry, at, ("column",), ())
+                out.append({"column": name, "categories": [True, False]})
+            else:
+                raise SpecError(f"{at}: missing field 'categories' (the categories of {name!r} you declare public)")
+        return {"kind": self.name, "columns": out}
+
+    def sizes(self, stat, columns) -> tuple[int, ...]:
+        """Each column's number of codes."""
+        return tuple(len(column_cells(entry, columns)) for entry in stat["columns"])
+
+    def groups(self, stat, number, nb, columns, lattice=False):
+        cells = [column_cells(entry, columns) for entry in stat["columns"]]
+        out = []
+        for i, own in enumerate(cells):
+            out.append(_bins_group(number, [f"count | {label}" for label, _ in own], [c for _, c in own], nb,
+                                   key=f"synthetic {i}"))
+        for i, j in itertools.combinations(range(len(cells)), 2):
+            labels, conditions = [], []
+            for (a_label, a_where), (b_label, b_where) in itertools.product(cells[i], cells[j]):
+                labels.append(f"count | {a_label}, {b_label}")
+                conditions.append(a_where + b_where)
+            out.append(_bins_group(number, labels, conditions, nb, key=f"synthetic {i} {j}"))
+        return tuple(out)
+
+    @classmethod
+    def schema(cls):
+        entry = {"title": "SyntheticColumn", "type": "object", "properties": {"column": _S_NAME, "categories": _S_CATEGORIES,
+                                                  "bins": {"type": "array", "items": _S_NUMBER}},
+                 "required": ["column"], "additionalProperties": False}
+        return _object(cls.name, {"columns": {"type": "array", "items": entry, "minItems": 2, "maxItems": MAX_COLUMNS},
+                                  "categories_public": S_CONFIRM},
+                       ("columns",), cls.__doc__.split("\n\n")[0].replace("\n    ", " "))
+
+    def curve_name(self, stat):
+        return "each cell of each table"
+
+    def describe(self, stat, nb):
+        parts = []
+        for entry in stat["columns"]:
+            if "bins" in entry:
+                parts.append(f"{entry['column']} (bins at {', '.join(_text(e) for e in entry['bins'])})")
+            else:
+                parts.append(f"{entry['column']} ({', '.join(_shown(v) for v in entry['categories'])})")
+        return "Synthetic rows of " + "; ".join(parts) + ", from every table of one or two of these columns"
