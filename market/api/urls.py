@@ -32,6 +32,7 @@ v1 = [
     path("releases/", views.ReleaseListView.as_view(), name="api-releases"),
     path("releases/<str:release_id>/", views.ReleaseDetailView.as_view(), name="api-release"),
     path("releases/<str:release_id>/records.<str:fmt>", views.ReleaseRecordsView.as_view(), name="api-release-records"),
+    path("releases/<str:release_id>/rows.<str:fmt>", views.ReleaseRowsView.as_view(), name="api-release-rows"),
     path("wallet/", views.WalletView.as_view(), name="api-wallet"),
     path("wallet/statement/", views.StatementView.as_view(), name="api-statement"),
     path("wallet/top-up/", views.TopUpView.as_view(), name="api-top-up"),

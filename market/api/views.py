@@ -30,7 +30,7 @@ from market.core.errors import Forbidden
 from market.ledger import selectors as ledger
 from market.ledger.payments import payout_provider, provider
 from market.trading import selectors as trading
-from market.trading.records import records_response
+from market.trading.records import records_response, rows_response
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trading.waits import MAX_WAIT, parse_prefer_wait, wait_slot
 from market.trust.selectors import buyer_caps
@@ -555,6 +555,23 @@ class ReleaseRecordsView(APIView):
     )
     def get(self, request, release_id: str, fmt: str):
         return records_response(trading.release_get(user=request.user, release_id=release_id), fmt)
+
+
+class ReleaseRowsView(APIView):
+    """A synthetic-data release's rows as a file: one row per synthetic record, one column per declared
+    column; the same file for every buyer of the level and every download."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(response=OpenApiTypes.STR,
+                                                      description="CSV: a header, then one line per row"),
+                   (200, "application/vnd.apache.parquet"): OpenApiResponse(response=OpenApiTypes.BINARY,
+                                                                            description="the same as Parquet"),
+                   **documented(404)},
+    )
+    def get(self, request, release_id: str, fmt: str):
+        return rows_response(trading.release_get(user=request.user, release_id=release_id), fmt)
 
 
 def _wallet(user) -> dict:

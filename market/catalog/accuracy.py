@@ -63,22 +63,21 @@ def statistic_curves(plan: Plan, *, records: int | None = None, size: SizeReleas
                             "labels": (curve["name"], plan.labels[total], plan.labels[count]),
                             "range": (stat["lower"], stat["upper"])})
             continue
-        curve = kind.curve(stat, where, plan, records=records)
-        if curve is None:
-            continue
-        name = kind.statistic_name(stat, where, plan.labels)
-        if name in seen:
-            name = f"{name} (statistic {number})"
-        seen.add(name)
-        assumes = curve.get("assumes_records")
-        assumption = ""
-        if assumes is not None:
-            cell = "each cell holds" if len(where) > 2 else "the cell holds"
-            assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
-        out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
-                    "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name,
-                    "too_few": False, "note": "", "labels": _labels(kind, stat, where, plan),
-                    "range": curve.get("range")})
+        found = kind.curves(stat, where, plan, records=records)
+        for curve in found:
+            name = curve["name"] if len(found) > 1 else kind.statistic_name(stat, where, plan.labels)
+            if name in seen:
+                name = f"{name} (statistic {number})"
+            seen.add(name)
+            assumes = curve.get("assumes_records")
+            assumption = ""
+            if assumes is not None:
+                cell = curve.get("assumes_what") or ("each cell holds" if len(where) > 2 else "the cell holds")
+                assumption = f"if {cell} {assumes:,} record{'s' if assumes != 1 else ''}"
+            out.append({"name": name, "kind": stat["kind"], "bound": curve["bound"], "assumes_records": assumes,
+                        "assumption": assumption, "shown": f"{name}, {assumption}" if assumption else name,
+                        "too_few": False, "note": "", "labels": curve.get("labels") or _labels(kind, stat, where, plan),
+                        "range": curve.get("range")})
     return out
 
 

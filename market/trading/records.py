@@ -80,3 +80,36 @@ def records_response(release, fmt: str):
         response = HttpResponse(records_parquet(release), content_type="application/vnd.apache.parquet")
     response["Content-Disposition"] = f'attachment; filename="{filename(release, fmt)}"'
     return response
+
+
+# --------------------------------------------------------------------------
+# a synthetic-data release's rows
+
+
+def rows_filename(release, fmt: str) -> str:
+    return f"{release.public_id}-listing-{release.listing_id}-eps-{release.level.normalize()}-rows.{fmt}"
+
+
+def rows_response(release, fmt: str):
+    """The HTTP answer carrying a synthetic-data release's rows (``fmt``: csv or parquet); a release of
+    any other listing, or another format, is 404."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    from django.http import HttpResponse
+
+    from market.catalog.synthetic import sells_rows
+
+    from .selectors import release_rows
+
+    if fmt not in ("csv", "parquet") or not sells_rows(release.listing):
+        raise NotFound("no such file: rows are downloaded from synthetic-data releases, as csv or parquet")
+    table = release_rows(release).table()
+    out = io.BytesIO()
+    if fmt == "csv":
+        pcsv.write_csv(table, out)
+        response = HttpResponse(out.getvalue(), content_type="text/csv")
+    else:
+        pq.write_table(table, out, compression="zstd")
+        response = HttpResponse(out.getvalue(), content_type="application/vnd.apache.parquet")
+    response["Content-Disposition"] = f'attachment; filename="{rows_filename(release, fmt)}"'
+    return response

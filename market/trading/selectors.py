@@ -134,6 +134,27 @@ def release_microdata(release) -> dict | None:
     }
 
 
+def release_rows(release):
+    """A synthetic-data release's rows (``market.catalog.synthetic.Rows``): the same for every buyer of its
+    level and every download. The buyer's own release only (the caller read it through
+    :func:`release_get`)."""
+    from market.catalog import synthetic
+
+    return synthetic.rows(release.listing, release.values, synthetic.key_of(release.point))
+
+
+def release_synthetic(release) -> dict | None:
+    """A synthetic-data release's rows in brief (None for other listings): their columns, and their number
+    when the number of records is public (else it is the release's estimate, known once they are drawn)."""
+    from market.catalog import synthetic
+
+    if not synthetic.sells_rows(release.listing):
+        return None
+    plan = listing_plan(release.listing)
+    return {"columns": [entry["column"] for entry in plan.statistics[0]["columns"]],
+            "rows": plan.neighbours.size if plan.neighbours.public else None}
+
+
 def release_reports(release):
     """A microdata release's reports (bool, records x bits): the buyer's own release only (the caller
     read ``release`` through :func:`release_get`); never the noise or the true bits."""

@@ -140,6 +140,8 @@ def builder_kinds() -> dict[str, BuilderKind]:
     out = {}
     for name in OFFERED_KINDS:
         kind = KINDS[name]
+        if not kind.in_builder:
+            continue
         fields = _fields_of(kind)
         own = tuple(sorted(kind.builder_inputs.items()))
         if fields is None or any(field not in SPEC_INPUTS and field not in kind.builder_inputs

@@ -27,7 +27,7 @@ import os
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
-__all__ = ["KeyStream", "REKEY_BYTES"]
+__all__ = ["KeyStream", "REKEY_BYTES", "keyed_words"]
 
 #: A new key from the operating system after this many bytes of keystream (16 MiB: a release of
 #: a large listing reads a few MiB; the 32-bit block counter would wrap only after 256 GiB).
@@ -73,3 +73,20 @@ class KeyStream:
             return 0
         size = (k + 7) // 8
         return int.from_bytes(self.randbytes(size), "little") >> (8 * size - k)
+
+
+def keyed_words(key: bytes):
+    """``n -> n`` uint64 words of ChaCha20's keystream under ``key`` (32 bytes), read on from where the
+    last call stopped: a reproducible cryptographically secure source, for post-processing that must give
+    the same result every time it is asked (a synthetic release's rows, keyed by a secret of that
+    release). Never for noise: :class:`KeyStream` reads its keys from the operating system."""
+    import numpy as np
+
+    if len(key) != 32:
+        raise ValueError("a ChaCha20 key is 32 bytes")
+    cipher = Cipher(algorithms.ChaCha20(bytes(key), bytes(16)), mode=None).encryptor()
+
+    def words(n: int):
+        return np.frombuffer(cipher.update(bytes(8 * int(n))), dtype="<u8").astype(np.uint64)
+
+    return words

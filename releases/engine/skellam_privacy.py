@@ -40,7 +40,7 @@ import numpy as np
 from .skellam import MAX_TIME as _path_max_time
 
 __all__ = ["GRID", "calibrate", "case_law", "case_of", "composed_law", "convolve_laws", "delta", "deltas", "envelope",
-           "error_bound", "frontier", "ladder", "law_power", "norm_bound", "profile", "rdp_delta", "shift_pairs", "shown",
+           "error_bound", "frontier", "ladder", "law_power", "mean_abs", "norm_bound", "profile", "rdp_delta", "shift_pairs", "shown",
            "time_for"]
 
 #: The mass of each coordinate's law left out of the computed range (counted as an infinite loss).
@@ -500,6 +500,14 @@ def time_for(eps, delta_target, shift) -> Fraction:
         else:
             hi = mid
     return _grid_time(lo) if delta(_grid_time(lo), shift, eps) <= delta_target else _grid_time(hi)
+
+
+def mean_abs(mu) -> float:
+    """``E|Z|`` for ``Z`` Skellam of time ``mu`` (the mass left out of the computed range, below
+    ``TAIL``, counted at the range's edge and beyond it by a margin: an upper bound)."""
+    k_max, probs = _support(Fraction(mu))
+    side = probs[k_max:]
+    return float(2 * np.dot(np.arange(side.size), side) + TAIL * (k_max + 1) * 10)
 
 
 def error_bound(mu, coverage: float = 0.95) -> int:

@@ -225,6 +225,33 @@ def test_download_writes_a_microdata_releases_records_and_any_releases_values(wo
     assert "404" in unknown.stderr
 
 
+def test_download_writes_a_synthetic_releases_rows(worker, live_server, owner, funded_buyer, key_for, tmp_path):
+    """``gradual download`` of a synthetic-data release: its one file, the rows, as CSV or Parquet, the
+    same bytes every time."""
+    from market.catalog.services import listing_create
+    from tests.marketplace.test_synthetic_listing import CSV, SPEC
+
+    dataset = ready_dataset(owner=owner, name="birds", data=CSV, total_budget="20", relation="public_size")
+    spec = [{**SPEC[0], "columns": SPEC[0]["columns"][:3]}]  # species, island, mass: every record counted
+    listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Birds, synthetic", statistics=spec,
+                             ceiling="2", price_per_epsilon="1")
+    key = key_for(funded_buyer("bea", 100))
+    env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key}
+    with Client(live_server.url, key) as client:
+        release = client.buy(listing.pk, 1).release
+    assert set(release.files) == {"rows"}
+    target = tmp_path / "rows.csv"
+    gradual("download", release.id, "-o", str(target), env=env, home=tmp_path)
+    lines = list(csv.reader(io.StringIO(target.read_text())))
+    assert lines[0] == ["species", "island", "mass"] and len(lines) == 301
+    again = rows_of(gradual("download", release.id, "--what", "rows", env=env, home=tmp_path).stdout)
+    assert [list(r.values()) for r in again] == lines[1:]
+    parquet = tmp_path / "rows.parquet"
+    gradual("download", release.id, "-o", str(parquet), env=env, home=tmp_path)
+    import pyarrow.parquet as pq
+    assert pq.read_table(parquet).num_rows == 300
+
+
 # -- owners ------------------------------------------------------------------------------------------
 
 

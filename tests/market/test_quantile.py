@@ -72,7 +72,7 @@ def test_empty_bins_are_skipped_and_nothing_counted_says_so():
 
 def test_the_kind_is_registered_offered_and_named_in_errors():
     assert "quantile" in KINDS and "quantile" in expected_kinds()
-    with pytest.raises(SpecError, match=r"unknown kind 'median' \(expected count, sum, mean, histogram, table, quantile or centroid\)"):
+    with pytest.raises(SpecError, match=r"unknown kind 'median' \(expected count, sum, mean, histogram, table, quantile, centroid or synthetic\)"):
         build_plan([{"kind": "median", "column": "age"}], COLUMNS)
 
 

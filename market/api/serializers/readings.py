@@ -9,7 +9,7 @@ from rest_framework import serializers
 from market.catalog.risk import level_at_risk
 from market.catalog.spec import MICRODATA_COLUMN
 from market.trading.models import Purchase
-from market.trading.selectors import release_microdata, release_readings
+from market.trading.selectors import release_microdata, release_readings, release_synthetic
 
 from .fast import FastOutput
 from .base import IdField, LevelInputField, MaxPriceField, StrictSerializer
@@ -195,6 +195,16 @@ class ReleaseMicrodataSerializer(FastOutput, serializers.Serializer):
     records_parquet = serializers.CharField(help_text="the same as Parquet")
 
 
+class ReleaseSyntheticSerializer(serializers.Serializer):
+    """A synthetic-data release: its rows (download them)."""
+
+    columns = serializers.ListField(child=serializers.CharField(), help_text="the rows' columns, as declared")
+    rows = serializers.IntegerField(allow_null=True, help_text="how many rows: the public number of records; null "
+                                    "when it is private (the rows then number the release's estimate of it)")
+    rows_csv = serializers.CharField(help_text="where to download the rows as CSV (a header, then one line per row)")
+    rows_parquet = serializers.CharField(help_text="the same as Parquet")
+
+
 class ReleaseSerializer(FastOutput, serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text='opaque, e.g. "rel_9QeT5wXr2LpZ0aKcVn3sHd"')
     listing = serializers.IntegerField(source="listing_id")
@@ -202,6 +212,7 @@ class ReleaseSerializer(FastOutput, serializers.Serializer):
     level = serializers.DecimalField(max_digits=9, decimal_places=4)
     values = serializers.SerializerMethodField()
     microdata = serializers.SerializerMethodField()
+    synthetic = serializers.SerializerMethodField()
     privacy_profile = serializers.SerializerMethodField()
     privacy_at_risk = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
@@ -225,6 +236,17 @@ class ReleaseSerializer(FastOutput, serializers.Serializer):
     @extend_schema_field(ReadingSerializer(many=True))
     def get_values(self, release) -> list[dict]:
         return ReadingSerializer(release_readings(release), many=True).data
+
+    @extend_schema_field(ReleaseSyntheticSerializer(allow_null=True))
+    def get_synthetic(self, release):
+        """A synthetic-data release's rows to download: the same for every buyer of its level (null for
+        other listings)."""
+        found = release_synthetic(release)
+        if found is None:
+            return None
+        links = {fmt: reverse("api-release-rows", kwargs={"release_id": release.public_id, "fmt": fmt})
+                 for fmt in ("csv", "parquet")}
+        return ReleaseSyntheticSerializer({**found, "rows_csv": links["csv"], "rows_parquet": links["parquet"]}).data
 
     @extend_schema_field(ReleaseMicrodataSerializer(allow_null=True))
     def get_microdata(self, release):

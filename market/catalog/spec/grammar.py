@@ -498,7 +498,9 @@ def without_confirmation(items, label: str = "statistic") -> tuple[object, list[
             out.append(item)
             continue
         item = {key: value for key, value in item.items() if key != CONFIRM_PUBLIC}
-        if any(key in item for key in DECLARED_CATEGORIES) and items[number - 1].get(CONFIRM_PUBLIC) is not True:
+        nested = [c for c in item.get("columns", ()) if isinstance(c, dict)] if isinstance(item.get("columns"), list) else []
+        declares = any(key in item for key in DECLARED_CATEGORIES) or any("categories" in c for c in nested)
+        if declares and items[number - 1].get(CONFIRM_PUBLIC) is not True:
             named = item.get("kind") if label == "statistic" else item.get("column")
             where = f"{label} {number}" + (f" ({named})" if isinstance(named, str) else "")
             reasons.append(f"{where}: its categories are shown to buyers, and which values occur in your data is "

@@ -144,6 +144,15 @@ class Plan:
     def engine(self) -> str:
         return LATTICE if self.lattice is not None else LAPLACE
 
+    def mean_error(self, i: int, eps) -> float:
+        """Coordinate ``i``'s expected absolute error at level ``eps``, in its units, by its mechanism's law
+        (``Mechanism.value_mean_error``); ValueError when the mechanism states none."""
+        found = None if self.mechanism is None or self.lattice is None else \
+            self.mechanism.value_mean_error(self.lattice, i, eps)
+        if found is None:
+            raise ValueError("this plan's mechanism states no expected error")
+        return found
+
     def radius(self, where, eps, confidence: float = 0.95) -> float:
         """The ``confidence`` error radius of the values at ``where`` together (a vector statistic on an
         exact l2 path), in their units, by the mechanism's law (``Mechanism.value_radius``)."""

@@ -129,6 +129,10 @@ class Mechanism(Protocol):
     #: size of a record's change, with an error radius (:meth:`value_radius`)
     carries_vectors: bool
 
+    def value_mean_error(self, layout, i: int, level) -> float | None:
+        """Value ``i``'s expected absolute error ``E|noise|`` at ``level`` in its units (None: the
+        mechanism states none)."""
+
     def value_radius(self, layout, where: tuple, level, confidence: float) -> float | None:
         """The ``confidence`` error radius (Euclidean) of the values at ``where`` together at ``level``, in
         their units, for a vector statistic on an exact l2 path (None: the mechanism states none)."""
@@ -218,6 +222,9 @@ class Base:
         return None
 
     def value_radius(self, layout, where: tuple, level, confidence: float) -> float | None:
+        return None
+
+    def value_mean_error(self, layout, i: int, level) -> float | None:
         return None
 
     def top_law(self, plan: dict):

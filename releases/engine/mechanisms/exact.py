@@ -6,6 +6,8 @@ The answer is in whole grid steps; coordinate ``i`` carries discrete Laplace noi
 
 from __future__ import annotations
 
+import math
+
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -43,6 +45,11 @@ class Lattice(Base):
 
     def guarantee(self, values: int) -> str:
         return _guarantee.guarantee_statement(self.engine, values)
+
+    def value_mean_error(self, layout, i: int, level) -> float:
+        """``E|Z|`` of ``DLap(a)`` steps, ``a = e^{-eps / w}``: ``2a / (1 - a^2)``, times the grid."""
+        a = math.exp(-float(level) / layout.unit_weights[i])
+        return 2 * a / (1 - a * a) * float(layout.grids[i])
 
     def scales(self, level, weights, grids) -> np.ndarray:
         """``weight * grid / eps``: its discrete Laplace noise is ``DLap(e^{-eps / weight})`` steps."""

@@ -184,6 +184,11 @@ class Skellam(Base):
         steps = sp.error_bound(self.time(self.sold_at(level)) * w * w, confidence)
         return float(steps * layout.grids[i])
 
+    def value_mean_error(self, layout, i, level) -> float:
+        """``E|Z|`` of value ``i``'s Skellam noise at the ladder level sold for ``level``, in its units."""
+        w = layout.unit_weights[i]
+        return sp.mean_abs(self.time(self.sold_at(level)) * w * w) * float(layout.grids[i])
+
     def value_radius(self, layout, where, level, confidence) -> float:
         """The ``confidence`` quantile of the Euclidean length of the noise on the values at ``where``
         (one weight and one grid: a vector statistic), rounded up (``skellam_privacy.norm_bound``)."""

@@ -580,11 +580,12 @@ def parser() -> argparse.ArgumentParser:
     releases.add_argument("--since", help="only releases made at or after this date or time (ISO, UTC unless given)")
     release = command("release", cmd_release, "one release: its level, values and files")
     release.add_argument("release", help="the release's id")
-    download = command("download", cmd_download, "a release's file: a microdata release's records, or any "
-                       "release's values")
+    download = command("download", cmd_download, "a release's file: a microdata release's records, a synthetic-data "
+                       "release's rows, or any release's values")
     download.add_argument("release", help="the release's id")
     download.add_argument("-o", "--output-file", help="the file to write (default: print it)")
-    download.add_argument("--what", help="records (microdata), values, or another file the release offers "
+    download.add_argument("--what", help="records (microdata), rows (synthetic data), values, or another file the "
+                          "release offers "
                           "(default: its one file, else values)")
     download.add_argument("--as", dest="as_", choices=DOWNLOAD_FORMATS,
                           help="the file's format (default: from -o's suffix, else csv)")

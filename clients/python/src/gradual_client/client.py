@@ -385,8 +385,8 @@ class Client:
         return Release.from_json(self._json("GET", f"releases/{release_id}/"))
 
     def download(self, release: Release | str, what: str | None = None, fmt: str = "csv") -> bytes:
-        """A file of a release: ``what`` is one of ``release.files`` (``"records"`` of a microdata release, as
-        ``csv`` or ``parquet``), or ``"values"`` (its released values as ``csv`` or ``json``: every release has
+        """A file of a release: ``what`` is one of ``release.files`` (``"records"`` of a microdata release,
+        ``"rows"`` of a synthetic-data release, as ``csv`` or ``parquet``), or ``"values"`` (its released values as ``csv`` or ``json``: every release has
         them). By default the release's only file if it offers one, else its values."""
         current = release if isinstance(release, Release) else self.release(release)
         files = current.files

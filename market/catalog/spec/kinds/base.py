@@ -29,6 +29,8 @@ class PlanView(Protocol):
 
     def radius(self, where, eps, confidence: float = 0.95) -> float: ...
 
+    def mean_error(self, i: int, eps) -> float: ...
+
 @dataclass(frozen=True)
 class Reading:
     """What :func:`present` hands a kind: the released vector, each
@@ -81,6 +83,10 @@ class Kind(ABC):
     offered: ClassVar[bool] = True
     #: listed on its own (a vector statistic, synthetic data)
     alone: ClassVar[bool] = False
+    #: offered by the statistics builder (synthetic data has its own columns, in the API and the CLI)
+    in_builder: ClassVar[bool] = True
+    #: a release is read as synthetic rows (``market.catalog.synthetic``)
+    sells_rows: ClassVar[bool] = False
     #: fields only stored listings have: the builder offers no input for them
     legacy_fields: ClassVar[tuple[str, ...]] = ()
     #: the builder's row input for each field whose name another kind reads from another input
@@ -138,6 +144,12 @@ class Kind(ABC):
         (None when it assumes nothing)."""
         i = where[0]
         return {"name": self.curve_name(stat), "bound": lambda eps: plan.bound(i, eps), "assumes_records": None}
+
+    def curves(self, stat: dict, where: tuple[int, ...], plan: PlanView, records: int | None = None) -> list[dict]:
+        """Every figure a buyer is quoted for the statistic: its :meth:`curve` (none when it has none); a
+        kind with several (synthetic data: one per table) gives each its own ``labels``."""
+        found = self.curve(stat, where, plan, records)
+        return [] if found is None else [found]
 
     def read(self, stat: dict, labels: list[str], where: tuple[int, ...], r: Reading) -> list[dict]:
         """One reading per coordinate the statistic reads (the default)."""

@@ -49,6 +49,24 @@ def column_cells(item: dict, columns) -> list[tuple[str, tuple[Condition, ...]]]
     return out
 
 
+def _named(entry: dict) -> list:
+    """A column's codes before "missing": its bins' lower edges, or its categories then "other" (left out
+    when the categories are every value a boolean has), as :func:`column_cells` lays them out."""
+    if "bins" in entry:
+        return list(entry["bins"][:-1])
+    categories = list(entry["categories"])
+    whole = all(isinstance(c, bool) for c in categories) and set(categories) == {True, False}
+    return categories + ([] if whole else ["other"])
+
+
+def sizes_of(stat: dict, labels) -> tuple[int, ...]:
+    """Each column's number of codes in a laid-out listing: its declared ones (:func:`_named`), and
+    "missing" when the listing has a cell for it (its column's policy counted missing values when it
+    was made)."""
+    shown = set(labels)
+    return tuple(len(_named(entry)) + (f"count | {entry['column']} is missing" in shown) for entry in stat["columns"])
+
+
 @register
 class Synthetic(Kind):
     """Synthetic rows: every 1-way and every 2-way table of 2 to 15 columns (each categorical with
@@ -58,9 +76,9 @@ class Synthetic(Kind):
 
     name = "synthetic"
     title = "synthetic data"
-    #: listed on its own, from its own page (not the statistics builder): not yet offered
-    offered = False
     alone = True
+    in_builder = False
+    sells_rows = True
 
     def validate(self, item, where, columns):
         _fields(item, where, ("columns",), ())
@@ -96,6 +114,31 @@ class Synthetic(Kind):
     def sizes(self, stat, columns) -> tuple[int, ...]:
         """Each column's number of codes."""
         return tuple(len(column_cells(entry, columns)) for entry in stat["columns"])
+
+    def tables(self, stat, where, labels) -> list[tuple[str, tuple[int, ...]]]:
+        """Each table's name and coordinates, in the listing's order (every column, then every pair)."""
+        names = [entry["column"] for entry in stat["columns"]]
+        sizes = sizes_of(stat, labels)
+        out, start = [], 0
+        for table in [(i,) for i in range(len(names))] + list(itertools.combinations(range(len(names)), 2)):
+            width = sizes[table[0]] * (sizes[table[1]] if len(table) == 2 else 1)
+            out.append((" × ".join(names[i] for i in table), tuple(where[start: start + width])))
+            start += width
+        return out
+
+    def curves(self, stat, where, plan, records=None):
+        """One figure per table: the expected total-variation distance of its noisy counts from the true
+        ones (the sum of the cells' expected absolute errors over twice the number of records: the public
+        number, else ``records`` assumed), before the release is made consistent (which only lowers it)."""
+        public = plan.neighbours.public
+        count = plan.neighbours.size if public else records
+        out = []
+        for name, at in self.tables(stat, where, plan.labels):
+            out.append({"name": f"expected TVD of the {name} table",
+                        "bound": lambda eps, at=at: sum(plan.mean_error(i, eps) for i in at) / (2.0 * count),
+                        "assumes_records": None if public else count, "assumes_what": "the data holds",
+                        "labels": tuple(plan.labels[i] for i in at), "range": (0, 1)})
+        return out
 
     def groups(self, stat, number, nb, columns, lattice=False):
         cells = [column_cells(entry, columns) for entry in stat["columns"]]

@@ -1,0 +1,90 @@
+"""A synthetic-data release's rows (docs/mathematics.md §19): drawn from the release's noisy tables
+alone (``releases.engine.synthetic``), so they cost nothing beyond its level.
+
+The same level always gives the same rows: the draw's random order comes from ChaCha20 keyed by a
+secret of that level (a hash of the path's noise at it, which never changes and which only the server
+knows), so every buyer of the level, and every download, gets the same file. Codes are read back as
+values: a category as itself (or ``other``), a number as a value drawn evenly within its bin (the
+declared edges bound the first and last bins), a missing value as empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+import numpy as np
+
+from releases.engine.keystream import keyed_words
+from releases.engine.osrandom import OSRandom
+from releases.engine.synthetic import Workload, synthesize
+
+from .spec import KINDS
+from .spec.kinds.synthetic import _named, sizes_of
+
+#: What the rows' key is derived under (a new version gives new rows for every level).
+KEY_CONTEXT = b"gradual synthetic rows v1"
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The rows of one level: ``names`` the columns, ``arrays`` one per column (strings, booleans or
+    floats; None where missing)."""
+
+    names: list[str]
+    arrays: list[list]
+
+    @property
+    def count(self) -> int:
+        return len(self.arrays[0]) if self.arrays else 0
+
+    def table(self):
+        import pyarrow as pa
+
+        return pa.table({name: pa.array(values) for name, values in zip(self.names, self.arrays)})
+
+
+def sells_rows(listing) -> bool:
+    """Whether ``listing`` sells synthetic rows (its one statistic's kind says so)."""
+    statistics = listing.statistics or []
+    return len(statistics) == 1 and getattr(KINDS.get(statistics[0].get("kind")), "sells_rows", False)
+
+
+def _decoded(entry: dict, size: int, codes: np.ndarray, rng: OSRandom) -> list:
+    if "bins" in entry:
+        edges = np.asarray(entry["bins"], dtype=np.float64)
+        bins = len(edges) - 1
+        inside = codes < bins
+        low = edges[np.minimum(codes, bins - 1)]
+        high = edges[np.minimum(codes, bins - 1) + 1]
+        values = low + (high - low) * rng.random(codes.size)
+        return [float(v) if ok else None for v, ok in zip(values, inside)]
+    names = _named(entry)
+    return [names[c] if c < len(names) else None for c in codes]
+
+
+def rows(listing, values, key: bytes) -> Rows:
+    """The rows of a release of ``listing`` whose released values are ``values``, drawn under ``key``."""
+    from .selectors import listing_plan
+
+    plan = listing_plan(listing)
+    stat = plan.statistics[0]
+    sizes = sizes_of(stat, plan.labels)
+    workload = Workload(sizes)
+    if workload.width != len(values):
+        raise ValueError("the release's values are not this listing's tables")
+    rng = OSRandom(words=keyed_words(key))
+    total = float(plan.neighbours.size) if plan.neighbours.public else None
+    codes = synthesize(np.asarray(values, dtype=np.float64), workload, total=total, rng=rng)
+    names = [entry["column"] for entry in stat["columns"]]
+    return Rows(names, [_decoded(entry, size, codes[:, i], rng)
+                        for i, (entry, size) in enumerate(zip(stat["columns"], sizes))])
+
+
+def key_of(point) -> bytes:
+    """The secret the rows of ``point``'s level are drawn under: a hash of its noise (never changes)."""
+    from market.core import crypto
+
+    secret = crypto.unseal(bytes(point.noise), context=point.noise_context())
+    return hmac.new(secret, KEY_CONTEXT, hashlib.sha256).digest()
