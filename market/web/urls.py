@@ -15,6 +15,7 @@ urlpatterns = [
     path("library/", views.library, name="library"),
     path("library/releases/<str:release_id>.<str:fmt>", views.release_download, name="release-download"),
     path("library/releases/<str:release_id>/records.<str:fmt>", views.release_records, name="release-records"),
+    path("library/releases/<str:release_id>/rows.<str:fmt>", views.release_rows, name="release-rows"),
     path("wallet/top-up/", views.top_up, name="top-up"),
     path("owner/", include("market.web.owner_urls")),
     path("account/", account_views.account, name="account"),

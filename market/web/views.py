@@ -28,7 +28,7 @@ from market.ledger import selectors as ledger
 from market.ledger.payments import provider
 from market.trading import selectors as trading
 from market.core.levels import level_text
-from market.trading.records import records_response
+from market.trading.records import records_response, rows_response
 from market.trading.services import QUEUE_DOWN_NOTE, purchase_create, purchase_quote
 from market.trust.selectors import buyer_cap
 
@@ -261,6 +261,7 @@ def _purchase_context(purchase, *, again: bool = False):
         "release": release,
         "readings": readings,
         "microdata": trading.release_microdata(release) if release else None,
+        "synthetic": trading.release_synthetic(release) if release else None,
         "plot": point_plot(readings, purchase.listing) if readings else None,
         "again": again,
     }
@@ -283,7 +284,8 @@ def purchase_status(request, purchase_id):
 @login_required
 def library(request):
     statement = Paginator(ledger.wallet_statement(user=request.user), 15).get_page(request.GET.get("page"))
-    items = [{"release": r, "readings": trading.release_readings(r), "microdata": trading.release_microdata(r)}
+    items = [{"release": r, "readings": trading.release_readings(r), "microdata": trading.release_microdata(r),
+              "synthetic": trading.release_synthetic(r)}
              for r in trading.release_list(user=request.user)]
     return render(
         request,
@@ -350,6 +352,16 @@ def release_records(request, release_id, fmt):
     only; anyone else's, a release of statistics or another format is 404."""
     try:
         return records_response(trading.release_get(user=request.user, release_id=release_id), fmt)
+    except DomainError as exc:
+        raise Http404(exc.message) from None
+
+
+@login_required
+def release_rows(request, release_id, fmt):
+    """A synthetic-data release's rows as a file (CSV or Parquet): the signed-in buyer's own release
+    only; anyone else's, a release of anything else or another format is 404."""
+    try:
+        return rows_response(trading.release_get(user=request.user, release_id=release_id), fmt)
     except DomainError as exc:
         raise Http404(exc.message) from None
 

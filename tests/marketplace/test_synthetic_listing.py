@@ -138,3 +138,26 @@ def test_each_table_states_its_expected_error_before_purchase_and_buying_by_accu
     level = float(bought["epsilon"])
     at = lambda eps: 16 * 2 * math.exp(-eps / 12) / (1 - math.exp(-eps / 6)) / 600  # noqa: E731
     assert at(level) <= 0.1 < at(level - 0.01)
+
+
+def test_the_buyers_pages_offer_the_rows(owner, users, fund, client, eager_celery, django_capture_on_commit_callbacks):
+    from django.urls import reverse
+
+    from market.catalog.services import listing_create
+
+    dataset = ready_dataset(owner=owner, name="birds", data=CSV, relation="public_size", total_budget="10")
+    spec = [{**SPEC[0], "columns": SPEC[0]["columns"][:3]}]
+    listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Birds", statistics=spec, ceiling="2",
+                             price_per_epsilon="1")
+    bea = users("bea")
+    fund(bea, 100)
+    release = _buy(bea, listing, "1", django_capture_on_commit_callbacks)
+    client.force_login(bea)
+    page = client.get(reverse("web:purchase", args=[release.purchase_id])).content.decode()
+    link = reverse("web:release-rows", args=[release.public_id, "csv"])
+    assert "Synthetic rows of species, island, mass: 300 rows" in page and link in page
+    assert link in client.get(reverse("web:library")).content.decode()
+    rows = client.get(link)
+    assert rows.status_code == 200 and rows.content.decode().startswith('"species","island","mass"')
+    client.force_login(users("cal"))
+    assert client.get(link).status_code == 404
