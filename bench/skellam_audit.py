@@ -214,6 +214,26 @@ def centroid_case(rows: int = 1000, seed: int = 20261128) -> Case:
     return Case("centroid", plan, _bound(plan), answer(before), answer(replaced))
 
 
+def synthetic_case(rows: int = 1000, seed: int = 20261128) -> Case:
+    """Synthetic data of (age, score) under a public size: age in bins at 40 and 60, score at 10 and 20
+    (three tables: each column, and the pair). The neighbour replaces (age 0, score 5) by (age 100,
+    score 25): one cell of each table down by one and another up, six values in all."""
+    rng = np.random.default_rng(seed)
+    data = _dataset(rng, rows)
+    spec = [{"kind": "synthetic", "columns": [{"column": "age", "bins": [0, 40, 60, 100]},
+                                              {"column": "score", "bins": [0, 10, 20, 30]}]}]
+    plan = build_plan(spec, COLUMNS, neighbours=Neighbours(PUBLIC_SIZE, size=rows), mechanism="skellam")
+    before = data.copy()
+    before[0] = [0.0, 5.0]
+    replaced = before.copy()
+    replaced[0] = [100.0, 25.0]
+
+    def answer(values):
+        return compute(plan, Table.from_matrix(COLUMNS, values))
+
+    return Case("synthetic data", plan, _bound(plan), answer(before), answer(replaced))
+
+
 # --------------------------------------------------------------------------
 # noise for many listings at once
 
@@ -417,7 +437,7 @@ def main(argv=None) -> int:
     failures = 0
     print(f"{args.listings:,} listings per dataset; ceiling {CEILING}, delta {DELTA}; bounds jointly valid at "
           f"1 - {FALSE_ALARM:g} per audit")
-    for case in [*cases().values(), centroid_case()]:
+    for case in [*cases().values(), centroid_case(), synthetic_case()]:
         print(f"\n{case.name}: {len(case.plan.labels)} values, weights {case.weights.tolist()}, worst case "
               f"{case.moves()}; times {dict(zip(case.found.calibrated['levels'], case.found.calibrated['times']))}")
         print(f"  eps_top(delta) of the highest level: {claims(case)}")

@@ -158,6 +158,18 @@ def holdings_list(*, user) -> QuerySet:
     return visibility.holdings(user).filter(purchased__gt=0).select_related("listing").order_by("-updated_at")
 
 
+def listing_delivered_quality(*, user, listing_id) -> list[dict] | None:
+    """The owner's own synthetic-data listing's delivered quality per level released
+    (``market.catalog.synthetic.delivered_quality``); None for any other listing. Owners only: it reads
+    the listing's true answer."""
+    from . import synthetic
+
+    listing = visibility.owned_listings(user).filter(pk=listing_id).first()
+    if listing is None:
+        raise NotFound("no such listing among yours")
+    return synthetic.delivered_quality(listing) if synthetic.sells_rows(listing) else None
+
+
 def listing_plan(listing):
     """The listing's statistics laid out for its dataset's relation (``Plan``), as sold: read back
     from what the listing stored when it was made (``Listing.plan``), without reading its dataset

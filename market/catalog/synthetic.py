@@ -64,8 +64,9 @@ def _decoded(entry: dict, size: int, codes: np.ndarray, rng: OSRandom) -> list:
     return [names[c] if c < len(names) else None for c in codes]
 
 
-def rows(listing, values, key: bytes) -> Rows:
-    """The rows of a release of ``listing`` whose released values are ``values``, drawn under ``key``."""
+def _codes(listing, values, key: bytes):
+    """``(stat, sizes, workload, codes, rng)``: the codes drawn from ``values`` under ``key`` (the rng
+    continues, for the values read from the codes)."""
     from .selectors import listing_plan
 
     plan = listing_plan(listing)
@@ -77,6 +78,12 @@ def rows(listing, values, key: bytes) -> Rows:
     rng = OSRandom(words=keyed_words(key))
     total = float(plan.neighbours.size) if plan.neighbours.public else None
     codes = synthesize(np.asarray(values, dtype=np.float64), workload, total=total, rng=rng)
+    return stat, sizes, workload, codes, rng
+
+
+def rows(listing, values, key: bytes) -> Rows:
+    """The rows of a release of ``listing`` whose released values are ``values``, drawn under ``key``."""
+    stat, sizes, _, codes, rng = _codes(listing, values, key)
     names = [entry["column"] for entry in stat["columns"]]
     return Rows(names, [_decoded(entry, size, codes[:, i], rng)
                         for i, (entry, size) in enumerate(zip(stat["columns"], sizes))])
@@ -88,3 +95,22 @@ def key_of(point) -> bytes:
 
     secret = crypto.unseal(bytes(point.noise), context=point.noise_context())
     return hmac.new(secret, KEY_CONTEXT, hashlib.sha256).digest()
+
+
+def delivered_quality(listing) -> list[dict]:
+    """Per level released, the rows' average 2-way TVD against the data's true tables, and their number:
+    what only the owner sees (the true tables are the listing's secret answer)."""
+    from releases.engine.synthetic import tables_tvd
+    from releases.models import NoisePoint, Release
+
+    truth = np.asarray(listing.true_answer(), dtype=np.float64)
+    out = []
+    points = NoisePoint.objects.filter(path__listing=listing).order_by("level")
+    for point in points:
+        release = Release.objects.filter(point=point).only("values").first()
+        if release is None:
+            continue
+        _, _, workload, codes, _ = _codes(listing, release.values, key_of(point))
+        out.append({"level": point.level, "tvd": tables_tvd(workload.measure(codes), truth, workload),
+                    "rows": int(codes.shape[0])})
+    return out

@@ -587,6 +587,7 @@ def _listing_page(request, listing_id: int, *, status: int = 200, **forms):
         "price_form": forms.get("price_form") or ListingPriceForm(initial=_price_initial(listing["price_curve"])),
         "close_form": forms.get("close_form") or ListingCloseForm(),
         "reopen_error": forms.get("reopen_error"),
+        "quality": catalog_selectors.listing_delivered_quality(user=request.user, listing_id=listing_id),
     }
     return render(request, "owner/listing.html", context, status=status)
 

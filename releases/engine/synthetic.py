@@ -38,7 +38,7 @@ from functools import cached_property
 import numpy as np
 
 __all__ = ["Model", "Workload", "average_tvd", "estimate", "largest_remainder", "sample", "simplex", "synthesize",
-           "tree"]
+           "tables_tvd", "tree"]
 
 #: Iterations of proportional fitting after negative cells are cleared (each a row and a column pass).
 FITTING_ROUNDS = 200
@@ -250,7 +250,11 @@ def synthesize(noisy: np.ndarray, workload: Workload, *, rows: int | None = None
 def average_tvd(codes: np.ndarray, truth: np.ndarray, workload: Workload) -> float:
     """The average over all 2-way tables of the total-variation distance between the two sets of
     rows' tables (each as a distribution): the delivered quality an owner sees."""
-    a, b = workload.measure(codes), workload.measure(truth)
+    return tables_tvd(workload.measure(codes), workload.measure(truth), workload)
+
+
+def tables_tvd(a: np.ndarray, b: np.ndarray, workload: Workload) -> float:
+    """:func:`average_tvd` from the two sets of tables (vectors in the workload's order)."""
     out = []
     for table in workload.tables:
         if len(table) != 2:

@@ -161,3 +161,29 @@ def test_the_buyers_pages_offer_the_rows(owner, users, fund, client, eager_celer
     assert rows.status_code == 200 and rows.content.decode().startswith('"species","island","mass"')
     client.force_login(users("cal"))
     assert client.get(link).status_code == 404
+
+
+def test_only_the_owner_sees_the_delivered_quality_and_it_improves_with_the_level(
+        owner, users, fund, client, eager_celery, django_capture_on_commit_callbacks):
+    from django.urls import reverse
+
+    from market.catalog.selectors import listing_delivered_quality
+    from market.catalog.services import listing_create
+    from market.core.errors import NotFound
+
+    dataset = ready_dataset(owner=owner, name="birds", data=CSV, relation="public_size", total_budget="40")
+    spec = [{**SPEC[0], "columns": SPEC[0]["columns"][:3]}]
+    listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Birds", statistics=spec, ceiling="32",
+                             price_per_epsilon="0.1")
+    bea = users("bea")
+    fund(bea, 100)
+    for level in ("0.5", "32"):
+        _buy(bea, listing, level, django_capture_on_commit_callbacks)
+    found = listing_delivered_quality(user=owner, listing_id=listing.pk)
+    assert [q["level"] for q in found] == [Decimal("0.5"), Decimal("32")] and all(q["rows"] == 300 for q in found)
+    assert found[1]["tvd"] < found[0]["tvd"] and found[1]["tvd"] < 0.1
+    with pytest.raises(NotFound):  # another user's, even a buyer's: it reads the data's true tables
+        listing_delivered_quality(user=bea, listing_id=listing.pk)
+    client.force_login(owner)
+    page = client.get(reverse("web:owner-listing", args=[listing.pk])).content.decode()
+    assert "Delivered quality (only you see this)" in page and f"{found[1]['tvd']:.3f}" in page
