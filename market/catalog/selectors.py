@@ -167,7 +167,7 @@ def listing_delivered_quality(*, user, listing_id) -> list[dict] | None:
     listing = visibility.owned_listings(user).filter(pk=listing_id).first()
     if listing is None:
         raise NotFound("no such listing among yours")
-    return synthetic.delivered_quality(listing) if synthetic.sells_rows(listing) else None
+    return synthetic.delivered_quality(listing, listing_plan(listing)) if synthetic.sells_rows(listing) else None
 
 
 def listing_plan(listing):

@@ -64,12 +64,9 @@ def _decoded(entry: dict, size: int, codes: np.ndarray, rng: OSRandom) -> list:
     return [names[c] if c < len(names) else None for c in codes]
 
 
-def _codes(listing, values, key: bytes):
+def _codes(plan, values, key: bytes):
     """``(stat, sizes, workload, codes, rng)``: the codes drawn from ``values`` under ``key`` (the rng
-    continues, for the values read from the codes)."""
-    from .selectors import listing_plan
-
-    plan = listing_plan(listing)
+    continues, for the values read from the codes); ``plan`` the listing's (``selectors.listing_plan``)."""
     stat = plan.statistics[0]
     sizes = sizes_of(stat, plan.labels)
     workload = Workload(sizes)
@@ -81,9 +78,9 @@ def _codes(listing, values, key: bytes):
     return stat, sizes, workload, codes, rng
 
 
-def rows(listing, values, key: bytes) -> Rows:
-    """The rows of a release of ``listing`` whose released values are ``values``, drawn under ``key``."""
-    stat, sizes, _, codes, rng = _codes(listing, values, key)
+def rows(plan, values, key: bytes) -> Rows:
+    """The rows of a release whose released values are ``values``, drawn under ``key``; ``plan`` its listing's."""
+    stat, sizes, _, codes, rng = _codes(plan, values, key)
     names = [entry["column"] for entry in stat["columns"]]
     return Rows(names, [_decoded(entry, size, codes[:, i], rng)
                         for i, (entry, size) in enumerate(zip(stat["columns"], sizes))])
@@ -97,7 +94,7 @@ def key_of(point) -> bytes:
     return hmac.new(secret, KEY_CONTEXT, hashlib.sha256).digest()
 
 
-def delivered_quality(listing) -> list[dict]:
+def delivered_quality(listing, plan) -> list[dict]:
     """Per level released, the rows' average 2-way TVD against the data's true tables, and their number:
     what only the owner sees (the true tables are the listing's secret answer)."""
     from releases.engine.synthetic import tables_tvd
@@ -110,7 +107,7 @@ def delivered_quality(listing) -> list[dict]:
         release = Release.objects.filter(point=point).only("values").first()
         if release is None:
             continue
-        _, _, workload, codes, _ = _codes(listing, release.values, key_of(point))
+        _, _, workload, codes, _ = _codes(plan, release.values, key_of(point))
         out.append({"level": point.level, "tvd": tables_tvd(workload.measure(codes), truth, workload),
                     "rows": int(codes.shape[0])})
     return out

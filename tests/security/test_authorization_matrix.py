@@ -125,6 +125,10 @@ API = [
     api("GET",    "/api/v1/releases/{MR}/records.csv",      "401  200   404   404   404   404"),
     api("GET",    "/api/v1/releases/{MR}/records.parquet",  "401  200   404   404   404   404"),
     api("GET",    "/api/v1/releases/{R}/records.csv",       "401  404   404   404   404   404"),
+    # a synthetic-data release's rows: its buyer's only (tests/marketplace/test_synthetic_listing.py); other
+    # releases have none
+    api("GET",    "/api/v1/releases/{R}/rows.csv",          "401  404   404   404   404   404"),
+    api("GET",    "/api/v1/releases/{MR}/rows.parquet",     "401  404   404   404   404   404"),
     # a microdata listing on {MD}: non-owners 403, the other owner 404 (not his)
     api("POST",   "/api/v1/listings/microdata/",            "401  403   403   201   404   403", "microdata"),
     api("DELETE", "/api/v1/releases/{R}/",                  "401  405   405   405   405   405"),
@@ -185,6 +189,7 @@ PAGES = [
     page("GET",  "/library/releases/{MR}/records.parquet",  "302L 200   404   404   404   404"),
     page("GET",  "/library/releases/{MR}/records.json",     "302L 404   404   404   404   404"),
     page("GET",  "/library/releases/{R}/records.csv",       "302L 404   404   404   404   404"),
+    page("GET",  "/library/releases/{R}/rows.csv",          "302L 404   404   404   404   404"),
     page("POST", "/wallet/top-up/",                         "302L 302   302   302   302   302", "top_up"),
     page("GET",  "/wallet/top-up/",                         "302L 405   405   405   405   405"),
     # the owner's pages
