@@ -83,8 +83,8 @@ SPEC_INPUTS = {
     "radius": "radius",
 }
 #: The row inputs besides the kind, the filters and the confirmation, in page order.
-INPUTS = ("column", "points", "center", "radius", "lower", "upper", "grid", "bins", "quantiles", "by", "categories", "by2",
-          "categories2", "bin", "date_from", "date_to")
+INPUTS = ("column", "points", "center", "radius", "synthetic_columns", "lower", "upper", "grid", "bins", "quantiles", "by",
+          "categories", "by2", "categories2", "bin", "date_from", "date_to")
 
 @dataclass(frozen=True)
 class BuilderKind:
@@ -306,6 +306,30 @@ CONFIRM_CATEGORIES = ("Confirm that these categories are public: which values oc
                       "so list only values anyone may know.")
 
 
+def synthetic_columns(text: str, by_name: dict) -> tuple[list[dict], bool]:
+    """Synthetic data's columns, one per line: ``name: a, b, c`` (a categorical column's categories, or a
+    number's bin edges) or ``name`` alone (a true/false column). Returns the columns and whether any
+    declares categories (to be confirmed public); ValueError naming the line at fault."""
+    out, declares = [], False
+    for number, line in enumerate((l for l in text.splitlines() if l.strip()), start=1):
+        name, _, rest = line.partition(":")
+        column = by_name.get(name.strip())
+        if column is None or column.type not in NUMERIC + CATEGORICAL:
+            raise ValueError(f"line {number}: {name.strip()[:40]!r} is not a categorical, true/false or numeric column")
+        if column.type in NUMERIC:
+            if not rest.strip():
+                raise ValueError(f"line {number}: give {column.name}'s bin edges, e.g. {column.name}: 0, 18, 65, 100")
+            out.append({"column": column.name, "bins": bin_edges(rest, f"bin edges of {column.name}")})
+        elif rest.strip():
+            out.append({"column": column.name, "categories": parse_values(rest, column)})
+            declares = True
+        elif column.type == "boolean":
+            out.append({"column": column.name})
+        else:
+            raise ValueError(f"line {number}: list {column.name}'s categories, e.g. {column.name}: a, b, c")
+    return out, declares
+
+
 def numbers_input(values: dict, spec: dict, fault, name: str, required: str, example: str) -> None:
     """A required comma-separated list of numbers: input ``name`` into ``spec[name]``."""
     if _blank(values.get(name)):
@@ -408,6 +432,15 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
             dated_column = column.type in TEMPORAL
     if kind.input_of("columns") == "points":  # a point's columns, its center and radius
         point_inputs(values, spec, by_name, fault, f"{article} {kind.title}")
+    declared_within = False
+    if kind.input_of("columns") == "synthetic_columns":
+        if _blank(values.get("synthetic_columns")):
+            fault("synthetic_columns", f"Required for {kind.title}: one column per line.")
+        else:
+            try:
+                spec["columns"], declared_within = synthetic_columns(values["synthetic_columns"], by_name)
+            except ValueError as exc:
+                fault("synthetic_columns", f"{exc}.")
     for bound in ("lower", "upper"):
         if bound in kind.fields and (bound in kind.required or not _blank(values.get(bound))):
             text = values.get(bound)
@@ -484,9 +517,10 @@ def statistic_spec(values: dict, columns, kinds: dict[str, BuilderKind] | None =
                         fault(input_name, f"{by.name} is not a date: clear this.")
     elif "by" in kind.fields and not _blank(values.get("categories")):
         fault("by", "Choose the column these categories are of, or clear them.")
+    confirm_needed |= declared_within
     if confirm_needed and not values.get("categories_public"):
         fault("categories_public", CONFIRM_CATEGORIES)
-    elif confirm_needed and any(field in spec for field in DECLARED_CATEGORIES):
+    elif confirm_needed and (declared_within or any(field in spec for field in DECLARED_CATEGORIES)):
         spec[CONFIRM_PUBLIC] = True  # the owner's confirmation, as the service requires it (never stored)
 
     if "where" in kind.fields:

@@ -330,6 +330,11 @@ class StatisticForm(forms.Form):
                              help_text="One number per column, comma-separated: where the ball is centred.")
     radius = forms.CharField(label="Radius", required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}),
                              help_text="Each point is pulled into the ball of this radius around the center.")
+    synthetic_columns = forms.CharField(
+        label="Columns and their codes", required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="One per line: a categorical column and its categories (species: Adelie, Chinstrap, Gentoo), a "
+        "number and its bin edges (body_mass_g: 3000, 4000, 5000, 6000; the first and last bins are open-ended), "
+        "or a true/false column alone. Every one- and two-way table of them is measured; buyers get rows.")
     lower = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
     upper = forms.CharField(required=False, max_length=40, widget=forms.NumberInput(attrs={"step": "any"}))
     grid = forms.CharField(

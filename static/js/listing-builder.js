@@ -64,7 +64,7 @@
       bin: datedBy, date_from: datedBy, date_to: datedBy,
       where: has("where")
     });
-    visible.categories_public = visible.categories;
+    visible.categories_public = visible.categories || has("synthetic_columns");
     row.querySelectorAll("[data-input]").forEach(function (el) { show(el, !!visible[el.dataset.input]); });
     placeholder(row);
     // the filters: the used ones and one more

@@ -187,3 +187,27 @@ def test_only_the_owner_sees_the_delivered_quality_and_it_improves_with_the_leve
     client.force_login(owner)
     page = client.get(reverse("web:owner-listing", args=[listing.pk])).content.decode()
     assert "Delivered quality (only you see this)" in page and f"{found[1]['tvd']:.3f}" in page
+
+
+def test_the_owner_lists_synthetic_data_from_the_builder(owner, client):
+    """The builder's synthetic-data row: one column per line, categories confirmed public, every table made."""
+    from django.urls import reverse
+
+    dataset = ready_dataset(owner=owner, name="birds", data=CSV, relation="public_size", total_budget="10")
+    client.force_login(owner)
+    post = {"dataset": dataset.public_id, "title": "Birds, synthetic", "description": "", "ceiling": "2",
+            "price_kind": "linear", "price_per_epsilon": "1", "mechanism": "lattice", "stats-TOTAL_FORMS": "1",
+            "stats-INITIAL_FORMS": "0", "stats-0-kind": "synthetic",
+            "stats-0-synthetic_columns": "species: Adelie, Chinstrap, Gentoo\nmass: 3000, 4000, 5000, 6000\nnope: 1"}
+    page = client.post(reverse("web:owner-listing-new"), post).content.decode()
+    assert "line 3: &#x27;nope&#x27; is not a categorical, true/false or numeric column." in page
+    post["stats-0-synthetic_columns"] = "species: Adelie, Chinstrap, Gentoo\nmass: 3000, 4000, 5000, 6000"
+    unconfirmed = client.post(reverse("web:owner-listing-new"), post).content.decode()
+    assert "confirm" in unconfirmed and not Listing.objects.exists()
+    post["stats-0-categories_public"] = "on"
+    made = client.post(reverse("web:owner-listing-new"), post)
+    assert made.status_code == 302, made.content.decode()[:3000]
+    listing = Listing.objects.get()
+    assert listing.statistics == [{"kind": "synthetic", "columns": [
+        {"column": "species", "categories": ["Adelie", "Chinstrap", "Gentoo"]},
+        {"column": "mass", "bins": [3000.0, 4000.0, 5000.0, 6000.0]}]}]

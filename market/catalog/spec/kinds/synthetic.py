@@ -77,8 +77,8 @@ class Synthetic(Kind):
     name = "synthetic"
     title = "synthetic data"
     alone = True
-    in_builder = False
     sells_rows = True
+    builder_inputs = {"columns": "synthetic_columns"}
 
     def validate(self, item, where, columns):
         _fields(item, where, ("columns",), ())
