@@ -22,6 +22,15 @@ def sign_up_as_owner(page, username):
     expect(page.get_by_role("heading", name="Owner dashboard")).to_be_visible()
 
 
+def new_listing(page, dataset, title: str, ceiling: str, price: str):
+    """The builder on ``dataset`` with the title, ceiling and linear price filled in: its first statistic row."""
+    page.goto(f"/owner/listings/new/?dataset={dataset.public_id}")
+    page.get_by_label(LABEL["Title"]).fill(title)
+    page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill(ceiling)
+    page.get_by_label(re.compile(r"^Price scale c")).fill(price)
+    return page.locator("fieldset.stat-row").nth(0)
+
+
 def upload(page, name, content: bytes):
     page.get_by_role("link", name="Upload a dataset").first.click()
     page.get_by_label(LABEL["Name"]).fill(name)

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from market.catalog.models import Listing
 from tests.browser.test_buyer_flow import confirm_and_wait, log_in
-from tests.browser.test_owner_flow import LABEL, sign_up_as_owner
+from tests.browser.test_owner_flow import LABEL, new_listing, sign_up_as_owner
 from tests.datasets import ready_dataset
 from tests.fixtures.market import make_csv
 
@@ -83,15 +83,11 @@ def test_an_owner_lists_a_centroid_from_the_builder_and_sees_its_error_radius(br
     dataset = ready_dataset(owner=User.objects.get(username="ines"), name="Places", data=locations_csv(),
                             relation="public_size", total_budget="10")
     Dataset.objects.filter(pk=dataset.pk).update(delta_budget="1e-6")
-    page.goto(f"/owner/listings/new/?dataset={dataset.public_id}")
-    page.get_by_label(LABEL["Title"]).fill("Centre of the places")
-    page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("1")
-    page.get_by_label(re.compile(r"^Price scale c")).fill("5")
-    row = page.locator("fieldset.stat-row").nth(0)
+    row = new_listing(page, dataset, "Centre of the places", "1", "5")
     row.get_by_label(LABEL["Kind"]).select_option("centroid")
-    expect(row.get_by_label(re.compile(r"^Columns"))).to_be_visible()
+    expect(row.get_by_label(re.compile(r"^Columns$"))).to_be_visible()
     expect(row.get_by_label(LABEL["Column"])).to_be_hidden()
-    row.get_by_label(re.compile(r"^Columns")).fill("east, north")
+    row.get_by_label(re.compile(r"^Columns$")).fill("east, north")
     row.get_by_label(re.compile(r"^Center")).fill("1000, -300")
     row.get_by_label(re.compile(r"^Radius")).fill("3000")
     page.get_by_role("button", name="Compare the mechanisms").click()

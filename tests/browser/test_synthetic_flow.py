@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from market.catalog.models import Listing
 from tests.browser.test_buyer_flow import confirm_and_wait, log_in
-from tests.browser.test_owner_flow import LABEL, sign_up_as_owner
+from tests.browser.test_owner_flow import LABEL, new_listing, sign_up_as_owner
 from tests.datasets import ready_dataset
 from tests.marketplace.test_synthetic_listing import CSV
 
@@ -24,11 +24,7 @@ def test_an_owner_lists_synthetic_data_and_a_buyer_downloads_two_levels_of_rows(
     sign_up_as_owner(page, "olga")
     dataset = ready_dataset(owner=User.objects.get(username="olga"), name="Birds", data=CSV, relation="public_size",
                             total_budget="10")
-    page.goto(f"/owner/listings/new/?dataset={dataset.public_id}")
-    page.get_by_label(LABEL["Title"]).fill("Birds, synthetic")
-    page.get_by_label(re.compile(r"^Ceiling \(ε\)")).fill("4")
-    page.get_by_label(re.compile(r"^Price scale c")).fill("1")
-    row = page.locator("fieldset.stat-row").nth(0)
+    row = new_listing(page, dataset, "Birds, synthetic", "4", "1")
     row.get_by_label(LABEL["Kind"]).select_option("synthetic")
     codes = row.get_by_label(re.compile(r"^Columns and their codes"))
     expect(codes).to_be_visible()
