@@ -17,6 +17,7 @@ v1 = [
     path("listings/<int:listing_id>/reopen/", views.ListingReopenView.as_view(), name="api-listing-reopen"),
     path("listings/<int:listing_id>/quote/", views.QuoteView.as_view(), name="api-quote"),
     path("listings/<int:listing_id>/privacy-profile/", views.PrivacyProfileView.as_view(), name="api-privacy-profile"),
+    path("listings/<int:listing_id>/quality/", views.ListingQualityView.as_view(), name="api-listing-quality"),
     path("datasets/", views.DatasetListView.as_view(), name="api-datasets"),
     path("datasets/<str:dataset_id>/", views.DatasetDetailView.as_view(), name="api-dataset"),
     path("datasets/<str:dataset_id>/budget/", views.DatasetBudgetView.as_view(), name="api-dataset-budget"),

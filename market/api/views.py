@@ -26,7 +26,7 @@ from market.catalog.services import (
     listing_reopen,
     listing_update,
 )
-from market.core.errors import Forbidden
+from market.core.errors import Forbidden, NotFound
 from market.ledger import selectors as ledger
 from market.ledger.payments import payout_provider, provider
 from market.trading import selectors as trading
@@ -283,6 +283,21 @@ class PrivacyProfileView(APIView):
         listing = catalog.listing_get(user=request.user, listing_id=listing_id)
         level = query.validated_data.get("epsilon") or listing.ceiling
         return Response(s.PrivacyProfileSerializer(catalog.listing_profile(listing=listing, epsilon=level)).data)
+
+
+class ListingQualityView(APIView):
+    """Your synthetic-data listing's delivered quality: for each level released, its rows' average two-way
+    total-variation distance from your data. Owners only (it reads the data's true tables); 404 for
+    anyone else's listing, or a listing that does not sell rows."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: s.QualitySerializer, **documented(404)})
+    def get(self, request, listing_id: int):
+        found = catalog.listing_delivered_quality(user=request.user, listing_id=listing_id)
+        if found is None:
+            raise NotFound("no synthetic rows: this listing sells statistics")
+        return Response(s.QualitySerializer({"listing": listing_id, "levels": found}).data)
 
 
 class DatasetListView(ScopedListView):

@@ -250,6 +250,12 @@ def test_download_writes_a_synthetic_releases_rows(worker, live_server, owner, f
     gradual("download", release.id, "-o", str(parquet), env=env, home=tmp_path)
     import pyarrow.parquet as pq
     assert pq.read_table(parquet).num_rows == 300
+    # the owner's delivered quality, per level released
+    mine = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key_for(owner)}
+    [level] = rows_of(gradual("listings", "quality", str(listing.pk), "--output", "csv", env=mine, home=tmp_path).stdout)
+    assert level["level"] == "1.0000" and level["rows"] == "300" and 0 < float(level["tvd"]) < 1
+    refused = gradual("listings", "quality", str(listing.pk), env=env, home=tmp_path, code=1)
+    assert "404" in refused.stderr
 
 
 # -- owners ------------------------------------------------------------------------------------------
@@ -420,6 +426,6 @@ def test_completion_scripts_are_made_from_the_parser(tmp_path):
     assert "complete -c gradual -n '__fish_use_subcommand' -a wait -d 'wait until a purchase is released (exit code 4 " \
            "if it failed or is still in flight)'" in fish
     assert any(line.startswith("complete -c gradual -n '__fish_seen_subcommand_from listings ; and not "
-                               "__fish_seen_subcommand_from create compare close reopen' -a create") for line in fish)
+                               "__fish_seen_subcommand_from create compare quality close reopen' -a create") for line in fish)
     assert any("__fish_seen_subcommand_from download' -s o -l output-file" in line for line in fish)
     assert gradual("completion", "tcsh", home=tmp_path, code=2).stdout == ""

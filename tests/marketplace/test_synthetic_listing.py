@@ -187,6 +187,11 @@ def test_only_the_owner_sees_the_delivered_quality_and_it_improves_with_the_leve
     client.force_login(owner)
     page = client.get(reverse("web:owner-listing", args=[listing.pk])).content.decode()
     assert "Delivered quality (only you see this)" in page and f"{found[1]['tvd']:.3f}" in page
+    served = client.get(f"/api/v1/listings/{listing.pk}/quality/").json()
+    assert served["listing"] == listing.pk and [q["tvd"] for q in served["levels"]] == [q["tvd"] for q in found]
+    assert [q["level"] for q in served["levels"]] == ["0.5000", "32.0000"]
+    client.force_login(bea)
+    assert client.get(f"/api/v1/listings/{listing.pk}/quality/").status_code == 404
 
 
 def test_the_owner_lists_synthetic_data_from_the_builder(owner, client):

@@ -83,6 +83,9 @@ API = [
     api("GET",    "/api/v1/listings/{L}/quote/?epsilon=2",  "200  200   200   400   200   200"),
     # public: the profile depends on the statistics, the relation and the level only
     api("GET",    "/api/v1/listings/{L}/privacy-profile/?epsilon=2", "200  200   200   200   200   200"),
+    # a synthetic-data listing's delivered quality: its owner's only (tests/marketplace/test_synthetic_listing.py);
+    # a listing of statistics has none, even for its owner
+    api("GET",    "/api/v1/listings/{L}/quality/",          "401  404   404   404   404   404"),
     # creating a listing on D: non-owners 403 (role_required), the other owner 404 (not his)
     api("POST",   "/api/v1/listings/",                      "401  403   403   201   404   403", "listing"),
     # comparing mechanisms before listing: owners only, on their own datasets (another owner's: not found)

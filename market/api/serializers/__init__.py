@@ -114,6 +114,8 @@ from .privacy import (  # noqa: F401
     CompositionSerializer,
     FitsQuerySerializer,
     FitsSerializer,
+    QualityLevelSerializer,
+    QualitySerializer,
     SampledSensitivityRequestSerializer,
     SampledSensitivitySerializer,
     _Pairs,

@@ -124,6 +124,18 @@ class FitsQuerySerializer(StrictSerializer):
                                       help_text="skellam: how many counts one record moves by one (default 1)")
 
 
+class QualityLevelSerializer(serializers.Serializer):
+    level = serializers.DecimalField(max_digits=9, decimal_places=4)
+    rows = serializers.IntegerField(help_text="how many synthetic rows the level gives")
+    tvd = serializers.FloatField(help_text="the rows' average total-variation distance from your data over every "
+                                 "two-way table (0 identical, 1 nothing in common)")
+
+
+class QualitySerializer(serializers.Serializer):
+    listing = serializers.IntegerField()
+    levels = QualityLevelSerializer(many=True, help_text="each level released, lowest first")
+
+
 class FitsSerializer(serializers.Serializer):
     fits = serializers.IntegerField(help_text="how many more listings of this shape fit beside the dataset's (at most 200)")
     mechanism = serializers.CharField()

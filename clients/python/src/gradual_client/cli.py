@@ -213,6 +213,11 @@ def cmd_listing_compare(client: Client, args: argparse.Namespace, out: TextIO) -
     return OK
 
 
+def cmd_listing_quality(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    write_rows(out, ("level", "rows", "tvd"), client.quality(args.listing), args.format)
+    return OK
+
+
 def cmd_listing_close(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     _write_listing(client.close_listing(args.listing, reason=args.reason), args.format, out)
     return OK
@@ -544,6 +549,9 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument("--spec", required=True, help="a JSON file: as for create (dataset, statistics, ceiling)")
     compare.add_argument("--dataset", help="the dataset's id (instead of the spec's)")
     compare.add_argument("--delta", help="the Skellam listing's delta (default 1e-9)")
+    quality = command("quality", cmd_listing_quality, "your synthetic-data listing's delivered quality per level "
+                      "released: the rows' average two-way TVD from your data (owners)", under=owned)
+    quality.add_argument("listing", type=int, help="the listing's id")
     close = command("close", cmd_listing_close, "close your listing (owners)", under=owned)
     close.add_argument("listing", type=int, help="the listing's id")
     close.add_argument("--reason", help="why, shown to its buyers")

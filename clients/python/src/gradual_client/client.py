@@ -598,6 +598,11 @@ class Client:
             body["delta"] = None if delta is None else str(delta)
         return Dataset.from_json(self._json("POST", f"datasets/{dataset_id}/budget/", json=body))
 
+    def quality(self, listing_id: int) -> list[dict[str, Any]]:
+        """Owners: your synthetic-data listing's delivered quality, one ``{"level", "rows", "tvd"}`` per level
+        released (the rows' average two-way total-variation distance from your data)."""
+        return self._json("GET", f"listings/{int(listing_id)}/quality/")["levels"]
+
     def fits(self, dataset: Dataset | str, *, ceiling: Number, mechanism: str = "lattice",
              values: int | None = None) -> dict[str, Any]:
         """How many more listings of one shape fit your dataset beside its listings (a what-if)."""
