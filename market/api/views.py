@@ -556,18 +556,20 @@ class ReleaseDetailView(APIView):
         return Response(s.ReleaseSerializer(trading.release_get(user=request.user, release_id=release_id)).data)
 
 
+def _file_answers(csv_description: str) -> dict:
+    """A file download's documented answers: CSV described as given, the same as Parquet, or 404."""
+    return {(200, "text/csv"): OpenApiResponse(response=OpenApiTypes.STR, description=csv_description),
+            (200, "application/vnd.apache.parquet"): OpenApiResponse(response=OpenApiTypes.BINARY,
+                                                                     description="the same as Parquet"),
+            **documented(404)}
+
+
 class ReleaseRecordsView(APIView):
     """A microdata release's records as a file: one row per record, one column per bit."""
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(
-        responses={(200, "text/csv"): OpenApiResponse(response=OpenApiTypes.STR,
-                                                      description="CSV: record, then one 0/1 column per bit"),
-                   (200, "application/vnd.apache.parquet"): OpenApiResponse(response=OpenApiTypes.BINARY,
-                                                                            description="the same as Parquet"),
-                   **documented(404)},
-    )
+    @extend_schema(responses=_file_answers("CSV: record, then one 0/1 column per bit"))
     def get(self, request, release_id: str, fmt: str):
         return records_response(trading.release_get(user=request.user, release_id=release_id), fmt)
 
@@ -578,13 +580,7 @@ class ReleaseRowsView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(
-        responses={(200, "text/csv"): OpenApiResponse(response=OpenApiTypes.STR,
-                                                      description="CSV: a header, then one line per row"),
-                   (200, "application/vnd.apache.parquet"): OpenApiResponse(response=OpenApiTypes.BINARY,
-                                                                            description="the same as Parquet"),
-                   **documented(404)},
-    )
+    @extend_schema(responses=_file_answers("CSV: a header, then one line per row"))
     def get(self, request, release_id: str, fmt: str):
         return rows_response(trading.release_get(user=request.user, release_id=release_id), fmt)
 

@@ -35,10 +35,6 @@ class Rows:
     names: list[str]
     arrays: list[list]
 
-    @property
-    def count(self) -> int:
-        return len(self.arrays[0]) if self.arrays else 0
-
     def table(self):
         import pyarrow as pa
 
@@ -51,7 +47,7 @@ def sells_rows(listing) -> bool:
     return len(statistics) == 1 and getattr(KINDS.get(statistics[0].get("kind")), "sells_rows", False)
 
 
-def _decoded(entry: dict, size: int, codes: np.ndarray, rng: OSRandom) -> list:
+def _decoded(entry: dict, codes: np.ndarray, rng: OSRandom) -> list:
     if "bins" in entry:
         edges = np.asarray(entry["bins"], dtype=np.float64)
         bins = len(edges) - 1
@@ -80,10 +76,9 @@ def _codes(plan, values, key: bytes):
 
 def rows(plan, values, key: bytes) -> Rows:
     """The rows of a release whose released values are ``values``, drawn under ``key``; ``plan`` its listing's."""
-    stat, sizes, _, codes, rng = _codes(plan, values, key)
+    stat, _, _, codes, rng = _codes(plan, values, key)
     names = [entry["column"] for entry in stat["columns"]]
-    return Rows(names, [_decoded(entry, size, codes[:, i], rng)
-                        for i, (entry, size) in enumerate(zip(stat["columns"], sizes))])
+    return Rows(names, [_decoded(entry, codes[:, i], rng) for i, entry in enumerate(stat["columns"])])
 
 
 def key_of(point) -> bytes:

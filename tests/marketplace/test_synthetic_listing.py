@@ -34,6 +34,17 @@ SPEC = [{"kind": "synthetic", "categories_public": True, "columns": [
 ]}]
 
 
+def _listed(owner, *, budget: str, ceiling: str, price: str):
+    """A synthetic-data listing of species, island and mass (every record counted in each) on the birds,
+    whose number is public."""
+    from market.catalog.services import listing_create
+
+    dataset = ready_dataset(owner=owner, name="birds", data=CSV, relation="public_size", total_budget=budget)
+    spec = [{**SPEC[0], "columns": SPEC[0]["columns"][:3]}]
+    return listing_create(owner=owner, dataset_id=dataset.public_id, title="Birds", statistics=spec, ceiling=ceiling,
+                          price_per_epsilon=price)
+
+
 def _buy(buyer, listing, level, capture):
     with capture(execute=True):
         purchase, *_ = purchase_create(buyer=buyer, listing_id=listing.pk, epsilon=level)
@@ -143,12 +154,7 @@ def test_each_table_states_its_expected_error_before_purchase_and_buying_by_accu
 def test_the_buyers_pages_offer_the_rows(owner, users, fund, client, eager_celery, django_capture_on_commit_callbacks):
     from django.urls import reverse
 
-    from market.catalog.services import listing_create
-
-    dataset = ready_dataset(owner=owner, name="birds", data=CSV, relation="public_size", total_budget="10")
-    spec = [{**SPEC[0], "columns": SPEC[0]["columns"][:3]}]
-    listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Birds", statistics=spec, ceiling="2",
-                             price_per_epsilon="1")
+    listing = _listed(owner, budget="10", ceiling="2", price="1")
     bea = users("bea")
     fund(bea, 100)
     release = _buy(bea, listing, "1", django_capture_on_commit_callbacks)
@@ -168,13 +174,9 @@ def test_only_the_owner_sees_the_delivered_quality_and_it_improves_with_the_leve
     from django.urls import reverse
 
     from market.catalog.selectors import listing_delivered_quality
-    from market.catalog.services import listing_create
     from market.core.errors import NotFound
 
-    dataset = ready_dataset(owner=owner, name="birds", data=CSV, relation="public_size", total_budget="40")
-    spec = [{**SPEC[0], "columns": SPEC[0]["columns"][:3]}]
-    listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Birds", statistics=spec, ceiling="32",
-                             price_per_epsilon="0.1")
+    listing = _listed(owner, budget="40", ceiling="32", price="0.1")
     bea = users("bea")
     fund(bea, 100)
     for level in ("0.5", "32"):
