@@ -15,7 +15,8 @@ the figure is the average over all 2-way tables of their total-variation distanc
 
 * **product, Skellam path**: the tables with Skellam noise at the exact calibrated time for a
   record's change (one cell of each table down, one up: ``2m`` values by one) at ``(eps, delta)``,
-  then ``releases.engine.synthetic.synthesize``;
+  then ``releases.engine.synthetic.synthesize`` (told the noise's variance, ``2 mu``, as the product
+  tells it the level's);
 * **product, lattice path**: the same with discrete Laplace noise, each table a share ``eps / m``
   of the budget, sensitivity 2 (pure ``eps``-DP);
 * **upgraded**: Skellam rows bought at ``eps / 2`` first, then at ``eps`` read off the same path
@@ -133,7 +134,8 @@ def skellam_time(eps: float, tables: int) -> Fraction:
 def product_skellam(y, workload, n, eps, rng: random.Random, mu=None):
     mu = mu or skellam_time(eps, len(workload.tables))
     a, b = _skellam.sample(mu, y.size, rng)
-    return synthesize(y + (np.asarray(a) - np.asarray(b)), workload, total=n, rng=np.random.default_rng(rng.getrandbits(64)))
+    return synthesize(y + (np.asarray(a) - np.asarray(b)), workload, total=n, variance=2 * float(mu),
+                      rng=np.random.default_rng(rng.getrandbits(64)))
 
 
 def upgraded_skellam(y, workload, n, eps, rng: random.Random):
@@ -142,7 +144,8 @@ def upgraded_skellam(y, workload, n, eps, rng: random.Random):
     first, then = skellam_time(eps / 2, m), skellam_time(eps, m)
     counts = _skellam.sample(first, y.size, rng)
     a, b = _skellam.relax(counts, first, then, rng)
-    return synthesize(y + (np.asarray(a) - np.asarray(b)), workload, total=n, rng=np.random.default_rng(rng.getrandbits(64)))
+    return synthesize(y + (np.asarray(a) - np.asarray(b)), workload, total=n, variance=2 * float(then),
+                      rng=np.random.default_rng(rng.getrandbits(64)))
 
 
 def product_lattice(y, workload, n, eps, rng: random.Random):
@@ -150,7 +153,7 @@ def product_lattice(y, workload, n, eps, rng: random.Random):
     a = math.exp(-eps / (2 * len(workload.tables)))
     g = np.random.default_rng(rng.getrandbits(64))
     noise = g.geometric(1 - a, y.size) - g.geometric(1 - a, y.size)
-    return synthesize(y + noise, workload, total=n, rng=g)
+    return synthesize(y + noise, workload, total=n, variance=2 * a / (1 - a) ** 2, rng=g)
 
 
 def bit_reports(codes, workload, eps, rng: random.Random) -> list[np.ndarray]:
@@ -243,9 +246,10 @@ def main(argv=None) -> int:
                 kept = table.get("methods", {}).get(MST)
                 if kept and name in figures["tables"]:
                     figures["tables"][name]["methods"][MST] = kept
-                    figures["mst_date"] = previous.get("mst_date", previous.get("date"))
+                    figures["mst_date"] = previous.get("mst_date") or previous.get("date")
+                    figures["mst_seeds"] = previous.get("mst_seeds") or previous.get("seeds")
         else:
-            figures["mst_date"] = None
+            figures["mst_date"], figures["mst_seeds"] = None, figures["seeds"]
         args.json.write_text(json.dumps({**stamp("synthetic_quality"), **figures}, indent=1) + "\n")
     return 0
 

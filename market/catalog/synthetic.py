@@ -21,7 +21,7 @@ from releases.engine.osrandom import OSRandom
 from releases.engine.synthetic import Workload, synthesize
 
 from .spec import KINDS
-from .spec.kinds.synthetic import _named, sizes_of
+from .spec.kinds.synthetic import _named, model_of, sizes_of
 
 #: What the rows' key is derived under (a new version gives new rows for every level).
 KEY_CONTEXT = b"gradual synthetic rows v1"
@@ -60,9 +60,10 @@ def _decoded(entry: dict, codes: np.ndarray, rng: OSRandom) -> list:
     return [names[c] if c < len(names) else None for c in codes]
 
 
-def _codes(plan, values, key: bytes):
-    """``(stat, sizes, workload, codes, rng)``: the codes drawn from ``values`` under ``key`` (the rng
-    continues, for the values read from the codes); ``plan`` the listing's (``selectors.listing_plan``)."""
+def _codes(plan, values, key: bytes, level):
+    """``(stat, sizes, workload, codes, rng)``: the codes drawn from ``values`` (released at ``level``)
+    under ``key`` (the rng continues, for the values read from the codes); ``plan`` the listing's
+    (``selectors.listing_plan``). From model 2 on, the estimate knows the level's noise variance (public)."""
     stat = plan.statistics[0]
     sizes = sizes_of(stat, plan.labels)
     workload = Workload(sizes)
@@ -70,13 +71,15 @@ def _codes(plan, values, key: bytes):
         raise ValueError("the release's values are not this listing's tables")
     rng = OSRandom(words=keyed_words(key))
     total = float(plan.neighbours.size) if plan.neighbours.public else None
-    codes = synthesize(np.asarray(values, dtype=np.float64), workload, total=total, rng=rng)
+    variance = ([plan.variance(i, level) for i in range(workload.width)] if model_of(stat) >= 2 else None)
+    codes = synthesize(np.asarray(values, dtype=np.float64), workload, total=total, variance=variance, rng=rng)
     return stat, sizes, workload, codes, rng
 
 
-def rows(plan, values, key: bytes) -> Rows:
-    """The rows of a release whose released values are ``values``, drawn under ``key``; ``plan`` its listing's."""
-    stat, _, _, codes, rng = _codes(plan, values, key)
+def rows(plan, values, key: bytes, level) -> Rows:
+    """The rows of a release whose released values are ``values`` at ``level``, drawn under ``key``; ``plan``
+    its listing's."""
+    stat, _, _, codes, rng = _codes(plan, values, key, level)
     names = [entry["column"] for entry in stat["columns"]]
     return Rows(names, [_decoded(entry, codes[:, i], rng) for i, entry in enumerate(stat["columns"])])
 
@@ -102,7 +105,7 @@ def delivered_quality(listing, plan) -> list[dict]:
         release = Release.objects.filter(point=point).only("values").first()
         if release is None:
             continue
-        _, _, workload, codes, _ = _codes(plan, release.values, key_of(point))
+        _, _, workload, codes, _ = _codes(plan, release.values, key_of(point), point.level)
         out.append({"level": point.level, "tvd": tables_tvd(workload.measure(codes), truth, workload),
                     "rows": int(codes.shape[0])})
     return out

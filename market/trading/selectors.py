@@ -140,7 +140,8 @@ def release_rows(release):
     :func:`release_get`)."""
     from market.catalog import synthetic
 
-    return synthetic.rows(listing_plan(release.listing), release.values, synthetic.key_of(release.point))
+    return synthetic.rows(listing_plan(release.listing), release.values, synthetic.key_of(release.point),
+                          release.point.level)
 
 
 def release_synthetic(release) -> dict | None:

@@ -11,9 +11,14 @@ higher level later gives better rows of the same shape. The steps:
    noisy table and of the margins of the 2-way tables it is in (every cell has the same noise, so a
    margin summed over ``k`` cells has ``k`` times its variance), projected onto the non-negative
    tables of that total (the closest in Euclidean distance). Each 2-way table is moved to the
-   closest table with those margins (least squares, in closed form), its negative cells cleared and
-   its margins restored by iterative proportional fitting. The result is non-negative and consistent:
-   every 2-way table's margins are the shared 1-way tables.
+   closest table with those margins (least squares, in closed form). When the noise's variance is
+   known (it is public: the level's law), that table's departure from independence (the table the
+   margins alone give) is shrunk toward independence by the positive-part James-Stein factor
+   ``max(0, 1 - (f - 2) sigma^2 / |departure|^2)``, ``f = (rows - 1)(columns - 1)`` the departure's
+   degrees of freedom: a table whose departure is about what the noise alone would give is mostly
+   noise, and is trusted less; one far beyond it is kept almost whole. Then its negative cells are
+   cleared and its margins restored by iterative proportional fitting. The result is non-negative
+   and consistent: every 2-way table's margins are the shared 1-way tables.
 2. **Choose a tree** (:func:`tree`): the maximum spanning tree of the columns weighted by the mutual
    information of their estimated 2-way tables, as MST (McKenna, Miklau and Sheldon 2021) chooses
    one, but from the released tables, so it spends nothing.
@@ -37,8 +42,8 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["Model", "Workload", "average_tvd", "estimate", "largest_remainder", "sample", "simplex", "synthesize",
-           "tables_tvd", "tree"]
+__all__ = ["Model", "Workload", "average_tvd", "estimate", "largest_remainder", "sample", "shrunk", "simplex",
+           "synthesize", "tables_tvd", "tree"]
 
 #: Iterations of proportional fitting after negative cells are cleared (each a row and a column pass).
 FITTING_ROUNDS = 200
@@ -129,9 +134,27 @@ def _fit(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray
     return out
 
 
-def estimate(noisy: np.ndarray, workload: Workload, *, total: float | None = None) -> Model:
+def shrunk(table: np.ndarray, rows: np.ndarray, columns: np.ndarray, variance: float) -> np.ndarray:
+    """``table`` (margins ``rows`` and ``columns``, total ``t``) with its departure from independence
+    (``rows columns^T / t``) shrunk by the positive-part James-Stein factor for noise of ``variance``
+    per cell (the module's step 1); unchanged when the departure has fewer than 3 degrees of freedom
+    (the factor then never shrinks) or the variance is 0."""
+    total = float(rows.sum())
+    free = (table.shape[0] - 1) * (table.shape[1] - 1)
+    if total <= 0 or free < 3 or variance <= 0:
+        return table
+    independent = np.outer(rows, columns) / total
+    departure = table - independent
+    size = float((departure * departure).sum())
+    factor = max(0.0, 1.0 - (free - 2) * variance / size) if size > 0 else 0.0
+    return independent + factor * departure
+
+
+def estimate(noisy: np.ndarray, workload: Workload, *, total: float | None = None,
+             variance=None) -> Model:
     """Non-negative, consistent tables from the noisy vector (the module's step 1); ``total`` the
-    public number of rows (None: estimated from the tables)."""
+    public number of rows (None: estimated from the tables); ``variance`` the noise's variance, one
+    figure or one per value (None: not known, no table is shrunk)."""
     noisy = np.asarray(noisy, dtype=np.float64)
     sizes = workload.sizes
     if total is None:  # each table's total has variance (cells) sigma^2: inverse-variance average
@@ -151,11 +174,14 @@ def estimate(noisy: np.ndarray, workload: Workload, *, total: float | None = Non
         combined = sum(w * p for w, p in zip(weights, parts)) / sum(weights)
         ones.append(simplex(combined, total))
     twos = {}
+    spread = None if variance is None else np.broadcast_to(np.asarray(variance, dtype=np.float64), noisy.shape)
     for i, j in itertools.combinations(range(d), 2):
         a = workload.table(noisy, (i, j))
         rows, cols = ones[i], ones[j]
         moved = (a + (rows - a.sum(axis=1))[:, None] / a.shape[1] + (cols - a.sum(axis=0))[None, :] / a.shape[0]
                  + (a.sum() - total) / a.size)
+        if spread is not None:
+            moved = shrunk(moved, rows, cols, float(workload.table(spread, (i, j)).mean()))
         twos[(i, j)] = _fit(np.maximum(moved, 0.0), rows, cols) if total > 0 else np.zeros_like(a)
     return Model(total, tuple(ones), twos)
 
@@ -238,11 +264,11 @@ def sample(model: Model, edges: list[tuple[int, int]], rows: int, rng) -> np.nda
 
 
 def synthesize(noisy: np.ndarray, workload: Workload, *, rows: int | None = None, total: float | None = None,
-               rng) -> np.ndarray:
+               variance=None, rng) -> np.ndarray:
     """Synthetic codes from a release's noisy tables: :func:`estimate`, :func:`tree`, :func:`sample`.
-    ``total``: the public number of records (None: estimated); ``rows``: how many to draw (default the
-    total, rounded)."""
-    model = estimate(noisy, workload, total=total)
+    ``total``: the public number of records (None: estimated); ``variance``: the noise's (None: not
+    shrunk); ``rows``: how many to draw (default the total, rounded)."""
+    model = estimate(noisy, workload, total=total, variance=variance)
     count = int(round(model.total)) if rows is None else int(rows)
     return sample(model, tree(model), count, rng)
 

@@ -93,3 +93,29 @@ def test_a_mutated_calibration_would_be_caught():
     cases = shift_cases(CASES, WEIGHTS)
     mu = found.time(D("1"))
     assert sp.profile(mu * F(9, 10), cases, [1.0])[0] > 1e-6
+
+
+def test_each_value_states_its_noise_variance_and_mean_error_by_the_exact_laws():
+    """``value_variance``: ``2 mu w^2`` steps squared times the grid squared on the Skellam path (the
+    variance of a difference of two Poisson counts of mean ``mu w^2``), ``2a / (1 - a)^2`` for the
+    lattice's discrete Laplace ``DLap(a)``; each checked against the law summed term by term."""
+    from types import SimpleNamespace
+
+    from scipy import stats
+
+    layout = SimpleNamespace(unit_weights=WEIGHTS, grids=(D("1"), D("0.5"), D("2")))
+    found = _bound()
+    level = found.ladder()[4]
+    mu = float(found.time(level))
+    for i, w in enumerate(WEIGHTS):
+        law = stats.skellam(mu * w * w, mu * w * w)
+        assert found.value_variance(layout, i, level) == pytest.approx(law.var() * float(layout.grids[i]) ** 2)
+    lattice = mechanism("lattice")
+    z = np.arange(-4000, 4001)
+    for i, w in enumerate(WEIGHTS):
+        a = np.exp(-0.5 / w)
+        pmf = (1 - a) / (1 + a) * a ** np.abs(z)
+        grid = float(layout.grids[i])
+        assert lattice.value_variance(layout, i, D("0.5")) == pytest.approx(float((pmf * z * z).sum()) * grid ** 2)
+        assert lattice.value_mean_error(layout, i, D("0.5")) == pytest.approx(float((pmf * np.abs(z)).sum()) * grid)
+    assert mechanism("laplace").value_variance(layout, 0, D("1")) is None

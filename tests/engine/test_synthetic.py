@@ -12,6 +12,7 @@ from releases.engine.synthetic import (
     estimate,
     largest_remainder,
     sample,
+    shrunk,
     simplex,
     synthesize,
     tree,
@@ -134,3 +135,48 @@ def test_the_rows_quality_falls_with_the_noise_and_beats_independent_columns():
     assert found[0] < 0.02
     assert found == sorted(found)
     assert found[-1] < independent
+
+
+def test_a_table_is_shrunk_toward_independence_as_far_as_its_noise_explains_its_departure():
+    """The positive-part James-Stein step (fixed seeds). A table of independent columns plus noise is
+    pulled most of the way back to independence (closer to the truth than the unshrunk table, in
+    every one of 20 draws); a strong dependence under little noise is kept almost whole; a table
+    with fewer than 3 degrees of freedom, or a noise of variance 0, is left alone."""
+    rng = np.random.default_rng(21)
+    rows, cols = np.array([60.0, 30.0, 10.0]), np.array([40.0, 25.0, 20.0, 15.0])
+    truth = np.outer(rows, cols) / 100.0
+    for _ in range(20):
+        noise = rng.normal(0, 3.0, truth.shape)
+        noise -= noise.mean(axis=1, keepdims=True) + noise.mean(axis=0, keepdims=True) - noise.mean()
+        noisy = truth + noise  # the margins kept: the estimate moves every table onto its shared margins
+        found = shrunk(noisy, rows, cols, 9.0)
+        assert np.abs(found - truth).sum() < np.abs(noisy - truth).sum()
+        assert np.allclose(found.sum(axis=1), rows) and np.allclose(found.sum(axis=0), cols)
+    strong = np.diag([30.0, 30.0, 40.0])
+    kept = shrunk(strong, strong.sum(axis=1), strong.sum(axis=0), 1.0)
+    independent = np.outer(strong.sum(axis=1), strong.sum(axis=0)) / 100.0
+    factor = (kept - independent).sum(where=np.eye(3, dtype=bool)) / (strong - independent).sum(where=np.eye(3, dtype=bool))
+    assert 0.99 < factor < 1.0
+    two = np.array([[5.0, 1.0], [1.0, 5.0]])  # one degree of freedom: never shrunk
+    assert np.array_equal(shrunk(two, two.sum(axis=1), two.sum(axis=0), 100.0), two)
+    assert np.array_equal(shrunk(strong, strong.sum(axis=1), strong.sum(axis=0), 0.0), strong)
+
+
+def test_rows_from_a_small_real_table_are_better_when_the_estimate_knows_the_noise():
+    """The Palmer penguins (344 records, 7 coded columns, 28 tables) under the noise of the Skellam
+    path at eps 0.5 (a standard deviation of about 80 a cell), 8 fixed seeds: told the noise's
+    variance, the estimate shrinks the noisy tables, and the rows' average 2-way TVD falls in every
+    draw and by 0.04 or more on average (0.42 against 0.48 here). On a table of a few strong
+    dependencies (``chain``) the step is about neutral; docs/mathematics.md says where it helps."""
+    from bench.synthetic_quality import penguins
+
+    truth, sizes, _ = penguins()
+    w = Workload(sizes)
+    y = w.measure(truth)
+    told, untold = [], []
+    for seed in range(8):
+        noisy = y + np.random.default_rng(100 + seed).normal(0, 80, w.width)
+        told.append(average_tvd(synthesize(noisy, w, total=344, variance=6400.0, rng=np.random.default_rng(seed)), truth, w))
+        untold.append(average_tvd(synthesize(noisy, w, total=344, rng=np.random.default_rng(seed)), truth, w))
+    assert all(a < b for a, b in zip(told, untold))
+    assert np.mean(told) < np.mean(untold) - 0.04

@@ -79,3 +79,36 @@ def test_synthetic_data_is_listed_on_its_own_and_needs_every_record_counted():
                                               {"column": "sex", "categories": ["male"]}]}]
     with pytest.raises(SpecError, match="count its missing values as a category"):
         build_plan(spec, excluded, mechanism="skellam")
+
+
+def test_a_listing_keeps_the_rows_model_it_was_made_with():
+    """The rows' model is versioned so that a level's rows never change: a new listing gets the
+    latest (2: the tables shrunk by the level's public noise variance); a listing stored before
+    versions (no ``model``) draws as model 1 did (no shrinking); an unknown version is refused."""
+    import dataclasses
+
+    from market.catalog.synthetic import _codes
+    from releases.engine.keystream import keyed_words
+    from releases.engine.osrandom import OSRandom
+    from releases.engine.synthetic import synthesize
+
+    plan = build_plan(SPEC, COLUMNS, neighbours=Neighbours("public_size", 344), mechanism="lattice")
+    assert plan.statistics[0]["model"] == 2
+    assert build_plan([{**SPEC[0], "model": 1}], COLUMNS, mechanism="lattice").statistics[0]["model"] == 1
+    for bad in (3, True, "2"):
+        with pytest.raises(SpecError, match="model must be one of 1, 2"):
+            build_plan([{**SPEC[0], "model": bad}], COLUMNS, mechanism="lattice")
+    truth = compute(plan, Table.from_arrow(pa.Table.from_pandas(PENGUINS, preserve_index=False)))
+    workload = Workload((4, 3, 4, 4, 4))
+    values = truth + np.random.default_rng(5).integers(-30, 31, truth.size)
+    key = b"k" * 32
+    variance = [plan.variance(i, "0.5") for i in range(workload.width)]
+    assert len(set(variance)) == 1 and variance[0] > 100  # every cell's discrete Laplace at 0.5 / (2 x 15)
+    stored = {k: v for k, v in plan.statistics[0].items() if k != "model"}
+    old = dataclasses.replace(plan, statistics=(stored,))
+    for shown, told in ((plan, variance), (old, None)):
+        codes = _codes(shown, values, key, "0.5")[3]
+        expected = synthesize(np.asarray(values, dtype=np.float64), workload, total=344.0, variance=told,
+                              rng=OSRandom(words=keyed_words(key)))
+        assert np.array_equal(codes, expected)
+    assert not np.array_equal(_codes(plan, values, key, "0.5")[3], _codes(old, values, key, "0.5")[3])

@@ -217,4 +217,4 @@ def test_the_owner_lists_synthetic_data_from_the_builder(owner, client):
     listing = Listing.objects.get()
     assert listing.statistics == [{"kind": "synthetic", "columns": [
         {"column": "species", "categories": ["Adelie", "Chinstrap", "Gentoo"]},
-        {"column": "mass", "bins": [3000.0, 4000.0, 5000.0, 6000.0]}]}]
+        {"column": "mass", "bins": [3000.0, 4000.0, 5000.0, 6000.0]}], "model": 2}]

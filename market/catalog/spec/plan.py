@@ -147,10 +147,18 @@ class Plan:
     def mean_error(self, i: int, eps) -> float:
         """Coordinate ``i``'s expected absolute error at level ``eps``, in its units, by its mechanism's law
         (``Mechanism.value_mean_error``); ValueError when the mechanism states none."""
+        return self._stated("value_mean_error", i, eps, "expected error")
+
+    def variance(self, i: int, eps) -> float:
+        """Coordinate ``i``'s noise variance at level ``eps``, in its units squared, by its mechanism's law
+        (``Mechanism.value_variance``); ValueError when the mechanism states none."""
+        return self._stated("value_variance", i, eps, "noise variance")
+
+    def _stated(self, figure: str, i: int, eps, what: str) -> float:
         found = None if self.mechanism is None or self.lattice is None else \
-            self.mechanism.value_mean_error(self.lattice, i, eps)
+            getattr(self.mechanism, figure)(self.lattice, i, eps)
         if found is None:
-            raise ValueError("this plan's mechanism states no expected error")
+            raise ValueError(f"this plan's mechanism states no {what}")
         return found
 
     def radius(self, where, eps, confidence: float = 0.95) -> float:

@@ -133,6 +133,9 @@ class Mechanism(Protocol):
         """Value ``i``'s expected absolute error ``E|noise|`` at ``level`` in its units (None: the
         mechanism states none)."""
 
+    def value_variance(self, layout, i: int, level) -> float | None:
+        """Value ``i``'s noise variance at ``level`` in its units squared (None: the mechanism states none)."""
+
     def value_radius(self, layout, where: tuple, level, confidence: float) -> float | None:
         """The ``confidence`` error radius (Euclidean) of the values at ``where`` together at ``level``, in
         their units, for a vector statistic on an exact l2 path (None: the mechanism states none)."""
@@ -225,6 +228,9 @@ class Base:
         return None
 
     def value_mean_error(self, layout, i: int, level) -> float | None:
+        return None
+
+    def value_variance(self, layout, i: int, level) -> float | None:
         return None
 
     def top_law(self, plan: dict):

@@ -51,6 +51,11 @@ class Lattice(Base):
         a = math.exp(-float(level) / layout.unit_weights[i])
         return 2 * a / (1 - a * a) * float(layout.grids[i])
 
+    def value_variance(self, layout, i: int, level) -> float:
+        """``Var Z`` of ``DLap(a)`` steps, ``a = e^{-eps / w}``: ``2a / (1 - a)^2``, times the grid squared."""
+        a = math.exp(-float(level) / layout.unit_weights[i])
+        return 2 * a / (1 - a) ** 2 * float(layout.grids[i]) ** 2
+
     def scales(self, level, weights, grids) -> np.ndarray:
         """``weight * grid / eps``: its discrete Laplace noise is ``DLap(e^{-eps / weight})`` steps."""
         weights = np.asarray(weights, dtype=np.float64) * np.array([float(g) for g in grids or ()])

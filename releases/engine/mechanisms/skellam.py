@@ -189,6 +189,12 @@ class Skellam(Base):
         w = layout.unit_weights[i]
         return sp.mean_abs(self.time(self.sold_at(level)) * w * w) * float(layout.grids[i])
 
+    def value_variance(self, layout, i, level) -> float:
+        """``Var Z = 2 mu w^2`` steps of value ``i``'s Skellam noise at the ladder level sold for ``level``,
+        times its grid squared."""
+        w = layout.unit_weights[i]
+        return float(2 * self.time(self.sold_at(level)) * w * w) * float(layout.grids[i]) ** 2
+
     def value_radius(self, layout, where, level, confidence) -> float:
         """The ``confidence`` quantile of the Euclidean length of the noise on the values at ``where``
         (one weight and one grid: a vector statistic), rounded up (``skellam_privacy.norm_bound``)."""

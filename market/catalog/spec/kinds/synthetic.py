@@ -26,6 +26,18 @@ from .registry import register
 #: A synthetic-data listing has 2 to this many columns (their pairs are its 2-way tables).
 MAX_COLUMNS = 15
 
+#: How a release's rows are drawn from its tables, by version: a listing keeps the version it was made
+#: with, so that a level's rows never change (1: consistent tables, a tree, rows dealt down it; 2: the
+#: same, each 2-way table first shrunk toward independence by the noise's public variance). A new
+#: listing gets the latest.
+MODELS = (1, 2)
+
+
+def model_of(stat: dict) -> int:
+    """The version of the rows' model a listing's statistic was made with (a listing made before
+    versions were recorded has 1)."""
+    return int(stat.get("model", 1))
+
 
 def column_cells(item: dict, columns) -> list[tuple[str, tuple[Condition, ...]]]:
     """A declared column's codes as (label part, conditions): a categorical or boolean column's categories
@@ -79,9 +91,14 @@ class Synthetic(Kind):
     alone = True
     sells_rows = True
     builder_inputs = {"columns": "synthetic_columns"}
+    legacy_fields = ("model",)  # the builder makes listings with the latest model
 
     def validate(self, item, where, columns):
-        _fields(item, where, ("columns",), ())
+        _fields(item, where, ("columns",), ("model",))
+        model = item.get("model", MODELS[-1])
+        if isinstance(model, bool) or model not in MODELS:
+            raise SpecError(f"{where}: model must be one of {', '.join(map(str, MODELS))} (the latest, "
+                            f"{MODELS[-1]}, when left out)")
         raw = item["columns"]
         if not isinstance(raw, (list, tuple)) or not 2 <= len(raw) <= MAX_COLUMNS:
             raise SpecError(f"{where}: columns must list 2 to {MAX_COLUMNS} columns")
@@ -109,7 +126,7 @@ class Synthetic(Kind):
                 out.append({"column": name, "categories": [True, False]})
             else:
                 raise SpecError(f"{at}: missing field 'categories' (the categories of {name!r} you declare public)")
-        return {"kind": self.name, "columns": out}
+        return {"kind": self.name, "columns": out, "model": int(model)}
 
     def sizes(self, stat, columns) -> tuple[int, ...]:
         """Each column's number of codes."""
@@ -160,6 +177,8 @@ class Synthetic(Kind):
                                                   "bins": {"type": "array", "items": _S_NUMBER}},
                  "required": ["column"], "additionalProperties": False}
         return _object(cls.name, {"columns": {"type": "array", "items": entry, "minItems": 2, "maxItems": MAX_COLUMNS},
+                                  "model": {"type": "integer", "enum": list(MODELS),
+                                            "description": "how rows are drawn from the tables (default: the latest)"},
                                   "categories_public": S_CONFIRM},
                        ("columns",), cls.__doc__.split("\n\n")[0].replace("\n    ", " "))
 
