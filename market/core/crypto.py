@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import os
 import re
 import struct
@@ -298,6 +299,86 @@ class Keyring:
                     raise CryptoError("encrypted stream has data after its final chunk")
                 return written
             index += 1
+
+
+class SealedReader(io.RawIOBase):
+    """A sealed stream (:meth:`Keyring.seal_stream`) read at random, decrypting only the chunks a read
+    touches, each verified before any of its bytes is returned: what lets a Parquet reader take one
+    row group of a sealed file in an object store without the rest (``market.catalog.spark``).
+
+    ``read_at(offset, length)`` returns the sealed bytes at ``offset`` (fewer only at the end);
+    ``size`` is the sealed stream's length. The chunks' places follow from the header, since every
+    chunk but the last holds exactly ``chunk size`` bytes; the last is the one the size ends in, and
+    it is opened as the final chunk, so a stream cut short or grown does not open. Needs no Django."""
+
+    def __init__(self, keyring: "Keyring", read_at: Callable[[int, int], bytes], size: int, *, context: bytes,
+                 cached: int = 4):
+        super().__init__()
+        self._read_at, self._context, self._cached = read_at, bytes(context), max(1, int(cached))
+        start = bytes(read_at(0, 6 + 32 + 4 + PREFIX_BYTES))
+        key_id, at = _header_key_id(start, STREAM_MAGIC)
+        if len(start) < at + 4 + PREFIX_BYTES:
+            raise CryptoError("truncated encrypted stream header")
+        (self._chunk,) = struct.unpack(">I", start[at : at + 4])
+        if not 1 <= self._chunk <= MAX_CHUNK:
+            raise CryptoError("damaged encrypted stream header (chunk size)")
+        self._prefix = start[at + 4 : at + 4 + PREFIX_BYTES]
+        self._header = start[: at + 4 + PREFIX_BYTES]
+        self._aead = keyring._aead(key_id)
+        body = int(size) - len(self._header)
+        full, rest = divmod(body, self._chunk + TAG_BYTES)
+        if body < TAG_BYTES or rest < TAG_BYTES:
+            raise CryptoError("encrypted stream truncated (its final chunk is missing or cut)")
+        self._last = full  # the final chunk's index: it holds rest - TAG_BYTES < chunk bytes
+        self.size = full * self._chunk + rest - TAG_BYTES
+        self._at = 0
+        self._plain: dict[int, bytes] = {}
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: self.size}[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._at = base + offset
+        return self._at
+
+    def _chunk_at(self, index: int) -> bytes:
+        plain = self._plain.get(index)
+        if plain is None:
+            final = index == self._last
+            length = (self.size - index * self._chunk if final else self._chunk) + TAG_BYTES
+            sealed = bytes(self._read_at(len(self._header) + index * (self._chunk + TAG_BYTES), length))
+            nonce = self._prefix + struct.pack(">I", index)
+            aad = self._header + self._context + struct.pack(">QB", index, 1 if final else 0)
+            try:
+                plain = self._aead.decrypt(nonce, sealed, aad)
+            except InvalidTag:
+                raise CryptoError(f"encrypted stream does not open at chunk {index}: tampered, truncated, wrong key "
+                                  "or wrong context") from None
+            if len(self._plain) >= self._cached:
+                self._plain.pop(next(iter(self._plain)))
+            self._plain[index] = plain
+        return plain
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        done = 0
+        while done < len(view) and self._at < self.size:
+            index, inside = divmod(self._at, self._chunk)
+            plain = self._chunk_at(index)
+            take = min(len(view) - done, len(plain) - inside)
+            view[done : done + take] = plain[inside : inside + take]
+            done += take
+            self._at += take
+        return done
 
 
 # --- the ring from Django's settings (cached per configuration, so override_settings works)
