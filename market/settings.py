@@ -331,6 +331,15 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
 FILE_UPLOAD_PERMISSIONS = 0o600
 #: decrypted copies of datasets' files live in 0700 folders made here (default: the system's temporary folder)
 DATASET_TEMP_DIR = os.environ.get("DATASET_TEMP_DIR") or None
+#: Compute backends (market.catalog.backends, docs/operations.md): "duckdb" (embedded, the default) or "spark"
+#: for every dataset; with COMPUTE_SPARK_FROM_ROWS, datasets of at least that many records go to Spark.
+COMPUTE_BACKEND = os.environ.get("COMPUTE_BACKEND", "duckdb")
+if COMPUTE_BACKEND not in ("duckdb", "spark"):
+    raise ImproperlyConfigured(f"COMPUTE_BACKEND must be duckdb or spark, not {COMPUTE_BACKEND!r}")
+COMPUTE_SPARK_FROM_ROWS = int(os.environ["COMPUTE_SPARK_FROM_ROWS"]) if os.environ.get("COMPUTE_SPARK_FROM_ROWS") else None
+#: the Spark cluster's master URL (local[2]: Spark inside the worker process) and extra Spark settings
+SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[2]")
+SPARK_CONF = dict(item.split("=", 1) for item in env_list("SPARK_CONF") if "=" in item)
 #: Ingestion (market.catalog.ingest, on the "ingest" queue). The memory one ingest worker process may use,
 #: in MiB, the process itself included: DuckDB gets a quarter of it (and INGEST_THREADS threads), a batch of
 #: decoded rows a 32nd; run the ingest worker with --max-memory-per-child at this figure (KiB) so a process that grew is replaced

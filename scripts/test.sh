@@ -18,6 +18,9 @@ if [ "${1:-}" = "--all" ]; then
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+if [ "$all" = 1 ]; then  # the services tier's Spark backend and S3 server (requirements-services.txt)
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-services.txt
+fi
 processes=${TEST_PROCESSES:-auto}
 if [ "$all" = 0 ]; then
     exec .venv/bin/python -m pytest -m "not browser and not services and not slow" -n "$processes" "$@"

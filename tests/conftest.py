@@ -17,7 +17,8 @@ FOLDER_TIERS = {
     "browser": ("browser", "services"),  # Chromium, a live server and a Celery worker
     "faults": ("services",),  # real PostgreSQL, Redis, worker processes, redis-server
     "bench": ("services", "slow"),  # load against gunicorn and workers
-    "clients": ("services",),  # the client against a live server and a Celery worker
+    "clients": ("services",),
+    "spark": ("services",),  # a Spark session (local[2], a JVM) and an S3 server on loopback  # the client against a live server and a Celery worker
     "fuzz": ("slow",),  # the API fuzzed from its schema: minutes
 }
 #: fixtures that start a real Celery worker (tests/fixtures/workers.py) or use a real broker

@@ -36,6 +36,7 @@ import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -43,6 +44,9 @@ from .spec.coordinates import Aggregate, Cells, Centroid, Condition, GridCentroi
 
 __all__ = [
     "Aggregate",
+    "Backend",
+    "Dialect",
+    "DuckDBBackend",
     "Cells",
     "Centroid",
     "Condition",
@@ -62,6 +66,46 @@ def quote(name: str) -> str:
     if not isinstance(name, str) or "\x00" in name:
         raise ValueError(f"not a column name: {name!r}")
     return '"' + name.replace('"', '""') + '"'
+
+
+class Dialect:
+    """What differs between the SQL engines that compute a plan's aggregates: DuckDB's, here (the
+    default), and Spark SQL's (``market.catalog.spark``). Everything else, every condition, clamp,
+    rounding and conditional sum, is the same text on both, rendered once below."""
+
+    #: the exact integer type a sum of grid steps is added up in
+    wide_int = "HUGEINT"
+
+    def quote(self, name: str) -> str:
+        return quote(name)
+
+    def param(self, value, params: list) -> str:
+        """A bound constant (positional)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("a constant must be finite")
+        params.append(value)
+        return "?"
+
+    def finite(self, expr: str) -> str:
+        """True when the double ``expr`` is a finite number (false or NULL when missing)."""
+        return f"isfinite({expr})"
+
+    def cells(self, case: str, width: int) -> list[str]:
+        """The aggregates that count the records in each public cell number ``case`` gives (None: in
+        none): DuckDB's ``histogram``, one map whose keys are only those numbers."""
+        return [f"histogram({case})"]
+
+    def read_cells(self, found, width: int, number) -> list:
+        """The ``width`` cells' counts from what :meth:`cells` returned (an iterator over the row)."""
+        counts = next(found) or {}
+        return [number(counts.get(i, 0)) for i in range(width)]
+
+    def float_sum(self, expr: str) -> str:
+        """A sum of doubles: DuckDB's ``fsum`` (compensated: the same whatever the order)."""
+        return f"fsum({expr})"
+
+
+DUCKDB = Dialect()
 
 
 # --------------------------------------------------------------------------
@@ -155,113 +199,120 @@ class ParquetTable(Table):
 _VIEW = "records"
 
 
-def _param(value, params: list) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("a constant must be finite")
-    params.append(value)
-    return "?"
+def _param(value, params: list, d: Dialect = DUCKDB) -> str:
+    return d.param(value, params)
 
 
-def _condition(c: Condition, params: list) -> str:
-    col = quote(c.column)
+def _condition(c: Condition, params: list, d: Dialect = DUCKDB) -> str:
+    col = d.quote(c.column)
     if c.op == "is missing":
         return f"{col} IS NULL"
     if c.op == "present":
         return f"{col} IS NOT NULL"
     if c.op in ("=", "<", "<=", ">", ">="):
-        return f"{col} {c.op} {_param(c.value, params)}"
+        return f"{col} {c.op} {_param(c.value, params, d)}"
     if c.op == "between":
         a, b = c.value
-        return f"{col} BETWEEN {_param(a, params)} AND {_param(b, params)}"
+        return f"{col} BETWEEN {_param(a, params, d)} AND {_param(b, params, d)}"
     if c.op == "outside":
         a, b = c.value
-        return f"({col} < {_param(a, params)} OR {col} >= {_param(b, params)})"
-    values = ", ".join(_param(v, params) for v in c.value)
+        return f"({col} < {_param(a, params, d)} OR {col} >= {_param(b, params, d)})"
+    values = ", ".join(_param(v, params, d) for v in c.value)
     if c.op == "in":
         return f"{col} IN ({values})"
     return f"({col} IS NOT NULL AND {col} NOT IN ({values}))"  # not in
 
 
-def _filter(where, params: list) -> str:
-    if not where:
-        return ""
-    return " FILTER (WHERE " + " AND ".join(_condition(c, params) for c in where) + ")"
+def _when(where, params: list, d: Dialect = DUCKDB) -> str:
+    return " AND ".join(_condition(c, params, d) for c in where) if where else "TRUE"
 
 
-def _when(where, params: list) -> str:
-    return " AND ".join(_condition(c, params) for c in where) if where else "TRUE"
-
-
-def _cells(a: Cells, params: list) -> str:
-    """One ``histogram`` of a public cell number (0, 1, ...): the map it returns has
-    no key but those numbers, so no value found in the data leaves the query.
+def cell_number(a: Cells, params: list, d: Dialect = DUCKDB) -> str:
+    """A record's public cell number (0, 1, ...; NULL in none): no value found in the data leaves
+    the query, only the cells' numbers.
     (Parameters are positional: each piece of text is rendered in the order it is read.)"""
-    head = f"CASE WHEN {_when(a.where, params)} THEN " if a.where else ""
+    head = f"CASE WHEN {_when(a.where, params, d)} THEN " if a.where else ""
     branches = []
     start = 0
     if a.period:
         column, unit, first, count = a.period
-        col = quote(column)
+        col = d.quote(column)
 
         def index() -> str:
             if unit == "month":
-                return f"((year({col}) - {_param(first.year, params)}) * 12 + month({col}) - {_param(first.month, params)})"
-            return f"(year({col}) - {_param(first.year, params)})"
+                return (f"((year({col}) - {_param(first.year, params, d)}) * 12 + month({col}) - "
+                        f"{_param(first.month, params, d)})")
+            return f"(year({col}) - {_param(first.year, params, d)})"
 
         test = index()
-        top = _param(count - 1, params)
+        top = _param(count - 1, params, d)
         value = index()
         branches.append(f"WHEN {col} IS NOT NULL AND {test} BETWEEN 0 AND {top} THEN {value}")
         start = count
     for number, cell in enumerate(a.cells[start:], start=start):
-        branches.append(f"WHEN {_when(cell, params)} THEN {number}")
+        branches.append(f"WHEN {_when(cell, params, d)} THEN {number}")
     case = "CASE " + " ".join(branches) + " END"
-    return f"histogram({head}{case}{' END' if head else ''})"
+    return f"{head}{case}{' END' if head else ''}"
 
 
-def _grid_centroid(a: GridCentroid, params: list) -> list[str]:
-    """One exact sum of grid steps per column of ``a`` (:class:`GridCentroid`)."""
+def centroid_steps(a: GridCentroid, params: list, d: Dialect = DUCKDB) -> list[str]:
+    """Per record, its grid steps in each column of ``a`` (:class:`GridCentroid`): 0 outside the bound,
+    NULL when a coordinate is missing. Squares are products (correctly rounded on every engine, as
+    ``power`` need not be)."""
 
     def offset(j: int) -> str:
-        return f"(CAST({quote(a.columns[j])} AS DOUBLE) - {_param(float(a.center[j]), params)})"
+        return f"(CAST({d.quote(a.columns[j])} AS DOUBLE) - {_param(float(a.center[j]), params, d)})"
 
     def steps(i: int) -> str:  # each piece rendered in text order
         moved = offset(i)
-        radius = _param(float(a.radius), params)
-        length = "sqrt(" + " + ".join(f"power({offset(j)}, 2)" for j in range(a.width)) + ")"
-        return f"CAST(round({moved} * least(1.0, {radius} / greatest({length}, 1e-300)) / {_param(float(a.grid), params)}) AS HUGEINT)"
+        radius = _param(float(a.radius), params, d)
+        length = "sqrt(" + " + ".join(f"{offset(j)} * {offset(j)}" for j in range(a.width)) + ")"
+        grid = _param(float(a.grid), params, d)
+        return f"CAST(round({moved} * least(CAST(1 AS DOUBLE), {radius} / greatest({length}, 1e-300)) / {grid}) AS {d.wide_int})"
 
     parts = []
-    present = " AND ".join(f"isfinite(CAST({quote(c)} AS DOUBLE))" for c in a.columns)  # NULL when missing
+    present = " AND ".join(d.finite(f"CAST({d.quote(c)} AS DOUBLE)") for c in a.columns)  # not when missing
     for i in range(a.width):
         # parameters are positional: each piece is rendered in the order it appears in the text
-        inside = " + ".join(f"{steps(j)} * {steps(j)}" for j in range(a.width)) + f" <= {_param(int(a.bound_sq), params)}"
+        inside = " + ".join(f"{steps(j)} * {steps(j)}" for j in range(a.width)) + f" <= {_param(int(a.bound_sq), params, d)}"
         value = steps(i)
-        parts.append(f"coalesce(sum(CASE WHEN {present} THEN CASE WHEN {inside} THEN {value} ELSE 0 END END), 0)")
+        parts.append(f"CASE WHEN {present} THEN CASE WHEN {inside} THEN {value} ELSE 0 END END")
     return parts
 
 
-def _aggregate(a: Aggregate, params: list) -> str:
+def _aggregate(a: Aggregate, params: list, d: Dialect = DUCKDB) -> list[str]:
+    """The select items of one aggregate (a count, a sum, a histogram's cells, a centroid's sums)."""
+    if isinstance(a, GridCentroid):
+        return [f"coalesce(sum({steps}), 0)" for steps in centroid_steps(a, params, d)]
     if isinstance(a, Cells):
-        return _cells(a, params)
+        return d.cells(cell_number(a, params, d), a.width)
+    if a.op == "count" and not a.where:
+        return ["count(*)"]
+    value = record_value(a, params, d)
+    if a.op == "sum" and a.grid is None:
+        return [f"coalesce({d.float_sum(value)}, 0.0)"]
+    return [f"coalesce(sum({value}), 0)"]
+
+
+def record_value(a: Aggregate, params: list, d: Dialect = DUCKDB) -> str:
+    """What one record adds to a count or a sum: 1 or its clamped value (in grid steps on a grid),
+    NULL when it does not count."""
     # conditional aggregates as CASE expressions: in DuckDB 1.5 several times faster than
     # FILTER (WHERE ...) clauses with bound parameters, and the same answer
     if a.op == "count":
-        if not a.where:
-            return "count(*)"
-        return f"coalesce(sum(CASE WHEN {_when(a.where, params)} THEN 1 ELSE 0 END), 0)"
+        return f"CASE WHEN {_when(a.where, params, d)} THEN 1 END"
     if a.op == "sum":
-        col = quote(a.column)
+        col = d.quote(a.column)
         # least/greatest skip NULLs, so a missing value is kept out by the condition, not by them
-        when = _when((*a.where, Condition(a.column, "present")), params)
-        lower, upper = _param(float(a.lower), params), _param(float(a.upper), params)
+        when = _when((*a.where, Condition(a.column, "present")), params, d)
+        lower, upper = _param(float(a.lower), params, d), _param(float(a.upper), params, d)
         inner = f"least(greatest(CAST({col} AS DOUBLE), {lower}), {upper})"
         if a.grid is not None:
-            grid = _param(float(a.grid), params)
-            low, high = (_param(int(v), params) for v in a.steps)
-            steps = f"least(greatest(CAST(round({inner} / {grid}) AS HUGEINT), {low}), {high})"
-            return f"coalesce(sum(CASE WHEN {when} THEN {steps} END), 0)"
-        return f"coalesce(fsum(CASE WHEN {when} THEN {inner} END), 0.0)"
+            grid = _param(float(a.grid), params, d)
+            low, high = (_param(int(v), params, d) for v in a.steps)
+            steps = f"least(greatest(CAST(round({inner} / {grid}) AS {d.wide_int}), {low}), {high})"
+            return f"CASE WHEN {when} THEN {steps} END"
+        return f"CASE WHEN {when} THEN {inner} END"
     raise ValueError(f"unknown aggregate {a.op!r}")
 
 
@@ -288,37 +339,74 @@ def _session(table: Table, threads: int, memory_limit: str):
         table.detach(con, _VIEW)
 
 
-def run(aggregates, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT,
-        exact: bool = False) -> tuple[np.ndarray, int]:
-    """The aggregates' values on ``table`` (float64, or with ``exact`` int64: counts and sums in
-    grid steps) and its number of records, in one scan."""
-    names = set(table.names)
+def check_columns(aggregates, names) -> None:
+    """ValueError naming the first column the aggregates read that the data lacks."""
+    names = set(names)
     for a in aggregates:
         for name in sorted(set(a.columns) if isinstance(a, GridCentroid) else a.columns()):
             if name not in names:
                 raise ValueError(f"the data has no column named {name!r}")
+
+
+def select(aggregates, d: Dialect, view: str = _VIEW) -> tuple[str, list]:
+    """One ``SELECT`` of every aggregate and the number of records over ``view``, and its parameters."""
     params: list = []
-    parts = []
+    parts: list[str] = []
     for a in aggregates:
-        parts += _grid_centroid(a, params) if isinstance(a, GridCentroid) else [_aggregate(a, params)]
+        parts += _aggregate(a, params, d)
     parts.append("count(*)")
-    sql = f"SELECT {', '.join(parts)} FROM {quote(_VIEW)}"
-    with _session(table, threads, memory_limit) as con:
-        row = con.execute(sql, params).fetchone()
+    return f"SELECT {', '.join(parts)} FROM {d.quote(view)}", params
+
+
+def read_row(aggregates, row, d: Dialect, *, exact: bool) -> tuple[np.ndarray, int]:
+    """The values (float64, or with ``exact`` int64) and the number of records from :func:`select`'s row."""
     number = int if exact else float
     values: list = []
-    found_values = iter(row[:-1])
+    found = iter(row[:-1])
     for a in aggregates:
         if isinstance(a, GridCentroid):
-            values += [number(next(found_values)) for _ in range(a.width)]
-            continue
-        x = next(found_values)
-        if isinstance(a, Cells):
-            found = x or {}
-            values += [number(found.get(i, 0)) for i in range(a.width)]
+            values += [number(next(found)) for _ in range(a.width)]
+        elif isinstance(a, Cells):
+            values += d.read_cells(found, a.width, number)
         else:
-            values.append(number(x))
+            values.append(number(next(found)))
     return np.array(values, dtype=np.int64 if exact else np.float64), int(row[-1])
+
+
+class DuckDBBackend:
+    """The default backend: DuckDB embedded, in this process, over a :class:`Table` (a local Parquet
+    file, the dataset's typed file decrypted for the time of the computation, or an Arrow table)."""
+
+    name = "duckdb"
+
+    def __init__(self, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT):
+        self.threads, self.memory_limit = threads, memory_limit
+
+    def run(self, aggregates, table: Table, *, exact: bool) -> tuple[np.ndarray, int]:
+        check_columns(aggregates, table.names)
+        sql, params = select(aggregates, DUCKDB)
+        with _session(table, self.threads, self.memory_limit) as con:
+            row = con.execute(sql, params).fetchone()
+        return read_row(aggregates, row, DUCKDB, exact=exact)
+
+
+class Backend(Protocol):
+    """Where a plan's exact aggregates are computed (docs/operations.md, "Compute backends"). Only
+    the aggregates leave it: the noise is added on the listing's path, in the release service, so an
+    answer does not depend on the backend that computed it."""
+
+    name: str
+
+    def run(self, aggregates, table, *, exact: bool) -> tuple[np.ndarray, int]:
+        """The aggregates' values on ``table`` (int64 with ``exact``: counts and sums in grid steps) and
+        its number of records, in one scan. ValueError for a column the data lacks."""
+
+
+def run(aggregates, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT,
+        exact: bool = False) -> tuple[np.ndarray, int]:
+    """The aggregates' values on ``table`` by DuckDB (float64, or with ``exact`` int64: counts and sums
+    in grid steps) and its number of records, in one scan."""
+    return DuckDBBackend(threads=threads, memory_limit=memory_limit).run(aggregates, table, exact=exact)
 
 
 def run_vector(statistic, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT) -> tuple[np.ndarray, int]:
@@ -354,7 +442,7 @@ def run_vector(statistic, table: Table, *, threads: int = THREADS, memory_limit:
     return center + np.array([float(x) for x in row], dtype=np.float64) / n, n
 
 
-def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT) -> np.ndarray:
+def compute(plan, table, *, threads: int = THREADS, memory_limit: str = MEMORY_LIMIT, backend: Backend | None = None) -> np.ndarray:
     """The true answer ``u`` of ``plan`` on ``table`` (float64, one value per label; on the
     lattice path int64, in grid steps).
 
@@ -363,6 +451,9 @@ def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = M
     ``[e_k, e_{k+1})`` (the last one closed) counts the values in it, values
     outside all bins are not counted. See the statistics module for what each
     coordinate is.
+
+    ``backend``: where (:class:`Backend`; default DuckDB embedded, over a :class:`Table`); another
+    backend reads its own kind of ``table`` (``market.catalog.spark``).
 
     Raises ValueError if a column of the plan is missing from the table, if
     the table's number of records differs from a public size, or if an
@@ -375,7 +466,8 @@ def compute(plan, table: Table, *, threads: int = THREADS, memory_limit: str = M
     if vector:
         u, n = run_vector(plan.vector, table, threads=threads, memory_limit=memory_limit)
     else:
-        u, n = run(plan.aggregates, table, threads=threads, memory_limit=memory_limit, exact=plan.lattice is not None)
+        chosen = backend or DuckDBBackend(threads=threads, memory_limit=memory_limit)
+        u, n = chosen.run(plan.aggregates, table, exact=plan.lattice is not None)
     if nb.public and n != nb.size:
         raise ValueError(f"the dataset's public size is {nb.size} but it holds {n} records")
     if vector:

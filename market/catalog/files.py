@@ -43,7 +43,7 @@ def storage():
     return storages["default"]
 
 
-def _context(name: str) -> bytes:
+def file_context(name: str) -> bytes:
     return b"gradual/dataset-file/" + name.encode()
 
 
@@ -94,7 +94,7 @@ def seal_into_storage(src, name: str, *, limit: int | None = None) -> tuple[str,
     with private_dir() as tmp:
         sealed_path = os.path.join(tmp, "sealed")
         with open(sealed_path, "wb") as dst:
-            crypto.seal_stream(hashing, dst, context=_context(name))
+            crypto.seal_stream(hashing, dst, context=file_context(name))
         with open(sealed_path, "rb") as f:
             saved = storage().save(name, File(f, name=os.path.basename(name)))
     if saved != name:  # the storage renamed it: the context names the original; seal again under the new name
@@ -113,14 +113,14 @@ def unseal_to(name: str, path: str) -> int:
     """Decrypt the stored file ``name`` into the local file ``path`` (inside a private folder)."""
     with storage().open(name, "rb") as src, open(path, "wb") as dst:
         os.chmod(path, 0o600)
-        return crypto.unseal_stream(src, dst, context=_context(name))
+        return crypto.unseal_stream(src, dst, context=file_context(name))
 
 
 def unseal_into(name: str, dst) -> int:
     """Decrypt the stored file ``name`` onto the end of the open binary file ``dst`` (the parts of a
     resumable upload, joined in order); returns the bytes written."""
     with storage().open(name, "rb") as src:
-        return crypto.unseal_stream(src, dst, context=_context(name))
+        return crypto.unseal_stream(src, dst, context=file_context(name))
 
 
 def delete(*names: str) -> None:

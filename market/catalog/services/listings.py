@@ -18,9 +18,9 @@ from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
 from releases.models import NoisePath
 
-from .. import files, microdata, sizes
+from .. import backends, microdata, sizes
 from ..budget import counts
-from ..compute import ParquetTable, compute
+from ..compute import DuckDBBackend, compute
 from ..locks import dataset_lock, listing_answer_lock, listing_lock
 from ..models import Dataset, Listing
 from ..pricing import CompensationModel, PriceCurve
@@ -334,14 +334,17 @@ def _listable_dataset(owner, dataset_id, *, locked: bool) -> Dataset:
     return dataset
 
 
-def _computed(dataset: Dataset, what: str, run):
-    """``run(table)`` on a decrypted copy of the dataset's typed file, outside any lock (the file is
-    not read under the dataset's lock: ``_still_as_computed`` checks, under it, that nothing moved).
-    A ``ValueError`` is the owner's input (400, on ``what``); a file gone meanwhile (replaced by a
-    new processing run, re-sealed) is the dataset having changed (409)."""
+def _computed(dataset: Dataset, what: str, run, *, backend=None):
+    """``run(table, backend)`` on the dataset's records as its compute backend reads them
+    (``market.catalog.backends``: a decrypted copy of the typed file for DuckDB, the sealed file for
+    Spark), outside any lock (the file is not read under the dataset's lock: ``_still_as_computed``
+    checks, under it, that nothing moved). A ``ValueError`` is the owner's input (400, on ``what``);
+    a file gone meanwhile (replaced by a new processing run, re-sealed) is the dataset having changed (409).
+    ``backend``: a given one (microdata is read by DuckDB on any deployment)."""
+    backend = backend or backends.backend_for(dataset)
     try:
-        with files.dataset_table_path(dataset) as path:
-            return run(ParquetTable(path))
+        with backends.dataset_source(dataset, backend) as table:
+            return run(table, backend)
     except ValueError as exc:
         raise InvalidInput(str(exc), fields={what: [str(exc)]}) from None
     except OSError:
@@ -431,7 +434,7 @@ def listing_create(
     if problems.messages:
         raise problems.error()
     kinds = _kinds(plan)
-    answer = _computed(seen, "statistics", lambda table: compute(plan, table))
+    answer = _computed(seen, "statistics", lambda table, backend: compute(plan, table, backend=backend))
     layout = plan.lattice  # every new listing runs on an exact integer path, never on the retired float path
     if layout is None:  # pragma: no cover - build_plan lays a new listing out on its mechanism's grid
         raise InvalidInput(VECTOR_PATH, fields={"statistics": [VECTOR_PATH]})
@@ -543,7 +546,8 @@ def listing_create_microdata(
     )
     if problems.messages:
         raise problems.error()
-    truth = _computed(seen, "microdata", lambda table: microdata.truth(md, table, shuffle=shuffle))
+    truth = _computed(seen, "microdata", lambda table, _: microdata.truth(md, table, shuffle=shuffle),
+                      backend=DuckDBBackend())
     bits = md.bits
     _checkpoint("computed")
     with transaction.atomic():
