@@ -442,7 +442,7 @@ def spark_scale(d: dict) -> str:
         "Where the crossover is: DuckDB scans a file at the speed of one machine's cores, needs a decrypted copy "
         "of it on that machine's disk for the time of the scan, and keeps its memory within its limit. Spark pays "
         "seconds per job and per task, and much more per record here (each record's contributions cross from "
-        "Arrow batches into the JVM and through a `GROUP BY`), but its tasks run on as many machines as the "
+        "Arrow batches into the JVM, and each value is a conditional sum), but its tasks run on as many machines as the "
         "cluster has." + (f" At {spark['seconds'] / duck['seconds']:.0f}× the time on equal cores, a cluster "
                           "needs about that many times DuckDB's cores to finish first: Spark is the choice when "
                           "the table no longer fits one machine's disk, or must be scanned where a cluster already "

@@ -5,11 +5,11 @@ The aggregates are the ones DuckDB computes (``market.catalog.compute``): what e
 each of them (its cell number in a histogram, 1 to a count, its clamped grid steps to a sum) is
 rendered by the same code in Spark SQL's dialect (:class:`SparkDialect`: identifiers in
 backquotes, named parameters, grid steps rounded to ``BIGINT``: a clamped value's steps are at most
-10^15, exact in 64 bits, as in DuckDB's ``HUGEINT``). Where DuckDB adds up one
-conditional aggregate per value in one ``SELECT``, Spark is given one row per record and aggregate,
-``(aggregate, cell, what the record adds)``, summed by ``GROUP BY`` (as BIGINT, ANSI mode: an
-overflow is an error, never a wrong answer): hundreds of conditional sums would make Spark
-generate and run code per value, twenty times slower. Only exact aggregates are computed here
+10^15, exact in 64 bits, as in DuckDB's ``HUGEINT``). Each record's contributions are computed once
+beneath the aggregation, and summed as BIGINT in ANSI mode (an overflow is an error, never a wrong
+answer). The JVMs run with :data:`HUGE_METHODS`: the whole-stage code Spark generates for hundreds of
+conditional sums is one method too large for the JVM to compile by default, and interpreted it ran
+twice as slowly (measured). Only exact aggregates are computed here
 (counts and sums on a grid: what every listing made since the float path was retired reads); the
 noise is added on the listing's path in the release service, so an answer does not depend on the
 backend.
@@ -86,27 +86,35 @@ def _entries(aggregates, params: list) -> list[tuple[int, str, str]]:
 
 
 def query(aggregates, view: str) -> tuple[str, list]:
-    """The one Spark SQL query of ``aggregates`` over ``view`` (rows ``a, c, total``), and its parameters."""
+    """The one Spark SQL query of ``aggregates`` over ``view`` (one row: the values in order, then the
+    number of records), and its parameters. Beneath the aggregation each record's cell number and
+    value per aggregate are computed once; above it, a histogram's cells are conditional sums over
+    its cell number."""
     params: list = []
-    structs = ", ".join(f"named_struct('a', {a}, 'c', CAST({c} AS INT), 'v', CAST({v} AS BIGINT))"
-                        for a, c, v in _entries(aggregates, params))
-    sql = (f"SELECT e.a AS a, e.c AS c, sum(e.v) AS total FROM "
-           f"(SELECT explode(array({structs})) AS e FROM {SPARK.quote(view)}) AS per_record "
-           "WHERE e.c IS NOT NULL AND e.v IS NOT NULL GROUP BY e.a, e.c")
+    inner, outer = [], []
+    for k, (number, cell, value) in enumerate(_entries(aggregates, params)):
+        inner.append(f"CAST({cell} AS INT) AS c{k}, CAST({value} AS BIGINT) AS v{k}")
+        a = aggregates[number] if number >= 0 else None
+        if isinstance(a, Cells):
+            outer += [f"sum(CASE WHEN c{k} = {j} THEN v{k} END)" for j in range(a.width)]
+        else:  # a count, a sum, one column of a centroid, the number of records
+            outer.append(f"sum(v{k})")
+    sql = f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {SPARK.quote(view)}) AS per_record"
     return sql, params
 
 
-def values_of(aggregates, rows) -> tuple[np.ndarray, int]:
-    """The aggregates' values (int64) and the number of records from :func:`query`'s rows."""
-    found = {(int(r["a"]), int(r["c"])): int(r["total"]) for r in rows}
-    values: list[int] = []
-    for number, a in enumerate(aggregates):
-        width = a.width if isinstance(a, (Cells, GridCentroid)) else 1
-        values += [found.get((number, i), 0) for i in range(width)]
-    return np.array(values, dtype=np.int64), found.get((-1, 0), 0)
+def values_of(row) -> tuple[np.ndarray, int]:
+    """The aggregates' values (int64; a sum over no record is 0) and the number of records from
+    :func:`query`'s row."""
+    values = [0 if v is None else int(v) for v in row]
+    return np.array(values[:-1], dtype=np.int64), values[-1]
 
 
 SPARK = SparkDialect()
+
+#: HotSpot leaves methods over 8,000 bytes of bytecode interpreted; Spark's whole-stage code for a
+#: listing's hundreds of conditional sums is one such method (measured: twice as slow without this).
+HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 _lock = threading.Lock()
 _sessions: dict = {}
@@ -134,7 +142,10 @@ def spark_session(master: str = "local[2]", conf: dict | None = None):
                        .config("spark.sql.ansi.enabled", "true")
                        .config("spark.ui.enabled", "false")
                        .config("spark.ui.showConsoleProgress", "false")
-                       .config("spark.sql.shuffle.partitions", "4"))
+                       .config("spark.sql.shuffle.partitions", "4")
+                       # the generated code of hundreds of sums is one huge method: let the JIT compile it
+                       .config("spark.driver.extraJavaOptions", HUGE_METHODS)
+                       .config("spark.executor.extraJavaOptions", HUGE_METHODS))
             for k, v in (conf or {}).items():
                 builder = builder.config(k, v)
             session = _sessions[key] = builder.getOrCreate()
@@ -277,7 +288,7 @@ class SparkBackend:
         sql, params = query(aggregates, view)
         table.frame(spark).createOrReplaceTempView(view)
         try:
-            rows = spark.sql(sql, args={f"p{i}": v for i, v in enumerate(params)}).collect()
+            row = spark.sql(sql, args={f"p{i}": v for i, v in enumerate(params)}).collect()[0]
         finally:
             spark.catalog.dropTempView(view)
-        return values_of(aggregates, rows)
+        return values_of(tuple(row))

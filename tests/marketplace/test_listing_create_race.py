@@ -47,7 +47,8 @@ def at_checkpoint(monkeypatch, action):
 def test_the_answer_is_computed_outside_any_transaction_and_lock(owner, dataset, monkeypatch):
     seen = []
     real = services.listings.compute
-    monkeypatch.setattr(services.listings, "compute", lambda plan, table: (seen.append(connection.in_atomic_block), real(plan, table))[1])
+    monkeypatch.setattr(services.listings, "compute", lambda plan, table, **how: (seen.append(connection.in_atomic_block),
+                                                                               real(plan, table, **how))[1])
     listing = create(owner, dataset)
     assert seen == [False]
     assert listing.dataset_id == dataset.pk and NoisePath.objects.filter(listing=listing).exists()
