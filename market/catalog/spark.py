@@ -58,9 +58,9 @@ class SparkDialect(Dialect):
         return "`" + name.replace("`", "``") + "`"
 
     def param(self, value, params: list) -> str:
-        super().param(value, [])  # the same checks
-        params.append(value)
-        return f":p{len(params) - 1}"
+        name = f":p{len(params)}"
+        super().param(value, params)  # the same checks; it appends the value
+        return name
 
     def finite(self, expr: str) -> str:
         return f"({expr} IS NOT NULL AND NOT isnan({expr}) AND abs({expr}) < CAST('Infinity' AS DOUBLE))"
@@ -195,7 +195,7 @@ class SealedParquet:
         if "meta" not in self._footer:
             import pyarrow.parquet as pq
 
-            with _opened(self.store, self.context, self.key) as reader:
+            with _Opened(self.store, self.context, self.key) as reader:
                 found = pq.ParquetFile(reader)
                 self._footer["meta"] = (found.schema_arrow, found.metadata.num_row_groups)
         return self._footer["meta"]
@@ -218,7 +218,7 @@ class SealedParquet:
                 for start, stop in zip(batch.column("start").to_pylist(), batch.column("stop").to_pylist()):
                     if start == stop:
                         continue
-                    with _opened(store, context, key) as reader:
+                    with _Opened(store, context, key) as reader:
                         found = pq.ParquetFile(reader)
                         for group in range(start, stop):
                             yield from found.read_row_group(group).to_batches()
@@ -264,10 +264,6 @@ class _Opened:
     def __exit__(self, *exc):
         if self.client is None:
             self.file.close()
-
-
-def _opened(store, context, key) -> _Opened:
-    return _Opened(store, context, key)
 
 
 class SparkBackend:
