@@ -176,6 +176,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
     # on the ingest queue, behind the files being read
     "sweep-processing-datasets": {"task": "catalog.sweep_processing", "schedule": 60.0, "options": {"expires": 60}},
+    "sweep-preparing-listings": {"task": "catalog.sweep_preparing", "schedule": 60.0, "options": {"expires": 60}},
     # resumable uploads past their expiry, and their parts (market/catalog/chunks.py; on the ingest queue)
     "sweep-upload-sessions": {"task": "catalog.uploads_sweep", "schedule": 900.0, "options": {"expires": 900}},
 }
@@ -337,6 +338,10 @@ COMPUTE_BACKEND = os.environ.get("COMPUTE_BACKEND", "duckdb")
 if COMPUTE_BACKEND not in ("duckdb", "spark"):
     raise ImproperlyConfigured(f"COMPUTE_BACKEND must be duckdb or spark, not {COMPUTE_BACKEND!r}")
 COMPUTE_SPARK_FROM_ROWS = int(os.environ["COMPUTE_SPARK_FROM_ROWS"]) if os.environ.get("COMPUTE_SPARK_FROM_ROWS") else None
+#: A new listing's answer is computed in the owner's request when DuckDB reads the dataset and it has at
+#: most this many records (about a second); otherwise by a task on the ingest queue, the listing "preparing"
+#: meanwhile (its budget reserved, hidden from buyers): market.catalog.services.listing_prepare.
+LISTING_PREPARE_INLINE_ROWS = int(os.environ.get("LISTING_PREPARE_INLINE_ROWS", "1000000"))
 #: the Spark cluster's master URL (local[2]: Spark inside the worker process) and extra Spark settings
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[2]")
 SPARK_CONF = dict(item.split("=", 1) for item in env_list("SPARK_CONF") if "=" in item)
@@ -380,6 +385,10 @@ INGEST_HARD_LIMIT_AFTER = int(os.environ.get("INGEST_HARD_LIMIT_AFTER", "60"))
 DATASET_SWEEP_AFTER = int(os.environ.get("DATASET_SWEEP_AFTER", str(INGEST_TIME_LIMIT + INGEST_HARD_LIMIT_AFTER + 120)))
 #: processing runs handed out for one dataset (its first and the sweeper's re-queues) before it is failed
 DATASET_MAX_ATTEMPTS = int(os.environ.get("DATASET_MAX_ATTEMPTS", "3"))
+#: A listing still preparing this long after it was handed to a worker is handed out again (its task was
+#: lost); one handed out LISTING_PREPARE_MAX_ATTEMPTS times is failed, its budget given back.
+LISTING_PREPARE_SWEEP_AFTER = int(os.environ.get("LISTING_PREPARE_SWEEP_AFTER", str(DATASET_SWEEP_AFTER)))
+LISTING_PREPARE_MAX_ATTEMPTS = int(os.environ.get("LISTING_PREPARE_MAX_ATTEMPTS", "3"))
 #: JSON bodies of the API: larger is 413, nested deeper is 400 (market/api/parsers.py)
 API_JSON_MAX_BYTES = int(os.environ.get("API_JSON_MAX_BYTES", str(256 * 1024)))
 API_JSON_MAX_DEPTH = int(os.environ.get("API_JSON_MAX_DEPTH", "32"))

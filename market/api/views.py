@@ -104,7 +104,10 @@ class ListingListView(ScopedListView):
 
     @extend_schema(
         request={"application/json": s.ListingCreateSerializer},
-        responses={201: s.ListingSerializer, **documented(400, 403, 404, 413, 415)},
+        responses={201: s.ListingSerializer, 202: s.ListingSerializer, **documented(400, 403, 404, 409, 413, 415)},
+        description="201: the listing is made and open to buyers. 202: its dataset is large (or computed by Spark): "
+        "the listing is made with status preparing, its budget reserved, while a worker computes its answer; "
+        "poll GET listings/{id}/ or subscribe to listing.ready and listing.failed.",
         examples=[
             OpenApiExample(
                 "a count and a mean, linear price",
@@ -138,7 +141,8 @@ class ListingListView(ScopedListView):
             delta=d.get("delta"),
         )
         spent = catalog.listing_spent(user=request.user, listing_ids=[listing.pk])
-        return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=status.HTTP_201_CREATED)
+        made = status.HTTP_201_CREATED if listing.is_ready else status.HTTP_202_ACCEPTED
+        return Response(s.ListingSerializer(listing, context={"spent": spent}).data, status=made)
 
 
 class ListingCompareView(APIView):

@@ -63,6 +63,20 @@ def sale_payload(*, object_id: str, user) -> dict | None:
     }
 
 
+@register_payload("listing.ready")
+@register_payload("listing.failed")
+def listing_payload(*, object_id: str, user) -> dict | None:
+    """The owner's listing as ``GET listings/{id}/`` answers them: ``status`` ready (open to buyers)
+    or failed (with ``failure``, why)."""
+    try:
+        listing = catalog.listing_get(user=user, listing_id=int(object_id))
+    except (NotFound, ValueError):
+        return None
+    context = {"levels_held": {}, "caps": buyer_caps(listings=[listing], buyer=user),
+               "spent": catalog.listing_spent(user=user, listing_ids=[listing.pk])}
+    return {"object": "listing", **_plain(s.ListingSerializer(listing, context=context).data)}
+
+
 @register_payload("dataset.ready")
 def dataset_payload(*, object_id: str, user) -> dict | None:
     """The dataset as ``GET datasets/{id}/`` answers its owner."""

@@ -60,7 +60,8 @@ class EndpointCreateSerializer(StrictSerializer):
     url = TextField(max_length=URL_MAX, help_text="an https:// (or http://) address that accepts POST")
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=EVENT_CHOICES), allow_empty=False, min_length=1, max_length=len(EVENT_CHOICES),
-        help_text="buyers: purchase.released, purchase.failed; owners: listing.sold, dataset.ready",
+        help_text="buyers: purchase.released, purchase.failed; owners: listing.sold, listing.ready, listing.failed, "
+        "dataset.ready",
     )
     description = TextField(max_length=DESCRIPTION_MAX, required=False, allow_blank=True)
 

@@ -37,6 +37,16 @@ def backend_name_for(dataset) -> str:
     return chosen
 
 
+def prepared_later(dataset, *, backend: str | None = None) -> bool:
+    """Whether a new listing on ``dataset`` is computed by a task (the listing preparing meanwhile)
+    rather than in the owner's request: always on Spark (a job's start alone takes seconds), and on
+    DuckDB above ``LISTING_PREPARE_INLINE_ROWS`` records. ``backend``: the one that will compute it,
+    if not the dataset's (microdata is read by DuckDB on any deployment)."""
+    if (backend or backend_name_for(dataset)) == SPARK:
+        return True
+    return (dataset.row_count or 0) > settings.LISTING_PREPARE_INLINE_ROWS
+
+
 def backend_for(dataset) -> Backend:
     if backend_name_for(dataset) == SPARK:
         from .spark import SparkBackend

@@ -85,6 +85,14 @@ def listing_answer_lock(*, listing_id: int) -> Listing | None:
     return Listing.objects.select_for_update(of=("self",)).only("pk", "answer").filter(pk=listing_id).first()
 
 
+def listing_prepare_lock(*, pk: int) -> Listing | None:
+    """The listing of integer id ``pk``, whoever owns it (without its true answer), locked for update:
+    its preparation storing the answer it computed, or the sweeper handing it out again. Taken after
+    its dataset's lock. None if there is none."""
+    taken(Rank.LISTING, f"listing #{pk}")
+    return Listing.objects.select_for_update(of=("self",)).defer("answer").filter(pk=pk).first()
+
+
 def listing_lock(*, owner, listing_id: int) -> Listing | None:
     """One of ``owner``'s listings (open or closed; without its true answer, with its dataset),
     locked for update: an owner's change to it waits for the purchases that hold it (they take

@@ -232,6 +232,15 @@ class Listing(models.Model):
         SKELLAM = "skellam", mechanism("skellam").label
         BITS = "bits", mechanism("bits").label
 
+    class Status(models.TextChoices):
+        """Where a listing stands: its answer being computed (``preparing``: its budget reserved,
+        hidden from buyers, by a task on the ``ingest`` queue), sold (``ready``), or never made
+        (``failed``: its answer could not be computed; it holds no budget, ``failure`` says why)."""
+
+        PREPARING = "preparing", "Preparing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
     class Mechanism(models.TextChoices):
         LAPLACE = "laplace", mechanism("laplace").label
         LAPLACE_L2 = "laplace_l2", mechanism("laplace_l2").label
@@ -246,7 +255,8 @@ class Listing(models.Model):
     counted_in_budget = models.BooleanField(
         default=True,
         help_text="whether the listing counts in its dataset's eps budget: every kind it offers is eps-DP for a record "
-        "(market.catalog.budget.counts; the withdrawn point kind is not). Set when the listing is made",
+        "(market.catalog.budget.counts; the withdrawn point kind is not). Set when the listing is made; cleared "
+        "when its preparation fails (it released nothing)",
     )
     mechanism = models.CharField(
         max_length=12, choices=Mechanism.choices, default=Mechanism.LATTICE,
@@ -290,6 +300,24 @@ class Listing(models.Model):
     closed_reason = models.TextField(
         blank=True, help_text="why the listing was closed, shown to its buyers (empty while open)"
     )
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=Status.READY,
+        help_text="preparing (the answer being computed by a task: the budget reserved, closed to buyers), ready, or "
+        "failed (never sold; it holds no budget: counted_in_budget is false); market.catalog.services.listing_prepare",
+    )
+    failure = models.TextField(blank=True, help_text="why the listing's answer could not be computed (status failed)")
+    prepared_from = models.PositiveBigIntegerField(
+        null=True, blank=True, editable=False,
+        help_text="the dataset's version the listing was judged on (Dataset.version), while it is prepared: its "
+        "answer is stored only if the dataset is still at that version",
+    )
+    prepare_attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="how many times the listing's preparation was handed to a worker (the sweeper's count)")
+    prepare_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="when the listing was last handed to a worker: one preparing past LISTING_PREPARE_SWEEP_AFTER is "
+        "handed out again",
+    )
     trust_capped = models.BooleanField(
         default=False,
         help_text="Cap each buyer's level by their distance in the owner's trust network (see market.trust).",
@@ -298,12 +326,23 @@ class Listing(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [  # the sweeper's query (market.catalog.services.listings_prepare_sweep)
+            models.Index(fields=["prepare_at"], condition=Q(status="preparing"), name="listing_preparing_since"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(ceiling__gt=0), name="listing_ceiling_positive"),
             models.CheckConstraint(condition=Q(size_level__gte=0), name="listing_size_level_nonnegative"),
-            models.CheckConstraint(
-                condition=Q(size_level=0, size_release__isnull=True) | Q(size_level__gt=0, size_release__isnull=False),
+            models.CheckConstraint(  # drawn with the answer: absent until the listing is ready
+                condition=Q(size_level=0, size_release__isnull=True) | Q(size_level__gt=0, size_release__isnull=False)
+                | Q(size_level__gt=0, size_release__isnull=True, status__in=["preparing", "failed"]),
                 name="listing_size_release_has_level",
+            ),
+            models.CheckConstraint(condition=Q(status__in=["preparing", "ready", "failed"]), name="listing_status_known"),
+            models.CheckConstraint(  # buyers see a listing only once its answer is stored
+                condition=Q(status="ready") | Q(is_open=False), name="listing_open_only_when_ready",
+            ),
+            models.CheckConstraint(  # a failed listing released nothing and never will: it holds no budget
+                condition=~Q(status="failed") | Q(counted_in_budget=False), name="listing_failed_not_counted",
             ),
             models.CheckConstraint(condition=Q(price_per_epsilon__gte=0), name="listing_price_nonnegative"),
             models.CheckConstraint(
@@ -388,6 +427,11 @@ class Listing(models.Model):
     @property
     def owner(self):
         return self.dataset.owner
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the listing's answer is stored (not preparing, not failed): only then is it sold."""
+        return self.status == self.Status.READY
 
     @property
     def total_level(self) -> Decimal:

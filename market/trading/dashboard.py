@@ -92,7 +92,7 @@ def owner_overview(*, user) -> dict:
     """The owner's datasets and listings with their figures, newest first.
 
     ``{"datasets": [{"id", "name", "records", "columns", "listings", "budget": {"used", "total", "left", "spent"},
-    "relation", "protects", "created_at"}], "listings": [{"id", "title", "dataset_id", "dataset", "is_open",
+    "relation", "protects", "created_at"}], "listings": [{"id", "title", "dataset_id", "dataset", "is_open", "status",
     "ceiling", "spent", "price_per_epsilon", "sales", "revenue", "created_at"}], "totals": {"sales",
     "revenue"}}``. Three queries, whatever the number of rows.
     """
@@ -115,8 +115,10 @@ def owner_overview(*, user) -> dict:
             "dataset_id": listing.dataset.public_id,
             "dataset": listing.dataset.name,
             "is_open": listing.is_open,
+            "status": listing.status,  # preparing and failed listings are the owner's alone
             "ceiling": _eps(listing.total_level),  # its ceiling plus its size release: all it can cost
-            "spent": _eps(listing.noise_path.released_max + listing.size_level),
+            # a size release is spent once it is drawn, with the answer (preparing: reserved, not spent)
+            "spent": _eps(listing.noise_path.released_max + (listing.size_level if listing.is_ready else 0)),
             "price_per_epsilon": listing.price_per_epsilon,
             "sales": listing.sales,
             "revenue": listing.revenue or _ZERO_CREDITS,
@@ -207,7 +209,7 @@ def dataset_summary(*, user, dataset_id) -> dict:
 def listing_dashboard(*, user, listing_id) -> dict:
     """One of the owner's listings: sales, revenue, buyers, privacy spent.
 
-    ``{"listing": {"id", "title", "description", "dataset_id", "dataset", "is_open", "closed_reason", "ceiling",
+    ``{"listing": {"id", "title", "description", "dataset_id", "dataset", "is_open", "closed_reason", "status", "failure", "ceiling",
     "price_per_epsilon", "price_curve", "statistics" (in words), "values" (per release), "engine" ("lattice" or "laplace"),
     "noise" (the engine in words), "guarantee" (what it guarantees), "created_at"},
     "spent", "ceiling", "spent_percent",
@@ -281,6 +283,8 @@ def listing_dashboard(*, user, listing_id) -> dict:
             "dataset_removed": listing.dataset.removed_at is not None,
             "is_open": listing.is_open,
             "closed_reason": listing.closed_reason,
+            "status": listing.status,
+            "failure": listing.failure,
             "ceiling": ceiling,
             "price_per_epsilon": listing.price_per_epsilon,
             "price_curve": listing.price_curve,

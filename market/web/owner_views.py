@@ -355,7 +355,11 @@ def _create_listing(request, form, formset) -> int | None:
         add_statistics_errors(formset, rows, exc.fields.get("statistics", []))
         add_domain_errors(form, exc, elsewhere={"statistics"})
         return None
-    messages.success(request, f"Listing “{listing.title}” created. Buyers can buy it from now on.")
+    if listing.is_ready:
+        messages.success(request, f"Listing “{listing.title}” created. Buyers can buy it from now on.")
+    else:
+        messages.success(request, f"Listing “{listing.title}” is being prepared: its answer is computed over the whole "
+                                  "table, its budget reserved meanwhile. It opens to buyers when it is ready.")
     return listing.pk
 
 

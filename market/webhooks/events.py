@@ -31,6 +31,8 @@ EVENT_TYPES: dict[str, tuple[str, str]] = {
     "purchase.failed": ("buyer", "a purchase of yours could not be released and was refunded"),
     "listing.sold": ("owner", "a step on one of your listings was sold and released"),
     "dataset.ready": ("owner", "an uploaded dataset of yours was read and is ready to list"),
+    "listing.ready": ("owner", "a listing of yours that was being prepared is computed and open to buyers"),
+    "listing.failed": ("owner", "a listing of yours that was being prepared could not be computed (it holds no budget)"),
 }
 #: sent by "send a test event"; anyone may receive it, nobody subscribes to it
 PING = "ping"

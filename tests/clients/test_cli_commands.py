@@ -18,6 +18,7 @@ import pytest
 from gradual_client import Client
 from gradual_client.cli import decimal_out
 
+from market.catalog.models import Listing
 from market.catalog.services import listing_create_microdata
 from market.ledger import selectors as ledger
 from tests.clients.conftest import SOURCE
@@ -429,3 +430,21 @@ def test_completion_scripts_are_made_from_the_parser(tmp_path):
                                "__fish_seen_subcommand_from create compare quality close reopen' -a create") for line in fish)
     assert any("__fish_seen_subcommand_from download' -s o -l output-file" in line for line in fish)
     assert gradual("completion", "tcsh", home=tmp_path, code=2).stdout == ""
+
+
+def test_a_listing_on_a_large_table_is_created_preparing_and_waited_for(worker, live_server, owner, key_for, settings,
+                                                                        tmp_path):
+    """A listing over a large table (every table, here) is made preparing by the request and computed by
+    the ingest worker; --wait returns it once it is ready."""
+    settings.LISTING_PREPARE_INLINE_ROWS = 0
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(200), total_budget="10")
+    env = {"GRADUAL_URL": live_server.url, "GRADUAL_API_KEY": key_for(owner)}
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"dataset": dataset.public_id, "title": "Visits", "statistics": STATISTICS[:2],
+                                "ceiling": "4", "price_per_epsilon": "2.50"}))
+    made = json.loads(gradual("listings", "create", "--spec", str(spec), "--wait", "--output", "json", env=env,
+                              home=tmp_path).stdout)
+    assert (made["status"], made["is_open"], made["failure"]) == ("ready", True, "")
+    assert Listing.objects.get(pk=made["id"]).true_answer()[0] == 200  # the count, computed by the worker
+    shown = gradual("listings", "create", "--spec", str(spec), env=env, home=tmp_path).stdout
+    assert ["status", "preparing"] in [line.split() for line in shown.splitlines()]

@@ -24,6 +24,16 @@ def test_the_deployment_or_the_datasets_size_chooses_the_backend(chosen, from_ro
         assert backends.backend_for(SimpleNamespace(row_count=rows)).name == expected
 
 
+@pytest.mark.parametrize("chosen,rows,inline_rows,later", [
+    ("duckdb", 1_000, 1_000, False),
+    ("duckdb", 1_001, 1_000, True),  # a large table: a task computes the listing, not the request
+    ("spark", 10, 1_000, True),  # a Spark job never runs in a request, however small the table
+])
+def test_large_tables_and_spark_are_listed_by_a_task(chosen, rows, inline_rows, later):
+    with override_settings(COMPUTE_BACKEND=chosen, COMPUTE_SPARK_FROM_ROWS=None, LISTING_PREPARE_INLINE_ROWS=inline_rows):
+        assert backends.prepared_later(SimpleNamespace(row_count=rows)) is later
+
+
 def test_the_spark_query_quotes_names_binds_values_and_refuses_float_sums():
     odd = 'we`ird "name'
     count = Aggregate("count", where=(Condition(odd, "in", ("a'); DROP TABLE x; --", "b")),))

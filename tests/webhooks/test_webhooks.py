@@ -516,3 +516,32 @@ def test_webhook_tasks_have_their_own_queue_and_a_scheduled_sweeper():
         assert app.amqp.router.route({}, name)["queue"].name == "webhooks", name
     assert app.amqp.router.route({}, "trading.release_purchase")["queue"].name == "celery"
     assert any(entry["task"] == "webhooks.sweep" for entry in app.conf.beat_schedule.values())
+
+
+def test_a_prepared_listing_tells_its_owner_it_is_ready_or_failed(owner, settings, monkeypatch, receiver,
+                                                                   django_capture_on_commit_callbacks):
+    """A listing prepared by a task (a large table) notes listing.ready or listing.failed for its owner,
+    carrying the listing as the owner's GET shows it (its status, and why it failed)."""
+    from market.catalog import services
+    from market.catalog.services import dataset_budget_set, listing_create, listing_prepare
+    from market.webhooks.events import payload_builder
+    from tests.datasets import ready_dataset
+    from tests.fixtures.market import STATISTICS, make_csv
+
+    settings.LISTING_PREPARE_INLINE_ROWS = 0
+    monkeypatch.setattr(services.listings, "_prepare_queue", lambda *, listing_pk: None)
+    monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: None)
+    listen(owner, ["listing.ready", "listing.failed"], receiver.url())
+    dataset = ready_dataset(owner=owner, name="visits", data=make_csv(100), total_budget="8")
+    made = [listing_create(owner=owner, dataset_id=dataset.public_id, title=f"Visits {n}", statistics=STATISTICS[:1],
+                           ceiling="1", price_per_epsilon="1.00") for n in (1, 2)]
+    assert not Outbox.objects.exists()
+    listing_prepare(listing_id=made[0].pk)
+    dataset_budget_set(actor=owner, dataset_id=dataset.public_id, budget="7", reason="less")
+    listing_prepare(listing_id=made[1].pk)  # the dataset moved: failed
+    notes = sorted(Outbox.objects.values_list("type", "object_id", "user_id"))
+    assert notes == [("listing.failed", str(made[1].pk), owner.pk), ("listing.ready", str(made[0].pk), owner.pk)]
+    ready = payload_builder("listing.ready")(object_id=str(made[0].pk), user=owner)
+    failed = payload_builder("listing.failed")(object_id=str(made[1].pk), user=owner)
+    assert (ready["object"], ready["status"], ready["is_open"]) == ("listing", "ready", True)
+    assert failed["status"] == "failed" and "the dataset changed" in failed["failure"]

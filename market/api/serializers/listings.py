@@ -230,6 +230,13 @@ class ListingSerializer(serializers.Serializer):
     spent = serializers.SerializerMethodField()
     is_open = serializers.BooleanField()
     closed_reason = serializers.CharField(help_text="why the listing was closed (empty while it is open)")
+    status = serializers.ChoiceField(
+        choices=Listing.Status.choices,
+        help_text="ready (sold); preparing (yours only: its answer being computed over a large table, its budget "
+        "reserved, not yet open to buyers; the listing.ready or listing.failed webhook says when it is done); or "
+        "failed (yours only: never sold, holding no budget; failure says why)",
+    )
+    failure = serializers.CharField(help_text="why the listing could not be prepared (status failed; else empty)")
     relation = serializers.ChoiceField(
         source="dataset.relation", choices=["private_size", "public_size"],
         help_text="whom a release protects: private_size (add or remove one record; the number of records is "

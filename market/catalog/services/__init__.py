@@ -18,13 +18,16 @@ from .listings import (
     listing_close,
     listing_create,
     listing_create_microdata,
+    listing_prepare,
+    listing_prepare_fail,
     listing_reopen,
     listing_update,
+    listings_prepare_sweep,
 )
 
 __all__ = [
     "CLOSED_BY_OWNER", "CLOSED_DATASET_REMOVED", "dataset_budget_set", "dataset_columns_set", "dataset_create",
     "dataset_process", "dataset_remove",
     "dataset_queue", "listing_answers_rotate", "listing_check", "listing_close", "listing_compare", "listing_create",
-    "listing_create_microdata", "listing_reopen", "listing_update", "new_job", "same_content_notice",
+    "listing_create_microdata", "listing_prepare", "listing_prepare_fail", "listing_reopen", "listing_update", "listings_prepare_sweep", "new_job", "same_content_notice",
 ]

@@ -4,24 +4,30 @@ lock re-checking the dataset's version), changed, closed and reopened; their sea
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from decimal import Decimal
 from fractions import Fraction
 
-from django.db import transaction
+from datetime import timedelta
 
-from market.core import crypto, visibility
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from market.core import crypto, queueing, visibility
 from market.core.errors import Conflict, InvalidInput, NotFound
 from market.core.levels import level_text, parse_delta, parse_level
 from market.core.locks import retrying
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
+from market.webhooks.events import emit as webhook_emit
 from releases.models import NoisePath
 
 from .. import backends, microdata, sizes
 from ..budget import counts
 from ..compute import DuckDBBackend, compute
-from ..locks import dataset_lock, listing_answer_lock, listing_lock
+from ..locks import dataset_lock, dataset_lock_pk, listing_answer_lock, listing_lock, listing_prepare_lock
 from ..models import Dataset, Listing
 from ..pricing import CompensationModel, PriceCurve
 from .. import composition
@@ -41,6 +47,8 @@ from ..spec import (
 )
 from ..spec.columns import columns_from
 from .common import _require_owner, _require_owner_still, _text
+
+log = logging.getLogger(__name__)
 
 
 def _price_curve(price_curve: dict, compensation, ceiling: Decimal | None, dataset: Dataset, *, linear: bool):
@@ -391,10 +399,10 @@ def listing_create(
 
     ``ceiling`` is the most the listing can ever cost its dataset. When its means divide by a
     released count (a private size; a filter, group-by or column with missing values), the listing
-    publishes its size release here, once (``market.catalog.sizes``): a noisy count per mean cell at
-    ``size_level`` (eps_p; default a tenth of the ceiling), carved out of the ceiling, so buyers may
-    buy up to ``ceiling - size_level`` (the stored ``Listing.ceiling``) and the dataset is charged
-    eps_p at once, in this transaction. A ``size_level`` that leaves nothing to sell is refused.
+    publishes its size release once, with its answer (``market.catalog.sizes``): a noisy count per mean
+    cell at ``size_level`` (eps_p; default a tenth of the ceiling), carved out of the ceiling, so buyers
+    may buy up to ``ceiling - size_level`` (the stored ``Listing.ceiling``) and the dataset is charged
+    eps_p in the transaction that stores it. A ``size_level`` that leaves nothing to sell is refused.
 
     The price is ``price_curve`` (see ``market.catalog.pricing``), or the
     linear curve ``price_per_epsilon * eps``. ``compensation`` (E, rate, E_min)
@@ -407,8 +415,13 @@ def listing_create(
     on the float path.
     Every input at fault is named in one 400 (the title, the ceiling, the price,
     each statistic, the budget), not one per attempt.
-    The statistics' true answer and sensitivity are computed once, here; the
-    listing's noise path is created with it.
+    The statistics' true answer is computed once, outside the dataset's lock. On a small table
+    (DuckDB, at most ``LISTING_PREPARE_INLINE_ROWS`` records) it is computed here, in the request,
+    and the listing is created ready to sell, or nothing is created. On a larger one, or on Spark
+    (``backends.prepared_later``), the listing is created ``preparing``: everything is judged here,
+    its budget reserved under the dataset's lock, and a task on the ingest queue computes its answer
+    (``listing_prepare``); buyers see it once it is ready, and its owner hears ``listing.ready`` or
+    ``listing.failed``. Either way the listing's noise path is created with it.
     """
 
     _require_owner(owner)
@@ -433,12 +446,9 @@ def listing_create(
         eps_p = problems.collect(lambda: sizes.chosen_level(size_level, ceiling))
     if problems.messages:
         raise problems.error()
-    kinds = _kinds(plan)
-    answer = _computed(seen, "statistics", lambda table, backend: compute(plan, table, backend=backend))
     layout = plan.lattice  # every new listing runs on an exact integer path, never on the retired float path
     if layout is None:  # pragma: no cover - build_plan lays a new listing out on its mechanism's grid
         raise InvalidInput(VECTOR_PATH, fields={"statistics": [VECTOR_PATH]})
-    size_release = sizes.draw(plan, answer, eps_p) if eps_p is not None else None
     owners_ceiling = ceiling
     if eps_p is not None:
         ceiling -= eps_p  # what buyers may buy: the size release is carved out of the owner's ceiling
@@ -460,37 +470,220 @@ def listing_create(
         raise _too_low(exc) from None
     if calibrated is not None:
         document["calibration"] = calibrated
-    candidate = composition.listing_pld(mechanism=mechanism, plan=document, total=owners_ceiling, size_level=eps_p or 0)
+    new = _NewListing(
+        title=title, description=description, plan=plan, kinds=_kinds(plan), mechanism=mechanism, delta=delta,
+        document=document, ceiling=ceiling, size_level=eps_p or Decimal(0), curve=curve, model=model,
+        candidate=composition.listing_pld(mechanism=mechanism, plan=document, total=owners_ceiling,
+                                          size_level=eps_p or 0),
+    )
+    if backends.prepared_later(seen):
+        return _listing_reserve(owner=owner, dataset_id=dataset_id, seen=seen, new=new, problems=problems)
+    answer = _computed(seen, "statistics", lambda table, backend: compute(plan, table, backend=backend))
+    size_release = sizes.draw(plan, answer, eps_p) if eps_p is not None else None
     _checkpoint("computed")
     with transaction.atomic():
         dataset = _still_as_computed(owner, dataset_id, seen)
-        # other listings, under the lock
-        _budget_problems(dataset, problems, ceiling=owners_ceiling, kinds=kinds, candidate=candidate)
-        if problems.messages:
-            raise problems.error()
-        listing = Listing.objects.create(
-            dataset=dataset,
-            title=title,
-            description=description,
-            statistics=list(plan.statistics),
-            counted_in_budget=counts(kinds),
-            mechanism=mechanism,
-            delta=delta,
-            plan=document,
-            answer=b"",  # sealed for the row once it has its id, just below
-            ceiling=ceiling,
-            size_level=eps_p or Decimal(0),
-            size_release=size_release,
-            price_curve=curve.as_dict(),
-            compensation=model.as_dict() if model else None,
-            price_per_epsilon=(curve.price(ceiling) / ceiling).quantize(Decimal("0.01")),
-        )
+        listing = _listing_insert(dataset, new, problems, status=Listing.Status.READY, size_release=size_release)
         listing.set_true_answer(answer)
         listing.save(update_fields=["answer"])
-        listing.kinds_record(kinds)
-        NoisePath.objects.create(listing=listing, dim=len(plan.labels), mechanism=listing.mechanism)
-        account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
+
+
+@dataclasses.dataclass(frozen=True)
+class _NewListing:
+    """A new listing of statistics as ``listing_create`` judged it, before its answer is computed:
+    everything its row holds but the answer and the size release (``size_level`` 0: none)."""
+
+    title: str
+    description: str
+    plan: object
+    kinds: tuple[str, ...]
+    mechanism: str
+    delta: Decimal | None
+    document: dict
+    ceiling: Decimal
+    size_level: Decimal
+    curve: PriceCurve
+    model: CompensationModel | None
+    candidate: object  # its privacy-loss distribution at its total (the budget check's)
+
+
+def _listing_insert(dataset: Dataset, new: _NewListing, problems: _Problems, *, status, size_release) -> Listing:
+    """``new`` inserted on ``dataset`` (locked by the caller, at the version it was judged on) with
+    its noise path and its earnings account, once the dataset's budget has room for it beside its
+    other listings (checked here, under the lock). ``status`` preparing: closed until its answer is stored."""
+    _budget_problems(dataset, problems, ceiling=new.ceiling + new.size_level, kinds=new.kinds, candidate=new.candidate)
+    if problems.messages:
+        raise problems.error()
+    listing = Listing.objects.create(
+        dataset=dataset,
+        title=new.title,
+        description=new.description,
+        statistics=list(new.plan.statistics),
+        counted_in_budget=counts(new.kinds),
+        mechanism=new.mechanism,
+        delta=new.delta,
+        plan=new.document,
+        answer=b"",  # sealed for the row once it has its id (preparing: once it is computed)
+        ceiling=new.ceiling,
+        size_level=new.size_level,
+        size_release=size_release,
+        price_curve=new.curve.as_dict(),
+        compensation=new.model.as_dict() if new.model else None,
+        price_per_epsilon=(new.curve.price(new.ceiling) / new.ceiling).quantize(Decimal("0.01")),
+        **({} if status == Listing.Status.READY else _preparing(dataset)),
+    )
+    listing.kinds_record(new.kinds)
+    NoisePath.objects.create(listing=listing, dim=len(new.plan.labels), mechanism=listing.mechanism)
+    account_get(user=dataset.owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
+    return listing
+
+
+def _preparing(dataset: Dataset) -> dict:
+    """A new listing's fields while a task computes its answer: closed to buyers, judged at the dataset's
+    version, handed to a worker now (for the sweeper)."""
+    return {"status": Listing.Status.PREPARING, "is_open": False, "prepared_from": dataset.version,
+            "prepare_attempts": 1, "prepare_at": timezone.now()}
+
+
+def _listing_reserve(*, owner, dataset_id, seen: Dataset, new: _NewListing, problems: _Problems) -> Listing:
+    """``new`` created ``preparing`` (its budget reserved, hidden from buyers) and its answer queued
+    for a task on the ingest queue, once this transaction commits: the request never reads the data."""
+    with transaction.atomic():
+        dataset = _still_as_computed(owner, dataset_id, seen)
+        listing = _listing_insert(dataset, new, problems, status=Listing.Status.PREPARING, size_release=None)
+        transaction.on_commit(lambda pk=listing.pk: _prepare_queue(listing_pk=pk))
+    return listing
+
+
+def _prepare_queue(*, listing_pk: int) -> None:
+    """Queue ``listing_prepare`` for the listing; a broker that cannot be reached leaves it to the
+    sweeper (``listings_prepare_sweep``), never fails the owner's request."""
+    try:
+        queueing.task("catalog.listing_prepare").delay(listing_pk)
+    except Exception:  # the broker is down: the sweeper hands the listing out later
+        log.warning("listing %s: its preparation could not be queued; the sweeper will", listing_pk, exc_info=True)
+
+
+#: what a preparing listing's owner reads when its dataset moved before its answer was stored
+PREPARE_CHANGED = ("the dataset changed while the listing was being prepared (a new file, other columns or another "
+                   "budget); it was not made and holds no budget: create it again")
+
+
+def listing_prepare(*, listing_id: int) -> str:
+    """Compute a preparing listing's answer and open it to buyers (``catalog.listing_prepare``, on the
+    ingest queue): the dataset read by its compute backend outside every lock, then, under the
+    dataset's lock and the listing's, the answer sealed and its size release drawn and stored, if the
+    listing is still preparing and its dataset still at the version it was judged on. Otherwise the
+    listing fails with the reason (its budget given back, ``counted_in_budget`` cleared) and its
+    owner hears ``listing.failed``; on success, ``listing.ready``.
+
+    Idempotent: a listing no longer preparing (ready, failed, or prepared by a copy of this task
+    delivered twice) is left as it is. Returns ``"ready"``, ``"failed"`` or ``"skipped"``."""
+    listing = Listing.objects.select_related("dataset").defer("answer").filter(
+        pk=listing_id, status=Listing.Status.PREPARING).first()  # the task's own read: no user asks
+    if listing is None:
+        return "skipped"
+    seen = listing.dataset
+    if seen.version != listing.prepared_from or not seen.is_ready or seen.removed_at is not None:
+        return listing_prepare_fail(listing_id=listing_id, reason=PREPARE_CHANGED)
+    try:
+        seal, size_release = _prepared(listing, seen)
+    except Conflict:
+        return listing_prepare_fail(listing_id=listing_id, reason=PREPARE_CHANGED)
+    except (InvalidInput, SpecError) as exc:
+        return listing_prepare_fail(listing_id=listing_id, reason=getattr(exc, "message", str(exc)))
+    _checkpoint("prepared")
+    with transaction.atomic():
+        dataset = dataset_lock_pk(pk=seen.pk)  # the lock order: the dataset, then the listing
+        listing = listing_prepare_lock(pk=listing_id)
+        if listing is None or listing.status != Listing.Status.PREPARING:
+            return "skipped"  # prepared (or failed) by another delivery meanwhile: its answer stands
+        if dataset.version != listing.prepared_from or dataset.removed_at is not None:
+            _mark_failed(listing, PREPARE_CHANGED)
+            return "failed"
+        seal(listing)
+        listing.size_release = size_release
+        listing.status = Listing.Status.READY
+        listing.is_open = not listing.closed_reason  # closed by its owner while it was prepared: stays closed
+        listing.prepared_from = None
+        listing.save(update_fields=["answer", "size_release", "status", "is_open", "prepared_from"])
+        webhook_emit(("listing.ready", listing.pk, dataset.owner_id))
+    return "ready"
+
+
+def _prepared(listing: Listing, dataset: Dataset):
+    """A preparing listing's answer computed over ``dataset`` (outside every lock): ``(seal, size_release)``,
+    ``seal(listing)`` writing the sealed answer into the row. Bit-report microdata: the records' true
+    bits, shuffled, read by DuckDB (its stored spec and salt, as ``listing_create_microdata`` judged them).
+    Statistics: laid out again as ``listing_create`` laid them out (the same statistics, dataset version
+    and mechanism), computed by the dataset's backend, with the size release drawn from them."""
+    if listing.release_mechanism.sells_records:
+        md = listing.microdata()
+        truth = _computed(dataset, "microdata", lambda table, _: microdata.truth(md, table), backend=DuckDBBackend())
+        return (lambda row: row.set_truth_bits(truth)), None
+    plan = build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
+                      mechanism=listing.mechanism)
+    if list(plan.labels) != list(listing.labels):  # pragma: no cover - the dataset is at the version judged
+        raise _changed()
+    answer = _computed(dataset, "statistics", lambda table, backend: compute(plan, table, backend=backend))
+    size_release = sizes.draw(plan, answer, listing.size_level) if listing.size_level > 0 else None
+    return (lambda row: row.set_true_answer(answer)), size_release
+
+
+def listing_prepare_fail(*, listing_id: int, reason: str) -> str:
+    """Fail the preparing listing ``listing_id`` with ``reason`` (its task ran out of time), unless it
+    is no longer preparing: ``"failed"`` or ``"skipped"``."""
+    with transaction.atomic():
+        listing = Listing.objects.filter(pk=listing_id).values_list("dataset_id", flat=True).first()
+        if listing is None:
+            return "skipped"
+        dataset_lock_pk(pk=listing)
+        found = listing_prepare_lock(pk=listing_id)
+        if found is None or found.status != Listing.Status.PREPARING:
+            return "skipped"
+        _mark_failed(found, reason)
+    return "failed"
+
+
+def _mark_failed(listing: Listing, reason: str) -> None:
+    """The preparing ``listing`` (locked) failed with ``reason``: never sold, holding no budget; its
+    owner hears ``listing.failed``."""
+    log.warning("listing %s: its preparation failed: %s", listing.pk, reason)
+    listing.status, listing.failure = Listing.Status.FAILED, reason
+    listing.counted_in_budget, listing.is_open, listing.prepared_from = False, False, None
+    listing.save(update_fields=["status", "failure", "counted_in_budget", "is_open", "prepared_from"])
+    webhook_emit(("listing.failed", listing.pk, listing.dataset.owner_id))
+
+
+def listings_prepare_sweep(*, older_than: timedelta | None = None) -> dict[str, int]:
+    """Hand out again each listing still preparing ``older_than`` (``LISTING_PREPARE_SWEEP_AFTER``
+    seconds) after it was last handed to a worker: its task was lost (the broker was down when it
+    was sent, or the worker died with it). One handed out ``LISTING_PREPARE_MAX_ATTEMPTS`` times is
+    failed instead, its budget given back. Returns how many were ``requeued``, ``failed`` and
+    ``skipped`` (finished meanwhile)."""
+    age = older_than if older_than is not None else timedelta(seconds=settings.LISTING_PREPARE_SWEEP_AFTER)
+    cutoff = timezone.now() - age
+    stuck = list(Listing.objects.filter(status=Listing.Status.PREPARING, prepare_at__lt=cutoff)
+                 .order_by("prepare_at").values_list("pk", "dataset_id")[:100])
+    done = {"requeued": 0, "failed": 0, "skipped": 0}
+    for pk, dataset_pk in stuck:
+        with transaction.atomic():
+            dataset_lock_pk(pk=dataset_pk)
+            listing = listing_prepare_lock(pk=pk)
+            if listing is None or listing.status != Listing.Status.PREPARING or listing.prepare_at >= cutoff:
+                done["skipped"] += 1
+                continue
+            if listing.prepare_attempts >= settings.LISTING_PREPARE_MAX_ATTEMPTS:
+                _mark_failed(listing, f"its answer could not be computed: the work stopped {listing.prepare_attempts} "
+                                      "times without finishing; it holds no budget: create it again, or ask support")
+                done["failed"] += 1
+                continue
+            listing.prepare_attempts, listing.prepare_at = listing.prepare_attempts + 1, timezone.now()
+            listing.save(update_fields=["prepare_attempts", "prepare_at"])
+            transaction.on_commit(lambda pk=pk: _prepare_queue(listing_pk=pk))
+            done["requeued"] += 1
+    return done
 
 
 def _microdata_spec(spec, dataset: Dataset, problems: _Problems):
@@ -546,8 +739,9 @@ def listing_create_microdata(
     )
     if problems.messages:
         raise problems.error()
-    truth = _computed(seen, "microdata", lambda table, _: microdata.truth(md, table, shuffle=shuffle),
-                      backend=DuckDBBackend())
+    later = backends.prepared_later(seen, backend=backends.DUCKDB)
+    truth = None if later else _computed(seen, "microdata", lambda table, _: microdata.truth(md, table, shuffle=shuffle),
+                                         backend=DuckDBBackend())
     bits = md.bits
     _checkpoint("computed")
     with transaction.atomic():
@@ -569,9 +763,13 @@ def listing_create_microdata(
             price_curve=curve.as_dict(),
             compensation=model.as_dict() if model else None,
             price_per_epsilon=(curve.price(md.ceiling) / md.ceiling).quantize(Decimal("0.01")),
+            **_preparing(dataset) if later else {},
         )
-        listing.set_truth_bits(truth)
-        listing.save(update_fields=["answer"])
+        if later:  # a large table: a task reads its records (listing_prepare)
+            transaction.on_commit(lambda pk=listing.pk: _prepare_queue(listing_pk=pk))
+        else:
+            listing.set_truth_bits(truth)
+            listing.save(update_fields=["answer"])
         listing.kinds_record((microdata.KIND,))
         NoisePath.objects.create(listing=listing, dim=bits, mechanism=listing.mechanism)
         account_get(user=owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
@@ -651,7 +849,8 @@ def listing_close(*, owner, listing_id, reason: str = "") -> Listing:
     reason = _text(reason, "reason", max_length=500, required=False)
     with transaction.atomic():
         listing = _owned_listing_locked(owner, listing_id)
-        if listing.is_open:
+        if listing.is_open or (listing.status == Listing.Status.PREPARING and not listing.closed_reason):
+            # a listing still preparing stays closed once it is ready
             listing.is_open, listing.closed_reason = False, reason or CLOSED_BY_OWNER
             listing.save(update_fields=["is_open", "closed_reason"])
     return listing
@@ -675,6 +874,13 @@ def listing_reopen(*, owner, listing_id) -> Listing:
         dataset = dataset_lock(owner=owner, dataset_id=dataset_id)  # before the listing: the lock order
         listing = _owned_listing_locked(owner, listing_id)
         if listing.is_open:
+            return listing
+        if listing.status == Listing.Status.FAILED:
+            raise Conflict(f"this listing was never made: {listing.failure}", code="cannot_reopen",
+                           fields={"listing": ["It failed while it was prepared: create it again."]})
+        if listing.status == Listing.Status.PREPARING:  # opens once it is ready
+            listing.closed_reason = ""
+            listing.save(update_fields=["closed_reason"])
             return listing
         if dataset is None:  # removed by its owner (market.catalog.services.dataset_remove)
             raise Conflict("this listing cannot be reopened: its dataset was removed", code="cannot_reopen",
@@ -725,7 +931,8 @@ def listing_answers_rotate() -> crypto.Rotated:
     An answer that does not open is counted as damaged and left as it is.
     """
     done = crypto.Rotated()
-    for pk, blob in Listing.objects.order_by("pk").values_list("pk", "answer").iterator():
+    stored = Listing.objects.filter(status=Listing.Status.READY)  # one prepared meanwhile is sealed under the new key
+    for pk, blob in stored.order_by("pk").values_list("pk", "answer").iterator():
         try:
             stale = crypto.reseal(blob, context=crypto.answer_context(pk)) is not None
         except crypto.CryptoError:

@@ -1,7 +1,7 @@
 """The ``gradual`` command line.
 
     gradual login [--username U] [--password-stdin]      gradual configure [--key-stdin] [--no-check]
-    gradual listings [--search TEXT]                     gradual listings create --spec FILE [--dataset ID]
+    gradual listings [--search TEXT]                     gradual listings create --spec FILE [--dataset ID] [--wait]
     gradual listings close LISTING [--reason TEXT]       gradual listings reopen LISTING
     gradual quote LISTING (--epsilon E | --target T [--target T ...]) [--records N]
     gradual buy LISTING --epsilon E [--max-price P] [--no-wait] [--idempotency-key K] [--timeout S]
@@ -137,8 +137,8 @@ def write_record(out: TextIO, record: dict[str, Any], fmt: str) -> None:
 
 
 LISTING_COLUMNS = ("id", "title", "owner", "engine", "ceiling", "price", "your_level", "is_open")
-LISTING_FIELDS = ("id", "title", "engine", "mechanism", "delta", "ceiling", "buyable_ceiling", "levels", "price", "is_open",
-                  "closed_reason", "labels")
+LISTING_FIELDS = ("id", "title", "status", "engine", "mechanism", "delta", "ceiling", "buyable_ceiling", "levels", "price",
+                  "is_open", "closed_reason", "failure", "labels")
 QUOTE_FIELDS = ("listing", "epsilon", "current_level", "cap", "price")
 PURCHASE_FIELDS = ("id", "listing", "level_from", "epsilon", "price", "status", "failure_reason")
 PURCHASE_COLUMNS = ("id", "listing", "level_from", "epsilon", "price", "status", "created_at", "release")
@@ -172,8 +172,11 @@ def cmd_listing_create(client: Client, args: argparse.Namespace, out: TextIO) ->
     spec = _spec_file(args.spec)
     if args.dataset and isinstance(spec, dict):
         spec["dataset"] = args.dataset
-    _write_listing(client.create_listing_from_spec(spec), args.format, out)
-    return OK
+    listing = client.create_listing_from_spec(spec)
+    if args.wait:
+        listing = client.wait_listing(listing, timeout=args.timeout)
+    _write_listing(listing, args.format, out)
+    return REFUSED if listing.status == "failed" else OK
 
 
 def _spec_file(path: str) -> Any:
@@ -544,6 +547,9 @@ def parser() -> argparse.ArgumentParser:
                         help="a JSON file: the body of POST /api/v1/listings/ (dataset, title, statistics, ceiling, "
                         "price_per_epsilon or price_curve, ...); with \"microdata\", a microdata listing")
     create.add_argument("--dataset", help="the dataset's id (instead of the spec's)")
+    create.add_argument("--wait", action="store_true",
+                        help="on a large table the listing is made preparing: wait until it is ready or failed")
+    create.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits (default 600)")
     compare = command("compare", cmd_listing_compare, "each mechanism's error bounds at the ceiling for a spec, and "
                       "the one proposed (owners)", under=owned)
     compare.add_argument("--spec", required=True, help="a JSON file: as for create (dataset, statistics, ceiling)")

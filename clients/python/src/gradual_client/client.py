@@ -513,14 +513,8 @@ class Client:
     def wait_dataset(self, dataset: Dataset | str, *, timeout: float = 300.0, every: float = 0.5) -> Dataset:
         """The dataset once it is no longer processing (ready, or failed with ``failure``); :class:`GradualError`
         with code ``timeout`` if it is still processing after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
         current = dataset if isinstance(dataset, Dataset) else self.dataset(dataset)
-        while current.status == "processing":
-            if time.monotonic() >= deadline:
-                raise GradualError(f"dataset {current.id} was still processing after {timeout:g} s", code="timeout")
-            time.sleep(every)
-            current = self.dataset(current.id)
-        return current
+        return _until_not(current, "processing", self.dataset, what="dataset", timeout=timeout, every=every)
 
     def confirm_columns(
         self, dataset: Dataset | str, columns: Mapping[str, str] | Sequence[Mapping[str, str]]
@@ -580,6 +574,13 @@ class Client:
             body["delta"] = str(delta)
         return Listing.from_json(self._json("POST", "listings/", json=body))
 
+    def wait_listing(self, listing: ListingRef, *, timeout: float = 600.0, every: float = 1.0) -> Listing:
+        """Owners: your listing once it is no longer preparing (a listing over a large table, or computed by
+        Spark, is made ``preparing`` while a worker computes its answer): ready, or failed with ``failure``;
+        :class:`GradualError` with code ``timeout`` if it is still preparing after ``timeout`` seconds."""
+        current = listing if isinstance(listing, Listing) else self.listing(listing)
+        return _until_not(current, "preparing", self.listing, what="listing", timeout=timeout, every=every)
+
     def compare_mechanisms(self, dataset: Dataset | str, *, statistics: Sequence[Mapping[str, Any]], ceiling: Number,
                            delta: Number | str | None = None) -> dict[str, Any]:
         """Before listing: each mechanism's 95% error bounds at ``ceiling`` for ``statistics`` on your dataset, and
@@ -629,6 +630,18 @@ class Client:
     def reopen_listing(self, listing: ListingRef) -> Listing:
         """Owners: open your closed listing again (409 if it could not be created today)."""
         return Listing.from_json(self._json("POST", f"listings/{_listing_id(listing)}/reopen/"))
+
+
+def _until_not(current, status: str, fetch, *, what: str, timeout: float, every: float):
+    """``current`` fetched again every ``every`` s until its status is no longer ``status``;
+    :class:`GradualError` with code ``timeout`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while current.status == status:
+        if time.monotonic() >= deadline:
+            raise GradualError(f"{what} {current.id} was still {status} after {timeout:g} s", code="timeout")
+        time.sleep(every)
+        current = fetch(current.id)
+    return current
 
 
 def _moment(value: datetime | str) -> datetime:

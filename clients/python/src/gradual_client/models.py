@@ -75,6 +75,10 @@ class Listing:
     delta: str | None = None
     #: the levels a listing sold on a ladder offers (the Skellam path), lowest first; None: any level up to its ceiling
     levels: tuple[Decimal, ...] | None = None
+    #: ready (sold); yours only: preparing (its answer being computed over a large table) or failed (see failure)
+    status: str = "ready"
+    #: why your listing could not be prepared (status failed; else empty)
+    failure: str = ""
 
     @classmethod
     def from_json(cls, data: Json) -> Listing:
@@ -103,6 +107,8 @@ class Listing:
             mechanism=data.get("mechanism"),
             delta=data.get("delta"),
             levels=None if data.get("levels") is None else tuple(_required_decimal(v) for v in data["levels"]),
+            status=str(data.get("status") or "ready"),
+            failure=str(data.get("failure") or ""),
         )
 
 
