@@ -270,10 +270,11 @@ def _short(value, limit: int = 300):
     return value if len(text) <= limit else text[:limit] + " ..."
 
 
-def run(config: Config, logdir: Path) -> dict:
-    """The whole scenario; every process stopped and the database dropped at the end."""
+def run(config: Config, logdir: Path, *, scenario=None) -> dict:
+    """The whole scenario (``scenario``: another one with ``execute``, ``stop`` and ``stack``, e.g.
+    ``tests.faults.several_hosts.Scenario``); every process stopped and the database dropped at the end."""
     logdir.mkdir(parents=True, exist_ok=True)
-    runner = Run(config, logdir)
+    runner = (scenario or Run)(config, logdir)
     started = time.time()
     try:
         report = runner.execute()
