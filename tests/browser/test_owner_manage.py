@@ -204,3 +204,32 @@ def test_the_owner_dashboard_fits_the_screen(browse, owned, users, size, shot):
     shot(page, f"owner-dashboard-{size}")
     page.goto(f"/owner/listings/{listing.pk}/")
     assert_no_sideways_scroll(page, width)
+
+
+def test_an_owner_sees_a_listing_over_a_large_table_prepare_then_go_on_sale(browse, users, settings, late_worker, shot):
+    """The dashboard and the listing's page say "preparing" while a worker computes the answer (every
+    table is large here), then "on sale" once the worker has stored it."""
+    from market.catalog.services import listing_create
+
+    settings.LISTING_PREPARE_INLINE_ROWS = 0
+    owner = users("olivia", owner=True)
+    dataset = ready_dataset(owner=owner, name="Clinic visits", data=make_csv(300), total_budget="20")
+    listing = listing_create(owner=owner, dataset_id=dataset.public_id, title="Clinic visits by age",
+                             statistics=STATISTICS, ceiling="5", price_per_epsilon="10")
+    page = browse()
+    log_in(page, "olivia")
+    page.goto("/owner/")
+    row = page.get_by_role("row", name=re.compile("Clinic visits by age"))
+    expect(row.locator(".badge")).to_have_text("preparing")
+    page.goto(f"/owner/listings/{listing.pk}/")
+    expect(page.locator("#preparing")).to_contain_text("Its budget is reserved meanwhile")
+    expect(page.locator("#status")).to_contain_text("Not on sale yet.")
+    shot(page, "owner-listing-preparing")
+    late_worker()  # the ingest worker computes it now
+    for _ in range(60):
+        if Listing.objects.get(pk=listing.pk).status != "preparing":
+            break
+        page.wait_for_timeout(500)
+    page.reload()
+    expect(page.locator("#status")).to_contain_text("Buyers can buy it now.")
+    expect(page.locator("#preparing")).to_have_count(0)
