@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from market.catalog import services
 from market.catalog.models import Listing
@@ -52,7 +52,7 @@ def create(owner, dataset, ceiling="5", **extra):
 def queued(monkeypatch):
     """The listings whose preparation was queued (the task itself is run by the test)."""
     sent = []
-    monkeypatch.setattr(services.listings, "_prepare_queue", lambda *, listing_pk: sent.append(listing_pk))
+    monkeypatch.setattr(services.preparation, "queue", lambda *, listing_pk: sent.append(listing_pk))
     return sent
 
 
@@ -105,7 +105,7 @@ def test_a_dataset_that_moves_before_the_answer_is_stored_fails_the_listing_and_
         if name == "prepared":
             dataset_budget_set(actor=staff, dataset_id=dataset.public_id, budget="9", reason="more")
 
-    monkeypatch.setattr(services.listings, "_checkpoint", moved)
+    monkeypatch.setattr(services.preparation, "_checkpoint", moved)
     assert listing_prepare(listing_id=listing.pk) == "failed"
     listing.refresh_from_db()
     assert (listing.status, listing.is_open, listing.counted_in_budget) == ("failed", False, False)
@@ -126,7 +126,7 @@ def test_two_deliveries_at_once_store_one_answer_and_one_size_release(large, own
             started.append(True)
             outcomes.append(listing_prepare(listing_id=listing.pk))  # the copy that finishes first
 
-    monkeypatch.setattr(services.listings, "_checkpoint", meanwhile)
+    monkeypatch.setattr(services.preparation, "_checkpoint", meanwhile)
     outcomes.append(listing_prepare(listing_id=listing.pk))
     assert outcomes == ["ready", "skipped"]
     listing.refresh_from_db()
@@ -170,7 +170,6 @@ def test_the_api_answers_202_and_shows_the_owner_the_status(large, owner, datase
     assert api(buyer).get(f"/api/v1/listings/{made['id']}/").json()["status"] == "ready"
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the constraints' wording is PostgreSQL's")
 def test_the_database_keeps_a_preparing_listing_closed_and_a_failed_one_out_of_the_budget(large, owner, dataset, queued):
     listing = create(owner, dataset)
     with pytest.raises(IntegrityError, match="listing_open_only_when_ready"), transaction.atomic():
@@ -197,7 +196,7 @@ def test_the_owner_pages_show_preparing_then_failed(large, owner, dataset, clien
         if name == "prepared":
             dataset_budget_set(actor=staff, dataset_id=dataset.public_id, budget="9", reason="more")
 
-    monkeypatch.setattr(services.listings, "_checkpoint", moved)
+    monkeypatch.setattr(services.preparation, "_checkpoint", moved)
     listing_prepare(listing_id=listing.pk)
     page = client.get(f"/owner/listings/{listing.pk}/").content.decode()
     assert 'id="failure"' in page and "the dataset changed" in page and 'id="failed-help"' in page

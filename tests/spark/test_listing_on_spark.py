@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from market.catalog import backends
 from market.catalog.models import Listing
-from market.catalog.services import listing_create, listing_prepare, listings
+from market.catalog.services import listing_create, listing_prepare, preparation
 from tests.datasets import ready_dataset
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +54,7 @@ def test_a_large_dataset_is_computed_by_spark_from_the_sealed_file_in_the_store(
     with override_settings(COMPUTE_SPARK_FROM_ROWS=2_000):
         assert backends.backend_name_for(dataset) == "spark"
         monkeypatch.setenv("TMPDIR", str(tmp_path))  # nothing decrypted may land here
-        monkeypatch.setattr(listings, "_prepare_queue", lambda *, listing_pk: None)  # run below, as the worker would
+        monkeypatch.setattr(preparation, "queue", lambda *, listing_pk: None)  # run below, as the worker would
         on_spark = listing_create(owner=owner, dataset_id=dataset.public_id, title="On Spark", statistics=SPEC,
                                   ceiling="1", price_per_epsilon="1")
         assert on_spark.status == "preparing"  # a Spark job never runs in the owner's request

@@ -529,7 +529,7 @@ def test_a_prepared_listing_tells_its_owner_it_is_ready_or_failed(owner, setting
     from tests.fixtures.market import STATISTICS, make_csv
 
     settings.LISTING_PREPARE_INLINE_ROWS = 0
-    monkeypatch.setattr(services.listings, "_prepare_queue", lambda *, listing_pk: None)
+    monkeypatch.setattr(services.preparation, "queue", lambda *, listing_pk: None)
     monkeypatch.setattr(tasks.events_record_task, "delay", lambda items: None)
     listen(owner, ["listing.ready", "listing.failed"], receiver.url())
     dataset = ready_dataset(owner=owner, name="visits", data=make_csv(100), total_budget="8")

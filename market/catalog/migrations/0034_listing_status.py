@@ -2,6 +2,8 @@
 
 from django.db import migrations, models
 
+from market.core.migration_helpers import drop_sqlite_triggers_naming, reinstall_sqlite_triggers
+
 
 class Migration(migrations.Migration):
 
@@ -10,6 +12,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # SQLite rebuilds catalog_listing: the triggers naming it go first and come back at the end
+        migrations.RunPython(drop_sqlite_triggers_naming("catalog_listing"), reinstall_sqlite_triggers),
         migrations.RemoveConstraint(
             model_name='listing',
             name='listing_size_release_has_level',
@@ -64,4 +68,5 @@ class Migration(migrations.Migration):
             model_name='listing',
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'failed'), _negated=True), ('counted_in_budget', False), _connector='OR'), name='listing_failed_not_counted'),
         ),
+        migrations.RunPython(reinstall_sqlite_triggers, drop_sqlite_triggers_naming("catalog_listing")),
     ]

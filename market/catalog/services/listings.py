@@ -1,33 +1,27 @@
-"""Owners' writes to listings: checked, made (the answer computed before the dataset's lock, the
-lock re-checking the dataset's version), changed, closed and reopened; their sealed answers re-keyed."""
+"""Owners' new listings: checked, compared and made (the answer computed before the dataset's lock, the
+lock re-checking the dataset's version; over a large table, reserved and prepared by a task:
+:mod:`.preparation`). Changes to listings are in :mod:`.managing`."""
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 from decimal import Decimal
 from fractions import Fraction
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from market.core import crypto, queueing, visibility
-from market.core.errors import Conflict, InvalidInput, NotFound
+from market.core import visibility
+from market.core.errors import InvalidInput, NotFound
 from market.core.levels import level_text, parse_delta, parse_level
-from market.core.locks import retrying
 from market.ledger.models import Account
 from market.ledger.services import MAX_MONEY, account_get, money
-from market.webhooks.events import emit as webhook_emit
 from releases.models import NoisePath
 
 from .. import backends, microdata, sizes
 from ..budget import counts
 from ..compute import DuckDBBackend, compute
-from ..locks import dataset_lock, dataset_lock_pk, listing_answer_lock, listing_lock, listing_prepare_lock
+from ..locks import dataset_lock
 from ..models import Dataset, Listing
 from ..pricing import CompensationModel, PriceCurve
 from .. import composition
@@ -46,9 +40,8 @@ from ..spec import (
     without_confirmation,
 )
 from ..spec.columns import columns_from
-from .common import _require_owner, _require_owner_still, _text
-
-log = logging.getLogger(__name__)
+from . import preparation
+from .common import _changed, _checkpoint, _computed, _require_owner, _require_owner_still, _text
 
 
 def _price_curve(price_curve: dict, compensation, ceiling: Decimal | None, dataset: Dataset, *, linear: bool):
@@ -318,11 +311,6 @@ def _too_low(exc: Exception) -> InvalidInput:
     return InvalidInput(f"ceiling: {text}", fields={"ceiling": [text[0].upper() + text[1:] + "."]})
 
 
-def _checkpoint(name: str) -> None:
-    """A named point in listing creation where race tests act (``"computed"``: the answer is
-    computed, the dataset's lock not taken yet)."""
-
-
 def _listable_dataset(owner, dataset_id, *, locked: bool) -> Dataset:
     """The owner's dataset (``locked``: locked for update, which serialises listings on it, so the
     budget check holds), ready to be listed: else 404 (not among theirs) or 400 (still processing,
@@ -340,30 +328,6 @@ def _listable_dataset(owner, dataset_id, *, locked: bool) -> Dataset:
         )
     _require_owner_still(owner)
     return dataset
-
-
-def _computed(dataset: Dataset, what: str, run, *, backend=None):
-    """``run(table, backend)`` on the dataset's records as its compute backend reads them
-    (``market.catalog.backends``: a decrypted copy of the typed file for DuckDB, the sealed file for
-    Spark), outside any lock (the file is not read under the dataset's lock: ``_still_as_computed``
-    checks, under it, that nothing moved). A ``ValueError`` is the owner's input (400, on ``what``);
-    a file gone meanwhile (replaced by a new processing run, re-sealed) is the dataset having changed (409).
-    ``backend``: a given one (microdata is read by DuckDB on any deployment)."""
-    backend = backend or backends.backend_for(dataset)
-    try:
-        with backends.dataset_source(dataset, backend) as table:
-            return run(table, backend)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), fields={what: [str(exc)]}) from None
-    except OSError:
-        raise _changed() from None
-
-
-def _changed() -> Conflict:
-    return Conflict(
-        "the dataset changed while the listing was being computed (a new file, other columns or another budget); "
-        "nothing was created: try again", code="dataset_changed",
-    )
 
 
 def _still_as_computed(owner, dataset_id, computed_on: Dataset) -> Dataset:
@@ -531,19 +495,12 @@ def _listing_insert(dataset: Dataset, new: _NewListing, problems: _Problems, *, 
         price_curve=new.curve.as_dict(),
         compensation=new.model.as_dict() if new.model else None,
         price_per_epsilon=(new.curve.price(new.ceiling) / new.ceiling).quantize(Decimal("0.01")),
-        **({} if status == Listing.Status.READY else _preparing(dataset)),
+        **({} if status == Listing.Status.READY else preparation.preparing(dataset)),
     )
     listing.kinds_record(new.kinds)
     NoisePath.objects.create(listing=listing, dim=len(new.plan.labels), mechanism=listing.mechanism)
     account_get(user=dataset.owner, kind=Account.Kind.EARNINGS, listing_id=listing.pk)
     return listing
-
-
-def _preparing(dataset: Dataset) -> dict:
-    """A new listing's fields while a task computes its answer: closed to buyers, judged at the dataset's
-    version, handed to a worker now (for the sweeper)."""
-    return {"status": Listing.Status.PREPARING, "is_open": False, "prepared_from": dataset.version,
-            "prepare_attempts": 1, "prepare_at": timezone.now()}
 
 
 def _listing_reserve(*, owner, dataset_id, seen: Dataset, new: _NewListing, problems: _Problems) -> Listing:
@@ -552,138 +509,8 @@ def _listing_reserve(*, owner, dataset_id, seen: Dataset, new: _NewListing, prob
     with transaction.atomic():
         dataset = _still_as_computed(owner, dataset_id, seen)
         listing = _listing_insert(dataset, new, problems, status=Listing.Status.PREPARING, size_release=None)
-        transaction.on_commit(lambda pk=listing.pk: _prepare_queue(listing_pk=pk))
+        transaction.on_commit(lambda pk=listing.pk: preparation.queue(listing_pk=pk))
     return listing
-
-
-def _prepare_queue(*, listing_pk: int) -> None:
-    """Queue ``listing_prepare`` for the listing; a broker that cannot be reached leaves it to the
-    sweeper (``listings_prepare_sweep``), never fails the owner's request."""
-    try:
-        queueing.task("catalog.listing_prepare").delay(listing_pk)
-    except Exception:  # the broker is down: the sweeper hands the listing out later
-        log.warning("listing %s: its preparation could not be queued; the sweeper will", listing_pk, exc_info=True)
-
-
-#: what a preparing listing's owner reads when its dataset moved before its answer was stored
-PREPARE_CHANGED = ("the dataset changed while the listing was being prepared (a new file, other columns or another "
-                   "budget); it was not made and holds no budget: create it again")
-
-
-def listing_prepare(*, listing_id: int) -> str:
-    """Compute a preparing listing's answer and open it to buyers (``catalog.listing_prepare``, on the
-    ingest queue): the dataset read by its compute backend outside every lock, then, under the
-    dataset's lock and the listing's, the answer sealed and its size release drawn and stored, if the
-    listing is still preparing and its dataset still at the version it was judged on. Otherwise the
-    listing fails with the reason (its budget given back, ``counted_in_budget`` cleared) and its
-    owner hears ``listing.failed``; on success, ``listing.ready``.
-
-    Idempotent: a listing no longer preparing (ready, failed, or prepared by a copy of this task
-    delivered twice) is left as it is. Returns ``"ready"``, ``"failed"`` or ``"skipped"``."""
-    listing = Listing.objects.select_related("dataset").defer("answer").filter(
-        pk=listing_id, status=Listing.Status.PREPARING).first()  # the task's own read: no user asks
-    if listing is None:
-        return "skipped"
-    seen = listing.dataset
-    if seen.version != listing.prepared_from or not seen.is_ready or seen.removed_at is not None:
-        return listing_prepare_fail(listing_id=listing_id, reason=PREPARE_CHANGED)
-    try:
-        seal, size_release = _prepared(listing, seen)
-    except Conflict:
-        return listing_prepare_fail(listing_id=listing_id, reason=PREPARE_CHANGED)
-    except (InvalidInput, SpecError) as exc:
-        return listing_prepare_fail(listing_id=listing_id, reason=getattr(exc, "message", str(exc)))
-    _checkpoint("prepared")
-    with transaction.atomic():
-        dataset = dataset_lock_pk(pk=seen.pk)  # the lock order: the dataset, then the listing
-        listing = listing_prepare_lock(pk=listing_id)
-        if listing is None or listing.status != Listing.Status.PREPARING:
-            return "skipped"  # prepared (or failed) by another delivery meanwhile: its answer stands
-        if dataset.version != listing.prepared_from or dataset.removed_at is not None:
-            _mark_failed(listing, PREPARE_CHANGED)
-            return "failed"
-        seal(listing)
-        listing.size_release = size_release
-        listing.status = Listing.Status.READY
-        listing.is_open = not listing.closed_reason  # closed by its owner while it was prepared: stays closed
-        listing.prepared_from = None
-        listing.save(update_fields=["answer", "size_release", "status", "is_open", "prepared_from"])
-        webhook_emit(("listing.ready", listing.pk, dataset.owner_id))
-    return "ready"
-
-
-def _prepared(listing: Listing, dataset: Dataset):
-    """A preparing listing's answer computed over ``dataset`` (outside every lock): ``(seal, size_release)``,
-    ``seal(listing)`` writing the sealed answer into the row. Bit-report microdata: the records' true
-    bits, shuffled, read by DuckDB (its stored spec and salt, as ``listing_create_microdata`` judged them).
-    Statistics: laid out again as ``listing_create`` laid them out (the same statistics, dataset version
-    and mechanism), computed by the dataset's backend, with the size release drawn from them."""
-    if listing.release_mechanism.sells_records:
-        md = listing.microdata()
-        truth = _computed(dataset, "microdata", lambda table, _: microdata.truth(md, table), backend=DuckDBBackend())
-        return (lambda row: row.set_truth_bits(truth)), None
-    plan = build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
-                      mechanism=listing.mechanism)
-    if list(plan.labels) != list(listing.labels):  # pragma: no cover - the dataset is at the version judged
-        raise _changed()
-    answer = _computed(dataset, "statistics", lambda table, backend: compute(plan, table, backend=backend))
-    size_release = sizes.draw(plan, answer, listing.size_level) if listing.size_level > 0 else None
-    return (lambda row: row.set_true_answer(answer)), size_release
-
-
-def listing_prepare_fail(*, listing_id: int, reason: str) -> str:
-    """Fail the preparing listing ``listing_id`` with ``reason`` (its task ran out of time), unless it
-    is no longer preparing: ``"failed"`` or ``"skipped"``."""
-    with transaction.atomic():
-        listing = Listing.objects.filter(pk=listing_id).values_list("dataset_id", flat=True).first()
-        if listing is None:
-            return "skipped"
-        dataset_lock_pk(pk=listing)
-        found = listing_prepare_lock(pk=listing_id)
-        if found is None or found.status != Listing.Status.PREPARING:
-            return "skipped"
-        _mark_failed(found, reason)
-    return "failed"
-
-
-def _mark_failed(listing: Listing, reason: str) -> None:
-    """The preparing ``listing`` (locked) failed with ``reason``: never sold, holding no budget; its
-    owner hears ``listing.failed``."""
-    log.warning("listing %s: its preparation failed: %s", listing.pk, reason)
-    listing.status, listing.failure = Listing.Status.FAILED, reason
-    listing.counted_in_budget, listing.is_open, listing.prepared_from = False, False, None
-    listing.save(update_fields=["status", "failure", "counted_in_budget", "is_open", "prepared_from"])
-    webhook_emit(("listing.failed", listing.pk, listing.dataset.owner_id))
-
-
-def listings_prepare_sweep(*, older_than: timedelta | None = None) -> dict[str, int]:
-    """Hand out again each listing still preparing ``older_than`` (``LISTING_PREPARE_SWEEP_AFTER``
-    seconds) after it was last handed to a worker: its task was lost (the broker was down when it
-    was sent, or the worker died with it). One handed out ``LISTING_PREPARE_MAX_ATTEMPTS`` times is
-    failed instead, its budget given back. Returns how many were ``requeued``, ``failed`` and
-    ``skipped`` (finished meanwhile)."""
-    age = older_than if older_than is not None else timedelta(seconds=settings.LISTING_PREPARE_SWEEP_AFTER)
-    cutoff = timezone.now() - age
-    stuck = list(Listing.objects.filter(status=Listing.Status.PREPARING, prepare_at__lt=cutoff)
-                 .order_by("prepare_at").values_list("pk", "dataset_id")[:100])
-    done = {"requeued": 0, "failed": 0, "skipped": 0}
-    for pk, dataset_pk in stuck:
-        with transaction.atomic():
-            dataset_lock_pk(pk=dataset_pk)
-            listing = listing_prepare_lock(pk=pk)
-            if listing is None or listing.status != Listing.Status.PREPARING or listing.prepare_at >= cutoff:
-                done["skipped"] += 1
-                continue
-            if listing.prepare_attempts >= settings.LISTING_PREPARE_MAX_ATTEMPTS:
-                _mark_failed(listing, f"its answer could not be computed: the work stopped {listing.prepare_attempts} "
-                                      "times without finishing; it holds no budget: create it again, or ask support")
-                done["failed"] += 1
-                continue
-            listing.prepare_attempts, listing.prepare_at = listing.prepare_attempts + 1, timezone.now()
-            listing.save(update_fields=["prepare_attempts", "prepare_at"])
-            transaction.on_commit(lambda pk=pk: _prepare_queue(listing_pk=pk))
-            done["requeued"] += 1
-    return done
 
 
 def _microdata_spec(spec, dataset: Dataset, problems: _Problems):
@@ -763,10 +590,10 @@ def listing_create_microdata(
             price_curve=curve.as_dict(),
             compensation=model.as_dict() if model else None,
             price_per_epsilon=(curve.price(md.ceiling) / md.ceiling).quantize(Decimal("0.01")),
-            **_preparing(dataset) if later else {},
+            **preparation.preparing(dataset) if later else {},
         )
         if later:  # a large table: a task reads its records (listing_prepare)
-            transaction.on_commit(lambda pk=listing.pk: _prepare_queue(listing_pk=pk))
+            transaction.on_commit(lambda pk=listing.pk: preparation.queue(listing_pk=pk))
         else:
             listing.set_truth_bits(truth)
             listing.save(update_fields=["answer"])
@@ -776,187 +603,3 @@ def listing_create_microdata(
     return listing
 
 
-def _owned_listing_locked(owner, listing_id) -> Listing:
-    listing = listing_lock(owner=owner, listing_id=_listing_pk(listing_id))
-    if listing is None:
-        raise NotFound("no such listing among yours", fields={"listing": ["Choose one of your listings."]})
-    return listing
-
-
-def _listing_pk(listing_id) -> int:
-    try:
-        return int(listing_id)
-    except (TypeError, ValueError):
-        raise NotFound("no such listing among yours", fields={"listing": ["Choose one of your listings."]}) from None
-
-
-def listing_update(
-    *, owner, listing_id, title=None, description=None, price_curve: dict | None = None, price_per_epsilon=None,
-) -> Listing:
-    """Change one of the owner's listings: its title, its description, its price (each left None
-    stays as it is). A new price is ``price_curve`` (linear, power or compensation-derived, with the
-    listing's own compensation model) or the linear ``price_per_epsilon * eps``, checked as at
-    creation; it applies to purchases made from now on. What was sold keeps the price recorded
-    on its purchase (``Purchase.price``) and on the ledger; a buyer who holds level ``a`` pays
-    ``P_new(b) - P_new(a)`` to go on to ``b``, so a cheaper curve makes their next step cheaper
-    and a dearer one dearer, and nobody is charged or refunded for what they hold. Every input
-    at fault is named in one 400; another owner's listing is a 404. The row lock waits for the
-    purchases in progress on the listing, which priced their step with the old curve."""
-    _require_owner(owner)
-    problems = _Problems()
-    changes: dict = {}
-    if title is not None:
-        changes["title"] = problems.collect(lambda: _text(title, "title", max_length=200))
-    if description is not None:
-        changes["description"] = problems.collect(
-            lambda: _text(description, "description", max_length=5000, required=False)
-        )
-    linear = price_curve is None and price_per_epsilon is not None
-    if linear:
-        price_curve = _linear_curve(price_per_epsilon, problems)
-    with transaction.atomic():
-        listing = _owned_listing_locked(owner, listing_id)
-        if price_curve is not None:
-            own = {k: v for k, v in (listing.compensation or {}).items() if k != "people"}  # people: the dataset's
-            found = problems.collect(
-                lambda: _price_curve(price_curve, own or None, listing.ceiling, listing.dataset, linear=linear)
-            )
-            if found is not None:
-                curve = found[0]
-                changes["price_curve"] = curve.as_dict()
-                changes["price_per_epsilon"] = (curve.price(listing.ceiling) / listing.ceiling).quantize(Decimal("0.01"))
-        if problems.messages:
-            raise problems.error()
-        changes = {name: value for name, value in changes.items() if getattr(listing, name) != value}
-        for name, value in changes.items():
-            setattr(listing, name, value)
-        if changes:
-            listing.save(update_fields=list(changes))
-    return listing
-
-
-#: what buyers read on a listing its owner closed without saying why
-CLOSED_BY_OWNER = "Closed by its owner: nothing more is sold. Releases already bought stay readable."
-
-
-def listing_close(*, owner, listing_id, reason: str = "") -> Listing:
-    """Close one of the owner's listings: nothing more is sold on it (a purchase finds no open
-    listing: 404), while every release already bought stays readable to its buyer, who sees the
-    listing with ``reason`` (or a plain default). Purchases in progress finish first (the row lock
-    waits for them). Its ceiling stays counted in its dataset's budget, so reopening it never
-    needs more budget than there is. Closing a closed listing keeps its reason."""
-    _require_owner(owner)
-    reason = _text(reason, "reason", max_length=500, required=False)
-    with transaction.atomic():
-        listing = _owned_listing_locked(owner, listing_id)
-        if listing.is_open or (listing.status == Listing.Status.PREPARING and not listing.closed_reason):
-            # a listing still preparing stays closed once it is ready
-            listing.is_open, listing.closed_reason = False, reason or CLOSED_BY_OWNER
-            listing.save(update_fields=["is_open", "closed_reason"])
-    return listing
-
-
-def listing_reopen(*, owner, listing_id) -> Listing:
-    """Open a closed listing of the owner's again, for sale as it was (same statistics, ceiling,
-    price and noise path: a buyer goes on from the level they hold).
-
-    Refused (409, with the reason) when the listing could not be created today: its statistics
-    are no longer offered for its dataset (a point, or a centroid: the listings the platform
-    itself closed, and the vector statistics of the retired float path), or its dataset's budget does not cover
-    the ceilings of its listings (a closed listing keeps its ceiling counted, so this holds unless
-    the budget was changed outside the services). Reopening an open listing changes nothing."""
-    _require_owner(owner)
-    found = visibility.owned_listings(owner).filter(pk=_listing_pk(listing_id)).values_list("dataset__public_id", flat=True)
-    dataset_id = next(iter(found), None)
-    if dataset_id is None:
-        raise NotFound("no such listing among yours", fields={"listing": ["Choose one of your listings."]})
-    with transaction.atomic():
-        dataset = dataset_lock(owner=owner, dataset_id=dataset_id)  # before the listing: the lock order
-        listing = _owned_listing_locked(owner, listing_id)
-        if listing.is_open:
-            return listing
-        if listing.status == Listing.Status.FAILED:
-            raise Conflict(f"this listing was never made: {listing.failure}", code="cannot_reopen",
-                           fields={"listing": ["It failed while it was prepared: create it again."]})
-        if listing.status == Listing.Status.PREPARING:  # opens once it is ready
-            listing.closed_reason = ""
-            listing.save(update_fields=["closed_reason"])
-            return listing
-        if dataset is None:  # removed by its owner (market.catalog.services.dataset_remove)
-            raise Conflict("this listing cannot be reopened: its dataset was removed", code="cannot_reopen",
-                           fields={"listing": ["Its dataset was removed."]})
-        _require_owner_still(owner)
-        try:
-            if listing.release_mechanism.sells_records:
-                microdata.build({"columns": [f.as_dict() for f in listing.microdata().fields],
-                                 "levels": listing.statistics[0]["levels"]},
-                                dataset.columns, records=dataset.public_size, public=dataset.size_is_public)
-            else:
-                build_plan(listing.statistics, columns_from(dataset.columns), neighbours=dataset.neighbours(),
-                           mechanism=listing.release_mechanism)
-        except SpecError as exc:
-            raise Conflict(
-                f"this listing cannot be reopened: {exc}", code="cannot_reopen",
-                fields={"listing": ["Its statistics are no longer offered on this dataset."]},
-            ) from None
-        if listing.counted_in_budget and dataset.delta_budget is not None:  # composed (closed listings stay counted)
-            together = composition.composed(composition.dataset_plds(counted_listings(dataset_pk=dataset.pk)),
-                                            eps=dataset.total_budget, delta=dataset.delta_budget)
-            if not together.fits:
-                raise Conflict(
-                    f"this listing cannot be reopened: its dataset's listings, composed, spend δ {together.delta_text} at "
-                    f"ε {level_text(dataset.total_budget)}, above its δ {composition.delta_text(dataset.delta_budget)}; "
-                    "raise the budget first", code="cannot_reopen",
-                    fields={"listing": ["The dataset's budget is too small for its listings."]},
-                )
-        elif listing.counted_in_budget:
-            need = ceilings_needed(dataset_pk=dataset.pk)
-            if need > dataset.total_budget:
-                raise Conflict(
-                    f"this listing cannot be reopened: its dataset's listings have ceilings adding up to {level_text(need)}, "
-                    f"above its budget {level_text(dataset.total_budget)}; raise the budget first",
-                    code="cannot_reopen", fields={"listing": [f"The dataset's budget is below {level_text(need)}."]},
-                )
-        listing.is_open, listing.closed_reason = True, ""
-        listing.save(update_fields=["is_open", "closed_reason"])
-    return listing
-
-
-@crypto.register_rotator("listing answers")
-def listing_answers_rotate() -> crypto.Rotated:
-    """Re-encrypt every listing's true answer under the current key (``manage.py rotate_encryption_keys``).
-
-    One listing at a time, under its row lock (its purchases wait a moment); an answer
-    already under the current key is only checked to open, so a second run changes nothing.
-    An answer that does not open is counted as damaged and left as it is.
-    """
-    done = crypto.Rotated()
-    stored = Listing.objects.filter(status=Listing.Status.READY)  # one prepared meanwhile is sealed under the new key
-    for pk, blob in stored.order_by("pk").values_list("pk", "answer").iterator():
-        try:
-            stale = crypto.reseal(blob, context=crypto.answer_context(pk)) is not None
-        except crypto.CryptoError:
-            done.damaged += 1
-            continue
-        if not stale:
-            done.unchanged += 1
-            continue
-        outcome = retrying(lambda pk=pk: _listing_answer_reseal(listing_id=pk), what="key rotation")
-        setattr(done, outcome, getattr(done, outcome) + 1)
-    return done
-
-
-def _listing_answer_reseal(*, listing_id: int) -> str:
-    with transaction.atomic():
-        listing = listing_answer_lock(listing_id=listing_id)
-        if listing is None:
-            return "unchanged"  # deleted meanwhile
-        try:
-            new = crypto.reseal(listing.answer, context=listing.answer_context())
-        except crypto.CryptoError:
-            return "damaged"
-        if new is None:
-            return "unchanged"  # another run got here first
-        listing.answer = new
-        listing.save(update_fields=["answer"])
-        return "resealed"
