@@ -63,7 +63,7 @@ def listing_prepare(*, listing_id: int) -> str:
     if listing is None:
         return "skipped"
     seen = listing.dataset
-    if seen.version != listing.prepared_from or not seen.is_ready or seen.removed_at is not None:
+    if _moved(seen, listing) or not seen.is_ready:
         return listing_prepare_fail(listing_id=listing_id, reason=PREPARE_CHANGED)
     try:
         seal, size_release = _prepared(listing, seen)
@@ -77,8 +77,8 @@ def listing_prepare(*, listing_id: int) -> str:
         listing = listing_prepare_lock(pk=listing_id)
         if listing is None or listing.status != Listing.Status.PREPARING:
             return "skipped"  # prepared (or failed) by another delivery meanwhile: its answer stands
-        if dataset.version != listing.prepared_from or dataset.removed_at is not None:
-            _mark_failed(listing, PREPARE_CHANGED)
+        if _moved(dataset, listing):
+            _mark_failed(listing, PREPARE_CHANGED, owner_id=dataset.owner_id)
             return "failed"
         seal(listing)
         listing.size_release = size_release
@@ -88,6 +88,11 @@ def listing_prepare(*, listing_id: int) -> str:
         listing.save(update_fields=["answer", "size_release", "status", "is_open", "prepared_from"])
         webhook_emit(("listing.ready", listing.pk, dataset.owner_id))
     return "ready"
+
+
+def _moved(dataset: Dataset, listing: Listing) -> bool:
+    """Whether ``dataset`` changed (or was removed) since the preparing ``listing`` was judged on it."""
+    return dataset.version != listing.prepared_from or dataset.removed_at is not None
 
 
 def _prepared(listing: Listing, dataset: Dataset):
@@ -113,25 +118,25 @@ def listing_prepare_fail(*, listing_id: int, reason: str) -> str:
     """Fail the preparing listing ``listing_id`` with ``reason`` (its task ran out of time), unless it
     is no longer preparing: ``"failed"`` or ``"skipped"``."""
     with transaction.atomic():
-        listing = Listing.objects.filter(pk=listing_id).values_list("dataset_id", flat=True).first()
-        if listing is None:
+        dataset_pk = Listing.objects.filter(pk=listing_id).values_list("dataset_id", flat=True).first()
+        if dataset_pk is None:
             return "skipped"
-        dataset_lock_pk(pk=listing)
+        dataset = dataset_lock_pk(pk=dataset_pk)
         found = listing_prepare_lock(pk=listing_id)
         if found is None or found.status != Listing.Status.PREPARING:
             return "skipped"
-        _mark_failed(found, reason)
+        _mark_failed(found, reason, owner_id=dataset.owner_id)
     return "failed"
 
 
-def _mark_failed(listing: Listing, reason: str) -> None:
+def _mark_failed(listing: Listing, reason: str, *, owner_id: int) -> None:
     """The preparing ``listing`` (locked) failed with ``reason``: never sold, holding no budget; its
-    owner hears ``listing.failed``."""
+    owner (``owner_id``, read from its locked dataset) hears ``listing.failed``."""
     log.warning("listing %s: its preparation failed: %s", listing.pk, reason)
     listing.status, listing.failure = Listing.Status.FAILED, reason
     listing.counted_in_budget, listing.is_open, listing.prepared_from = False, False, None
     listing.save(update_fields=["status", "failure", "counted_in_budget", "is_open", "prepared_from"])
-    webhook_emit(("listing.failed", listing.pk, listing.dataset.owner_id))
+    webhook_emit(("listing.failed", listing.pk, owner_id))
 
 
 def listings_prepare_sweep(*, older_than: timedelta | None = None) -> dict[str, int]:
@@ -147,14 +152,15 @@ def listings_prepare_sweep(*, older_than: timedelta | None = None) -> dict[str, 
     done = {"requeued": 0, "failed": 0, "skipped": 0}
     for pk, dataset_pk in stuck:
         with transaction.atomic():
-            dataset_lock_pk(pk=dataset_pk)
+            dataset = dataset_lock_pk(pk=dataset_pk)
             listing = listing_prepare_lock(pk=pk)
             if listing is None or listing.status != Listing.Status.PREPARING or listing.prepare_at >= cutoff:
                 done["skipped"] += 1
                 continue
             if listing.prepare_attempts >= settings.LISTING_PREPARE_MAX_ATTEMPTS:
                 _mark_failed(listing, f"its answer could not be computed: the work stopped {listing.prepare_attempts} "
-                                      "times without finishing; it holds no budget: create it again, or ask support")
+                                      "times without finishing; it holds no budget: create it again, or ask support",
+                             owner_id=dataset.owner_id)
                 done["failed"] += 1
                 continue
             listing.prepare_attempts, listing.prepare_at = listing.prepare_attempts + 1, timezone.now()
